@@ -1,0 +1,1 @@
+"""Checkpoints: O(1) creation, atomic rollback and undo, retention, PostgreSQL archive."""

@@ -1,0 +1,370 @@
+"""The PostgreSQL archive: the journal streamed into a table plus periodic base snapshots.
+
+Like PostgreSQL's own base backup + WAL: ``restore`` loads the newest base snapshot at
+or before the target into an empty Redis, then replays the archived journal up to the
+target, re-creating the journal entries under their own ids, so checkpoints inside the
+replayed range work again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import msgpack
+import structlog
+from redis.asyncio import Redis
+from ulid import ULID
+
+from aether.errors import AmbiguousIdError, ArchiveError, ConcurrentAdminError, NotFoundError
+from aether.keys import Keyspace
+from aether.store.journal import entries_after
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one ``sync`` copied."""
+
+    entries: int
+    checkpoints: int
+    snapshot: str | None
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """What one ``restore`` rebuilt."""
+
+    snapshot: str
+    keys_restored: int
+    entries_replayed: int
+    checkpoints: int
+    position: str
+
+
+def _pos(ms: int, seq: int) -> str:
+    return f"{ms}-{seq}"
+
+
+def _split(pos: str) -> tuple[int, int]:
+    ms, seq = pos.split("-", 1)
+    return int(ms), int(seq)
+
+
+@asynccontextmanager
+async def open_archive(dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    """Connect to PostgreSQL and apply pending migrations.
+
+    Raises:
+        ArchiveError: PostgreSQL cannot be reached.
+    """
+    from aether.checkpoints.migrations import migrate
+
+    try:
+        conn = await asyncpg.connect(dsn, timeout=10)
+    except (OSError, asyncpg.PostgresError) as e:
+        raise ArchiveError(f"cannot reach the PostgreSQL archive: {e}") from e
+    try:
+        await migrate(conn)
+        yield conn
+    finally:
+        await conn.close()
+
+
+class Archive:
+    """Archive operations for one namespace.
+
+    Args:
+        conn: a migrated PostgreSQL connection (:func:`open_archive`).
+        client: a verified Redis client.
+        keys: the namespace's keyspace.
+        snapshot_every: journal entries between two base snapshots.
+        batch_size: journal entries per insert batch.
+    """
+
+    def __init__(
+        self,
+        conn: asyncpg.Connection,
+        client: Redis,
+        keys: Keyspace,
+        snapshot_every: int = 10_000,
+        batch_size: int = 1_000,
+    ) -> None:
+        self.conn = conn
+        self.client = client
+        self.keys = keys
+        self.snapshot_every = snapshot_every
+        self.batch_size = batch_size
+
+    async def archived_position(self) -> str | None:
+        """Id of the newest archived journal entry."""
+        row = await self.conn.fetchrow(
+            "SELECT ms, seq FROM aether_journal WHERE ns = $1 ORDER BY ms DESC, seq DESC LIMIT 1",
+            self.keys.ns,
+        )
+        return None if row is None else _pos(row["ms"], row["seq"])
+
+    async def _latest_snapshot(self) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(
+            "SELECT snapshot_id, ms, seq FROM aether_snapshots WHERE ns = $1 "
+            "ORDER BY ms DESC, seq DESC LIMIT 1",
+            self.keys.ns,
+        )
+
+    async def sync(self) -> SyncReport:
+        """Copy new journal entries and the kept checkpoints; snapshot when due."""
+        if await self._latest_snapshot() is None:
+            await self.snapshot()
+        cursor = await self.archived_position() or "0-0"
+        copied = 0
+        batch: list[tuple[Any, ...]] = []
+        async for entry in entries_after(self.client, self.keys.journal(), cursor, self.batch_size):
+            batch.append(
+                (
+                    self.keys.ns,
+                    entry.ms,
+                    entry.seq,
+                    entry.actor,
+                    entry.reason,
+                    msgpack.packb(entry.fields, use_bin_type=True),
+                )
+            )
+            if len(batch) >= self.batch_size:
+                copied += await self._insert_entries(batch)
+                batch = []
+        copied += await self._insert_entries(batch)
+        checkpoints = await self._sync_checkpoints()
+        newest = await self.archived_position()
+        if newest is not None:
+            await self.client.set(self.keys.archive_cursor(), newest)
+        snapshot_id = None
+        latest = await self._latest_snapshot()
+        if latest is not None and newest is not None:
+            since = await self.conn.fetchval(
+                "SELECT count(*) FROM aether_journal WHERE ns = $1 AND (ms, seq) > ($2, $3)",
+                self.keys.ns,
+                latest["ms"],
+                latest["seq"],
+            )
+            if since >= self.snapshot_every:
+                snapshot_id = await self.snapshot()
+        log.info("archive synced", entries=copied, checkpoints=checkpoints, snapshot=snapshot_id)
+        return SyncReport(copied, checkpoints, snapshot_id, newest)
+
+    async def _insert_entries(self, rows: list[tuple[Any, ...]]) -> int:
+        if not rows:
+            return 0
+        await self.conn.executemany(
+            "INSERT INTO aether_journal (ns, ms, seq, actor, reason, fields) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            rows,
+        )
+        return len(rows)
+
+    async def _sync_checkpoints(self) -> int:
+        from aether.checkpoints.manager import Checkpoints
+
+        kept = await Checkpoints(self.client, self.keys, durable=False).list()
+        await self.conn.executemany(
+            "INSERT INTO aether_checkpoints (ns, id, created_at, label, reason, actor, ms, seq) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+            [
+                (
+                    self.keys.ns,
+                    c.id,
+                    c.created_at,
+                    c.label,
+                    c.reason,
+                    c.actor,
+                    *_split(c.journal_pos),
+                )
+                for c in kept
+            ],
+        )
+        return len(kept)
+
+    async def snapshot(self) -> str:
+        """Take a consistent base snapshot of every state key (one atomic server call)."""
+        reply = await self.client.fcall_ro(
+            "aether_snapshot",
+            1,
+            self.keys.journal(),
+            f"{_glob_escape(self.keys.prefix)}*",
+            msgpack.packb(self.keys.non_state_names()),
+            msgpack.packb(self.keys.non_state_prefixes()),
+        )
+        position = reply[0].decode()
+        pairs = list(zip(reply[1::2], reply[2::2], strict=True))
+        snapshot_id = str(ULID())
+        ms, seq = _split(position)
+        async with self.conn.transaction():
+            await self.conn.execute(
+                "INSERT INTO aether_snapshots (ns, snapshot_id, ms, seq, key_count) "
+                "VALUES ($1, $2, $3, $4, $5)",
+                self.keys.ns,
+                snapshot_id,
+                ms,
+                seq,
+                len(pairs),
+            )
+            await self.conn.copy_records_to_table(
+                "aether_snapshot_keys",
+                records=[(self.keys.ns, snapshot_id, k, d) for k, d in pairs],
+                columns=["ns", "snapshot_id", "key", "dump"],
+            )
+        log.info("archive snapshot taken", id=snapshot_id, keys=len(pairs), position=position)
+        return snapshot_id
+
+    async def resolve_target(self, target: str) -> tuple[int, int]:
+        """A checkpoint id (or unique prefix) or an ISO-8601 time, as a journal position.
+
+        Raises:
+            NotFoundError / AmbiguousIdError: no or several archived checkpoints match.
+            ArchiveError: the target is neither.
+        """
+        text = target.strip()
+        when = _parse_time(text)
+        if when is not None:
+            ms = int(when.timestamp() * 1000)
+            return ms, 2**62
+        if len(text) < 6 or not text.isalnum():
+            raise ArchiveError(
+                f"{target!r} is neither a checkpoint id (>= 6 characters) nor an ISO-8601 time"
+            )
+        rows = await self.conn.fetch(
+            "SELECT id, ms, seq FROM aether_checkpoints WHERE ns = $1 AND id LIKE $2",
+            self.keys.ns,
+            text.upper() + "%",
+        )
+        if len(rows) > 1:
+            raise AmbiguousIdError(
+                f"checkpoint prefix {target!r} matches {len(rows)} archived ones"
+            )
+        if not rows:
+            raise NotFoundError(f"no archived checkpoint matches {target!r}")
+        return rows[0]["ms"], rows[0]["seq"]
+
+    async def restore(self, target: str) -> RestoreReport:
+        """Rebuild the namespace, as of ``target``, in a Redis that holds none of it.
+
+        Raises:
+            ArchiveError: the namespace is not empty, or nothing archived covers the target.
+        """
+        ms, seq = await self.resolve_target(target)
+        existing = [
+            k
+            async for k in self.client.scan_iter(
+                match=f"{_glob_escape(self.keys.prefix)}*", count=1000
+            )
+        ]
+        if existing:
+            raise ArchiveError(
+                f"namespace {self.keys.ns!r} is not empty ({len(existing)} keys, e.g. "
+                f"{existing[0].decode()!r}); restore only rebuilds into an empty namespace"
+            )
+        snap = await self.conn.fetchrow(
+            "SELECT snapshot_id, ms, seq FROM aether_snapshots "
+            "WHERE ns = $1 AND (ms, seq) <= ($2, $3) ORDER BY ms DESC, seq DESC LIMIT 1",
+            self.keys.ns,
+            ms,
+            seq,
+        )
+        if snap is None:
+            raise ArchiveError(
+                f"no base snapshot of namespace {self.keys.ns!r} precedes {target!r}"
+            )
+        token = str(ULID())
+        if not await self.client.set(self.keys.admin_lock(), token, nx=True, px=600_000):
+            raise ConcurrentAdminError(f"another admin action holds {self.keys.admin_lock()}")
+        try:
+            return await self._rebuild(snap, ms, seq)
+        finally:
+            await self.client.fcall("aether_unlock", 1, self.keys.admin_lock(), token)
+
+    async def _rebuild(self, snap: asyncpg.Record, ms: int, seq: int) -> RestoreReport:
+        restored = 0
+        pipe = self.client.pipeline(transaction=False)
+        async with self.conn.transaction():
+            cursor = self.conn.cursor(
+                "SELECT key, dump FROM aether_snapshot_keys WHERE ns = $1 AND snapshot_id = $2",
+                self.keys.ns,
+                snap["snapshot_id"],
+            )
+            async for row in cursor:
+                pipe.restore(bytes(row["key"]), 0, bytes(row["dump"]), replace=True)
+                restored += 1
+                if len(pipe) >= 500:
+                    await pipe.execute()
+            if len(pipe):
+                await pipe.execute()
+            replayed = 0
+            position = _pos(snap["ms"], snap["seq"])
+            entries = self.conn.cursor(
+                "SELECT ms, seq, fields FROM aether_journal WHERE ns = $1 "
+                "AND (ms, seq) > ($2, $3) AND (ms, seq) <= ($4, $5) ORDER BY ms, seq",
+                self.keys.ns,
+                snap["ms"],
+                snap["seq"],
+                ms,
+                seq,
+            )
+            async for row in entries:
+                fields: dict[bytes, bytes] = msgpack.unpackb(bytes(row["fields"]), raw=True)
+                flat = [v for pair in fields.items() for v in pair]
+                position = _pos(row["ms"], row["seq"])
+                await self.client.fcall("aether_replay", 1, self.keys.journal(), position, *flat)
+                replayed += 1
+            cps = await self.conn.fetch(
+                "SELECT * FROM aether_checkpoints WHERE ns = $1 AND (ms, seq) >= ($2, $3) "
+                "AND (ms, seq) <= ($4, $5)",
+                self.keys.ns,
+                snap["ms"],
+                snap["seq"],
+                ms,
+                seq,
+            )
+        pipe = self.client.pipeline(transaction=True)
+        for c in cps:
+            pipe.hset(
+                self.keys.checkpoint(c["id"]),
+                mapping={
+                    "id": c["id"],
+                    "created_at": c["created_at"],
+                    "label": c["label"],
+                    "reason": c["reason"],
+                    "actor": c["actor"],
+                    "journal_pos": _pos(c["ms"], c["seq"]),
+                },
+            )
+            pipe.zadd(self.keys.checkpoints(), {c["id"]: c["created_at"]})
+        if cps:
+            await pipe.execute()
+        report = RestoreReport(snap["snapshot_id"], restored, replayed, len(cps), position)
+        log.info("archive restored", **report.__dict__)
+        return report
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
+
+
+def _parse_time(text: str) -> datetime | None:
+    if not text[:4].isdigit() or "-" not in text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def now_ms() -> int:
+    """Current time in milliseconds."""
+    return int(time.time() * 1000)

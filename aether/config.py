@@ -1,0 +1,154 @@
+"""One settings tree for every entry point (pydantic-settings, env prefix ``AETHER_``).
+
+Sources, strongest first: constructor arguments, environment variables (``AETHER_HOME``,
+``AETHER_REDIS_URL``, nested groups with ``__`` such as ``AETHER_CHECKPOINTS__KEEP``),
+then the TOML file named by ``AETHER_CONFIG_FILE`` (default ``config/aether.toml``
+relative to the working directory) when it exists, then defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_CONFIG_FILE = Path("config/aether.toml")
+
+
+def _default_home() -> Path:
+    return Path.home() / ".local" / "share" / "aether"
+
+
+class CheckpointSettings(BaseModel):
+    """Checkpoint retention."""
+
+    keep: int = Field(default=50, ge=1, description="checkpoints kept; older ones are pruned")
+
+
+class ArchiveSettings(BaseModel):
+    """PostgreSQL archive behaviour."""
+
+    snapshot_every: int = Field(
+        default=10_000, ge=1, description="journal entries between two base snapshots"
+    )
+    batch_size: int = Field(default=1_000, ge=1, description="journal entries per sync batch")
+
+
+class LogSettings(BaseModel):
+    """Logging."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    console_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    file_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    file_backups: int = Field(default=5, ge=0)
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one aether process."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AETHER_",
+        env_nested_delimiter="__",
+        extra="forbid",
+    )
+
+    home: Path = Field(default_factory=_default_home, description="data, logs and sockets")
+    namespace: str = Field(default="aether", min_length=1, max_length=64)
+    redis_url: SecretStr | None = Field(default=None, description="unset = embedded server")
+    redis_port: int | None = Field(
+        default=None, ge=1, le=65535, description="embedded server: also listen on 127.0.0.1"
+    )
+    redis_appendfsync: Literal["always", "everysec", "no"] = "everysec"
+    postgres_dsn: SecretStr | None = Field(default=None, description="unset = no archive")
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_is_plain(cls, value: str) -> str:
+        allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.{}")
+        if not set(value) <= allowed or ":" in value:
+            raise ValueError(
+                "namespace may hold letters, digits, '_', '-', '.' and a {hash tag}; "
+                "no ':' or spaces"
+            )
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Constructor arguments, then environment, then the optional TOML file."""
+        toml_path = Path(os.environ.get("AETHER_CONFIG_FILE", str(DEFAULT_CONFIG_FILE)))
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path.is_file():
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+    @property
+    def redis_dir(self) -> Path:
+        """Data directory of the embedded Redis server."""
+        return self.home / "redis"
+
+    @property
+    def log_dir(self) -> Path:
+        """Directory of the rotating log file."""
+        return self.home / "logs"
+
+    def masked(self) -> dict[str, Any]:
+        """The effective configuration as plain data, secrets masked."""
+        data = self.model_dump(mode="json")
+        for name in ("redis_url", "postgres_dsn"):
+            secret = getattr(self, name)
+            data[name] = None if secret is None else _mask_url(secret.get_secret_value())
+        return data
+
+
+def _mask_url(url: str) -> str:
+    """Hide the password of a URL such as ``redis://user:pw@host`` or ``?password=pw``."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, hostinfo = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{hostinfo}"
+    query = urlencode(
+        [(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(parts.query)]
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings once per entry point.
+
+    Raises:
+        ConfigError: when a value is invalid; the message names the field.
+    """
+    from pydantic import ValidationError
+
+    from aether.errors import ConfigError
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from e

@@ -1,0 +1,49 @@
+"""The AetherError hierarchy: every error aether raises on purpose derives from AetherError.
+
+Interfaces catch AetherError, print its message as one line and exit 1; anything else is
+a bug and keeps its traceback.
+"""
+
+
+class AetherError(Exception):
+    """Base of every error aether raises deliberately."""
+
+
+class ConfigError(AetherError):
+    """The configuration is invalid or inconsistent."""
+
+
+class ServerError(AetherError):
+    """The embedded Redis server could not be found, started or stopped."""
+
+
+class IncompatibleServerError(AetherError):
+    """The Redis server is too old or lacks the search and JSON modules."""
+
+
+class StoreError(AetherError):
+    """A journaled state operation was refused or failed."""
+
+
+class InvalidOperationError(StoreError):
+    """A state operation is malformed (unknown command, key outside the namespace...)."""
+
+
+class NotFoundError(AetherError):
+    """An ID or key does not exist."""
+
+
+class AmbiguousIdError(AetherError):
+    """An ID prefix matches more than one object."""
+
+
+class CheckpointError(AetherError):
+    """A checkpoint, rollback or undo could not be carried out."""
+
+
+class ConcurrentAdminError(CheckpointError):
+    """Another admin action (rollback, undo, restore) holds the admin lock."""
+
+
+class ArchiveError(AetherError):
+    """The PostgreSQL archive is unavailable or inconsistent."""

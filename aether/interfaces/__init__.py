@@ -1,0 +1,1 @@
+"""Interfaces: the typer CLI (and, later, the MCP server)."""

@@ -1,0 +1,282 @@
+"""``aether checkpoint ...`` and ``aether archive ...``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from aether.checkpoints.manager import Checkpoints
+from aether.checkpoints.model import Checkpoint
+from aether.errors import ArchiveError
+from aether.interfaces.common import (
+    AppState,
+    confirm,
+    console,
+    emit,
+    fail,
+    redis_client,
+    run,
+    state,
+    wants_json,
+)
+
+app = typer.Typer(help="Checkpoints: create, list, show, diff, rollback, undo, prune.")
+archive_app = typer.Typer(help="The PostgreSQL archive (AETHER_POSTGRES_DSN).")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+IdArg = Annotated[str, typer.Argument(help="Checkpoint id or a unique prefix (>= 6 chars).")]
+
+
+def _manager(st: AppState, client: object) -> Checkpoints:
+    from redis.asyncio import Redis
+
+    assert isinstance(client, Redis)
+    return Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep)
+
+
+def _line(c: Checkpoint) -> str:
+    return f"{c.id}  {c.created:%Y-%m-%d %H:%M:%S}  {c.reason:<14} {c.label}"
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    label: Annotated[str, typer.Option("--label", "-l", help="A name for it.")] = "",
+    reason: Annotated[str, typer.Option("--reason", help="Why it is taken.")] = "manual",
+    json_: JsonOpt = False,
+) -> None:
+    """Take a checkpoint of the agent's state (O(1), on disk when it returns)."""
+    st = state(ctx)
+
+    async def body() -> Checkpoint:
+        async with redis_client(st.settings) as client:
+            return await _manager(st, client).create(label=label, reason=reason, actor="cli")
+
+    cp = run(ctx, body)
+    emit(cp.to_dict(), wants_json(ctx, json_), lambda: print(cp.id))
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """List kept checkpoints, newest first (exit 2 when there are none)."""
+    st = state(ctx)
+
+    async def body() -> list[Checkpoint]:
+        async with redis_client(st.settings) as client:
+            return await _manager(st, client).list()
+
+    cps = run(ctx, body)
+
+    def render() -> None:
+        table = Table("id", "created (UTC)", "reason", "label", "actor")
+        for c in cps:
+            table.add_row(c.id, f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor)
+        console.print(table)
+
+    emit([c.to_dict() for c in cps], wants_json(ctx, json_), render)
+    if not cps:
+        raise typer.Exit(2)
+
+
+@app.command()
+def show(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> None:
+    """Show one checkpoint and how many journal entries follow it."""
+    st = state(ctx)
+
+    async def body() -> tuple[Checkpoint, int]:
+        async with redis_client(st.settings) as client:
+            diff = await _manager(st, client).diff(checkpoint_id)
+            return diff.checkpoint, diff.entries
+
+    cp, entries = run(ctx, body)
+    emit(
+        {**cp.to_dict(), "entries_since": entries},
+        wants_json(ctx, json_),
+        lambda: print(
+            f"id:        {cp.id}\nlabel:     {cp.label}\nreason:    {cp.reason}\n"
+            f"actor:     {cp.actor}\ncreated:   {cp.created.isoformat()}\n"
+            f"journal:   {cp.journal_pos}\nsince:     {entries} journal entries"
+        ),
+    )
+
+
+@app.command()
+def diff(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> None:
+    """What changed since a checkpoint, grouped by tier."""
+    st = state(ctx)
+
+    async def body() -> object:
+        async with redis_client(st.settings) as client:
+            return await _manager(st, client).diff(checkpoint_id)
+
+    from aether.checkpoints.model import Diff
+
+    d = run(ctx, body)
+    assert isinstance(d, Diff)
+
+    def render() -> None:
+        print(
+            f"since {d.checkpoint.id} ({d.checkpoint.label or d.checkpoint.reason}): "
+            f"{d.entries} journal entries"
+        )
+        for tier, changes in sorted(d.tiers.items()):
+            print(f"\n{tier}: {changes.entries} entries")
+            for sign, keys in (
+                ("+", changes.created),
+                ("~", changes.modified),
+                ("-", changes.deleted),
+            ):
+                for key in keys:
+                    print(f"  {sign} {key}")
+
+    emit(d.to_dict(), wants_json(ctx, json_), render)
+
+
+@app.command()
+def rollback(
+    ctx: typer.Context,
+    checkpoint_id: IdArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Return the agent's state to a checkpoint, atomically (undo reverses it)."""
+    st = state(ctx)
+    as_json = wants_json(ctx, json_)
+
+    async def preview() -> tuple[str, int]:
+        async with redis_client(st.settings) as client:
+            d = await _manager(st, client).diff(checkpoint_id)
+            return d.checkpoint.id, d.entries
+
+    target, entries = run(ctx, preview)
+    confirm(f"Roll back {entries} journal entries to {target}?", yes, as_json)
+
+    async def body() -> dict[str, object]:
+        async with redis_client(st.settings) as client:
+            return (await _manager(st, client).rollback_to(target, actor="cli")).to_dict()
+
+    result = run(ctx, body)
+    emit(
+        result,
+        as_json,
+        lambda: print(
+            f"rolled back {result['entries_undone']} entries to {target}; "
+            f"'aether checkpoint undo' returns to {result['pre_checkpoint']}"
+        ),
+    )
+
+
+@app.command()
+def undo(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Reverse the last rollback."""
+    st = state(ctx)
+
+    async def body() -> dict[str, object]:
+        async with redis_client(st.settings) as client:
+            return (await _manager(st, client).undo(actor="cli")).to_dict()
+
+    result = run(ctx, body)
+    emit(
+        result,
+        wants_json(ctx, json_),
+        lambda: print(f"undone: state is back at {result['target']}"),
+    )
+
+
+@app.command()
+def prune(
+    ctx: typer.Context,
+    keep: Annotated[int | None, typer.Option("--keep", help="Checkpoints to keep.")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal."""
+    st = state(ctx)
+
+    async def body() -> list[str]:
+        async with redis_client(st.settings) as client:
+            return await _manager(st, client).prune(keep)
+
+    pruned = run(ctx, body)
+    emit({"pruned": pruned}, wants_json(ctx, json_), lambda: print(f"pruned {len(pruned)}"))
+
+
+def _dsn(ctx: typer.Context) -> str:
+    st = state(ctx)
+    if st.settings.postgres_dsn is None:
+        fail("no archive configured: set AETHER_POSTGRES_DSN", st.json)
+    return st.settings.postgres_dsn.get_secret_value()
+
+
+@archive_app.command()
+def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Copy new journal entries and checkpoints to PostgreSQL (snapshot when due)."""
+    st, dsn = state(ctx), _dsn(ctx)
+
+    async def body() -> dict[str, object]:
+        from aether.checkpoints.archive import Archive, open_archive
+
+        async with redis_client(st.settings) as client, open_archive(dsn) as conn:
+            arch = Archive(
+                conn,
+                client,
+                st.keys,
+                st.settings.archive.snapshot_every,
+                st.settings.archive.batch_size,
+            )
+            return (await arch.sync()).__dict__
+
+    report = run(ctx, body)
+    emit(
+        report,
+        wants_json(ctx, json_),
+        lambda: print(
+            f"archived {report['entries']} entries, {report['checkpoints']} checkpoints"
+            + (f", snapshot {report['snapshot']}" if report["snapshot"] else "")
+        ),
+    )
+
+
+@archive_app.command()
+def snapshot(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Take a base snapshot of the namespace's state now."""
+    st, dsn = state(ctx), _dsn(ctx)
+
+    async def body() -> str:
+        from aether.checkpoints.archive import Archive, open_archive
+
+        async with redis_client(st.settings) as client, open_archive(dsn) as conn:
+            return await Archive(conn, client, st.keys).snapshot()
+
+    snap = run(ctx, body)
+    emit({"snapshot": snap}, wants_json(ctx, json_), lambda: print(snap))
+
+
+@archive_app.command()
+def restore(
+    ctx: typer.Context,
+    to: Annotated[str, typer.Option("--to", help="Checkpoint id/prefix or ISO-8601 time.")],
+    json_: JsonOpt = False,
+) -> None:
+    """Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it."""
+    st, dsn = state(ctx), _dsn(ctx)
+
+    async def body() -> dict[str, object]:
+        from aether.checkpoints.archive import Archive, open_archive
+
+        async with redis_client(st.settings) as client, open_archive(dsn) as conn:
+            return (await Archive(conn, client, st.keys).restore(to)).__dict__
+
+    try:
+        report = run(ctx, body)
+    except ArchiveError as e:  # pragma: no cover - run() already maps AetherError
+        fail(str(e), st.json)
+    emit(
+        report,
+        wants_json(ctx, json_),
+        lambda: print(
+            f"restored {report['keys_restored']} keys from snapshot {report['snapshot']}, "
+            f"replayed {report['entries_replayed']} entries up to {report['position']}"
+        ),
+    )

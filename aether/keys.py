@@ -1,0 +1,203 @@
+"""The keyspace: every Redis key and index name aether uses, built from the namespace.
+
+No other module spells a key. A person can find any state with ``redis-cli`` by reading
+this file (or ``docs/keyspace.md``, which mirrors it).
+
+For Redis Cluster, give the namespace a hash tag (``AETHER_NAMESPACE={aether}``): every key
+of one agent then hashes to one slot, so multi-key scripts stay legal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+# Key families outside the journaled (rolled-back) state: caches, ephemeral working
+# memory, liveness data, message queues and the checkpoint machinery itself.
+_NON_STATE_FAMILIES: tuple[str, ...] = (
+    "journal",
+    "checkpoint:",
+    "checkpoints",
+    "checkpoints:",
+    "rollbacks",
+    "lock:",
+    "archive:",
+    "scratchpad:",
+    "tools:",
+    "system:heartbeat_state",
+    "inbox",
+    "outbox",
+    "events",
+    "embcache:",
+    "memory:idx",
+)
+
+# Tier of a state key, by family prefix; used to group diffs and journal reports.
+_TIERS: tuple[tuple[str, str], ...] = (
+    ("identity:", "identity"),
+    ("user:", "identity"),
+    ("system:", "identity"),
+    ("daily:", "daily"),
+    ("longterm:", "longterm"),
+    ("belief:", "beliefs"),
+    ("chat:", "chat"),
+    ("episode:", "episodes"),
+)
+
+
+@dataclass(frozen=True)
+class Keyspace:
+    """Builds the key names of one namespace.
+
+    Args:
+        ns: the namespace, e.g. ``aether`` or ``{aether}`` for Redis Cluster.
+    """
+
+    ns: str
+
+    def _k(self, *parts: str) -> str:
+        return ":".join((self.ns, *parts))
+
+    @property
+    def prefix(self) -> str:
+        """Every key of the namespace starts with this."""
+        return f"{self.ns}:"
+
+    # identity layer
+    def identity_profile(self) -> str:
+        """HASH: name, emoji, voice_style, autonomy_mode, created_at, updated_at."""
+        return self._k("identity", "profile")
+
+    def user_profile(self) -> str:
+        """HASH: operator name, timezone, projects, priorities, preferences."""
+        return self._k("user", "profile")
+
+    def identity_files(self) -> str:
+        """HASH: identity file name -> markdown."""
+        return self._k("identity", "files")
+
+    def system_flags(self) -> str:
+        """HASH: bootstrapped, maintenance_mode, feature toggles."""
+        return self._k("system", "flags")
+
+    def heartbeat_state(self) -> str:
+        """HASH: last beat, check rotation, alert history."""
+        return self._k("system", "heartbeat_state")
+
+    # memory layer
+    def daily(self, day: date) -> str:
+        """LIST: ids of the entries of one day, chronological."""
+        return self._k("daily", day.isoformat())
+
+    def daily_entry(self, entry_id: str) -> str:
+        """JSON: one daily log entry."""
+        return self._k("daily", "entry", entry_id)
+
+    def longterm(self, memory_id: str) -> str:
+        """JSON: one distilled long-term memory."""
+        return self._k("longterm", memory_id)
+
+    def belief(self, belief_id: str) -> str:
+        """JSON: one belief."""
+        return self._k("belief", belief_id)
+
+    def scratchpad(self, pad_id: str) -> str:
+        """STRING with TTL (default 3600 s): ephemeral working memory."""
+        return self._k("scratchpad", pad_id)
+
+    def episode(self, session: str) -> str:
+        """LIST: tool calls of one session, capped at 50."""
+        return self._k("episode", session)
+
+    def tools(self, session: str) -> str:
+        """STRING (JSON) with 24 h TTL: tool schema cache of one session."""
+        return self._k("tools", session)
+
+    def chat_session(self, session: str) -> str:
+        """HASH: metadata of one chat session."""
+        return self._k("chat", "session", session)
+
+    def chat_messages(self, session: str) -> str:
+        """ZSET: messages of one chat session, scored by timestamp."""
+        return self._k("chat", "messages", session)
+
+    def chat_session_index(self) -> str:
+        """ZSET: chat sessions, most recent first (score = last activity)."""
+        return self._k("chat", "session", "index")
+
+    def memory_index(self) -> str:
+        """FT index over daily entries, long-term memories and beliefs."""
+        return self._k("memory", "idx")
+
+    # checkpoints and journal
+    def journal(self) -> str:
+        """STREAM: every state mutation with its inverse."""
+        return self._k("journal")
+
+    def checkpoint(self, checkpoint_id: str) -> str:
+        """HASH: label, reason, actor, created_at, journal position."""
+        return self._k("checkpoint", checkpoint_id)
+
+    def checkpoints(self) -> str:
+        """ZSET: checkpoint ids scored by creation time (ms)."""
+        return self._k("checkpoints")
+
+    def checkpoints_pruned(self) -> str:
+        """ZSET: ids of pruned checkpoints (so a rollback to one says so), by prune time."""
+        return self._k("checkpoints", "pruned")
+
+    def rollbacks(self) -> str:
+        """LIST: rollback records (JSON), newest first; ``undo`` reads the head."""
+        return self._k("rollbacks")
+
+    def admin_lock(self) -> str:
+        """STRING with TTL: held during a rollback, undo or restore."""
+        return self._k("lock", "admin")
+
+    def archive_cursor(self) -> str:
+        """STRING: id of the last journal entry copied to the PostgreSQL archive."""
+        return self._k("archive", "cursor")
+
+    # runtime
+    def inbox(self) -> str:
+        """STREAM: messages to the running agent."""
+        return self._k("inbox")
+
+    def outbox(self) -> str:
+        """STREAM: messages from the running agent."""
+        return self._k("outbox")
+
+    def events(self) -> str:
+        """Pub/sub channel: rollback, identity change, maintenance done."""
+        return self._k("events")
+
+    # classification
+    def owns(self, key: str) -> bool:
+        """Whether ``key`` belongs to this namespace."""
+        return key.startswith(self.prefix)
+
+    def is_state(self, key: str) -> bool:
+        """Whether ``key`` is journaled agent state (rolled back, archived)."""
+        if not self.owns(key):
+            return False
+        rest = key[len(self.prefix) :]
+        return not any(
+            rest == family or (family.endswith(":") and rest.startswith(family))
+            for family in _NON_STATE_FAMILIES
+        )
+
+    def non_state_names(self) -> list[str]:
+        """Exact names of the non-state keys (journal, checkpoints zset, queues...)."""
+        return [self.prefix + f for f in _NON_STATE_FAMILIES if not f.endswith(":")]
+
+    def non_state_prefixes(self) -> list[str]:
+        """Prefixes of the non-state key families (scratchpads, caches, locks...)."""
+        return [self.prefix + f for f in _NON_STATE_FAMILIES if f.endswith(":")]
+
+    def tier(self, key: str) -> str:
+        """The memory tier a state key belongs to (``other`` when unknown)."""
+        rest = key[len(self.prefix) :] if self.owns(key) else key
+        for family, tier in _TIERS:
+            if rest.startswith(family):
+                return tier
+        return "other"

@@ -1,0 +1,83 @@
+"""structlog set-up, called only by entry points.
+
+Console renderer on a TTY, JSON lines otherwise, and always JSON lines into a rotating
+file under ``$AETHER_HOME/logs``. Library code only binds context
+(``structlog.get_logger().bind(agent=..., session=...)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+
+import structlog
+
+from aether.config import Settings
+
+_SHARED: list[structlog.types.Processor] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.add_log_level,
+    structlog.stdlib.add_logger_name,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+    structlog.processors.StackInfoRenderer(),
+]
+
+
+def configure_logging(
+    settings: Settings, *, console_level: str | None = None, stream: object | None = None
+) -> None:
+    """Route structlog and stdlib logging to stderr and the rotating log file.
+
+    Args:
+        settings: the effective settings (log level, home directory).
+        console_level: level shown on the console (default ``settings.log.console_level``);
+            the file always receives ``settings.log.level``.
+        stream: where console output goes (default ``sys.stderr``).
+    """
+    out = stream if stream is not None else sys.stderr
+    is_tty = bool(getattr(out, "isatty", lambda: False)())
+    console_renderer: structlog.types.Processor = (
+        structlog.dev.ConsoleRenderer(colors=True)
+        if is_tty
+        else structlog.processors.JSONRenderer()
+    )
+    json_formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_SHARED,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+    )
+    console_formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_SHARED,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, console_renderer],
+    )
+    console = logging.StreamHandler(out)  # type: ignore[arg-type]
+    console.setFormatter(console_formatter)
+    console.setLevel(console_level or settings.log.console_level)
+    handlers: list[logging.Handler] = [console]
+    try:
+        settings.log_dir.mkdir(parents=True, exist_ok=True)
+        file_handler = logging.handlers.RotatingFileHandler(
+            settings.log_dir / "aether.log",
+            maxBytes=settings.log.file_max_bytes,
+            backupCount=settings.log.file_backups,
+            encoding="utf-8",
+        )
+        file_handler.setFormatter(json_formatter)
+        file_handler.setLevel(settings.log.level)
+        handlers.append(file_handler)
+    except OSError as e:
+        print(f"aether: cannot write logs under {settings.log_dir}: {e}", file=sys.stderr)
+
+    root = logging.getLogger()
+    root.handlers = handlers
+    root.setLevel(logging.DEBUG)
+    structlog.configure(
+        processors=[*_SHARED, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )

@@ -1,0 +1,1 @@
+"""The embedded Redis Stack server: binaries, lifecycle and compatibility checks."""

@@ -1,0 +1,241 @@
+"""Lifecycle of the embedded Redis server: start (idempotent), stop, status.
+
+Layout under ``$AETHER_HOME/redis``: ``redis.conf`` (rewritten at every start),
+``password`` (0600, generated once), ``redis.pid``, ``redis.log`` and the AOF directory.
+The unix socket lives in ``$AETHER_HOME/run`` (0700), or in a 0700 directory under the
+system temp dir when that path would exceed the kernel's socket path limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import secrets
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+import structlog
+
+from aether.config import Settings
+from aether.errors import ServerError
+from aether.server.binaries import find_binaries
+
+_SOCKET_PATH_MAX = 100
+_START_TIMEOUT_S = 15.0
+_STOP_TIMEOUT_S = 10.0
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How to reach the embedded server."""
+
+    unix_socket: Path
+    password: str
+    port: int | None
+
+    def client(self, timeout: float = 5.0) -> redis.Redis:
+        """A synchronous client (for lifecycle checks)."""
+        return redis.Redis(
+            unix_socket_path=str(self.unix_socket),
+            password=self.password,
+            socket_timeout=timeout,
+        )
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """What ``aether redis status`` reports."""
+
+    running: bool
+    pid: int | None
+    endpoint: Endpoint
+    data_dir: Path
+
+
+class EmbeddedRedis:
+    """The redis-server of one ``AETHER_HOME``.
+
+    Args:
+        settings: the effective settings (home, port, appendfsync).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.data_dir = settings.redis_dir
+        self.conf_path = self.data_dir / "redis.conf"
+        self.pid_path = self.data_dir / "redis.pid"
+        self.log_path = self.data_dir / "redis.log"
+        self.password_path = self.data_dir / "password"
+
+    @property
+    def socket_path(self) -> Path:
+        """Unix socket path, short enough for the kernel's limit."""
+        preferred = self._settings.home / "run" / "redis.sock"
+        if len(str(preferred)) <= _SOCKET_PATH_MAX:
+            return preferred
+        digest = hashlib.sha256(str(self._settings.home.resolve()).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"aether-{digest}" / "redis.sock"
+
+    def endpoint(self) -> Endpoint:
+        """The socket, password and optional TCP port (the password is created if new)."""
+        return Endpoint(self.socket_path, self._password(), self._settings.redis_port)
+
+    def _password(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.password_path.exists():
+            fd = os.open(self.password_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32))
+        os.chmod(self.password_path, 0o600)
+        return self.password_path.read_text().strip()
+
+    def _pid(self) -> int | None:
+        try:
+            pid = int(self.pid_path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        return pid
+
+    def _responds(self, endpoint: Endpoint) -> bool:
+        if not endpoint.unix_socket.exists():
+            return False
+        try:
+            with contextlib.closing(endpoint.client(timeout=1.0)) as c:
+                return bool(c.ping())
+        except redis.RedisError:
+            return False
+
+    def status(self) -> ServerStatus:
+        """Whether the server runs and where."""
+        endpoint = self.endpoint()
+        pid = self._pid()
+        return ServerStatus(
+            running=pid is not None and self._responds(endpoint),
+            pid=pid,
+            endpoint=endpoint,
+            data_dir=self.data_dir,
+        )
+
+    @contextlib.contextmanager
+    def _lifecycle_lock(self) -> Iterator[None]:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / "lifecycle.lock", "w") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+    def _write_conf(self, endpoint: Endpoint) -> None:
+        binaries = find_binaries()
+        sock_dir = endpoint.unix_socket.parent
+        sock_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(sock_dir, 0o700)
+        port = endpoint.port or 0
+        lines = [
+            f"dir {self.data_dir}",
+            "daemonize yes",
+            f"pidfile {self.pid_path}",
+            f"logfile {self.log_path}",
+            f"unixsocket {endpoint.unix_socket}",
+            "unixsocketperm 700",
+            f"port {port}",
+            "bind 127.0.0.1",
+            "protected-mode yes",
+            f'requirepass "{endpoint.password}"',
+            "appendonly yes",
+            f"appendfsync {self._settings.redis_appendfsync}",
+            'save ""',
+            f"loadmodule {binaries.search_module}",
+            f"loadmodule {binaries.json_module}",
+        ]
+        fd = os.open(self.conf_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("# written by aether at every start; edit AETHER_* settings instead\n")
+            f.write("\n".join(lines) + "\n")
+
+    def start(self) -> ServerStatus:
+        """Start the server unless it already runs; return once it answers PING.
+
+        Raises:
+            ServerError: the server did not come up; the message holds its log's tail.
+        """
+        with self._lifecycle_lock():
+            current = self.status()
+            if current.running:
+                return current
+            endpoint = current.endpoint
+            self._write_conf(endpoint)
+            with contextlib.suppress(FileNotFoundError):
+                endpoint.unix_socket.unlink()
+            binaries = find_binaries()
+            proc = subprocess.run(
+                [str(binaries.server), str(self.conf_path)],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=_START_TIMEOUT_S,
+            )
+            if proc.returncode != 0:
+                raise ServerError(
+                    f"redis-server failed to start (exit {proc.returncode}): "
+                    f"{(proc.stderr or proc.stdout).strip()[-500:]}"
+                )
+            deadline = time.monotonic() + _START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if self._responds(endpoint):
+                    log.info("embedded redis started", socket=str(endpoint.unix_socket))
+                    return self.status()
+                if self.pid_path.exists() and self._pid() is None:
+                    break
+                time.sleep(0.05)
+            raise ServerError(f"embedded redis did not come up: {self._log_tail()}")
+
+    def stop(self) -> bool:
+        """Stop the server cleanly (AOF flushed). Returns whether one was running.
+
+        Raises:
+            ServerError: the server did not exit within the timeout.
+        """
+        with self._lifecycle_lock():
+            pid = self._pid()
+            if pid is None:
+                return False
+            endpoint = self.endpoint()
+            try:
+                with contextlib.closing(endpoint.client()) as c:
+                    c.shutdown()
+            except redis.ConnectionError:
+                pass  # SHUTDOWN closes the connection before replying
+            except redis.RedisError:
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + _STOP_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if self._pid() is None:
+                    log.info("embedded redis stopped")
+                    return True
+                time.sleep(0.05)
+            raise ServerError(f"embedded redis (pid {pid}) did not stop: {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no log written"
+        return " | ".join(lines[-3:])

@@ -1,0 +1,103 @@
+"""Client factory: one verified async Redis connection per entry point.
+
+Embedded unless ``AETHER_REDIS_URL`` is set; the embedded server is started on demand.
+Every connection, embedded or external, is checked for Redis >= 7.4 with the search
+and JSON modules, and gets aether's Functions library loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from urllib.parse import urlsplit, urlunsplit
+
+import structlog
+from redis.asyncio import Redis
+from redis.exceptions import RedisError, ResponseError
+
+from aether.config import Settings
+from aether.errors import IncompatibleServerError, ServerError, StoreError
+from aether.server.compat import verify_server
+from aether.server.embedded import EmbeddedRedis
+from aether.store.codec import command
+
+log = structlog.get_logger(__name__)
+
+LIBRARY_NAME = "aether"
+
+
+def library_source() -> str:
+    """The Lua source of aether's Functions library."""
+    return resources.files("aether.store").joinpath("journal.lua").read_text(encoding="utf-8")
+
+
+def _library_version(source: str) -> str:
+    for line in source.splitlines():
+        if line.startswith("local VERSION = "):
+            return line.split("=", 1)[1].strip().strip("'\"")
+    raise StoreError("journal.lua has no VERSION line")
+
+
+def describe_url(url: str) -> str:
+    """A URL with its password removed, to name a server in messages."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+async def load_library(client: Redis) -> None:
+    """Load (or upgrade) the Functions library; a no-op when the same version is loaded."""
+    source = library_source()
+    wanted = _library_version(source)
+    try:
+        current = await client.fcall_ro("aether_version", 0)
+        if (current.decode() if isinstance(current, bytes) else str(current)) == wanted:
+            return
+    except ResponseError:
+        pass
+    try:
+        await command(client, "FUNCTION", "LOAD", "REPLACE", source)
+    except ResponseError as e:
+        raise StoreError(f"cannot load aether's Redis Functions library: {e}") from e
+
+
+async def connect(settings: Settings, *, start: bool = True) -> Redis:
+    """Open a verified client (bytes in, bytes out) with the library loaded.
+
+    Args:
+        settings: the effective settings.
+        start: start the embedded server when it is not running.
+
+    Raises:
+        IncompatibleServerError: the server lacks the version or modules.
+        ServerError: the server cannot be reached or started.
+    """
+    if settings.redis_url is not None:
+        url = settings.redis_url.get_secret_value()
+        where = describe_url(url)
+        client: Redis = Redis.from_url(url, decode_responses=False)
+    else:
+        server = EmbeddedRedis(settings)
+        if start:
+            status = await asyncio.to_thread(server.start)
+        else:
+            status = await asyncio.to_thread(server.status)
+            if not status.running:
+                raise ServerError("the embedded Redis is not running: run 'aether redis start'")
+        endpoint = status.endpoint
+        where = f"unix://{endpoint.unix_socket}"
+        client = Redis(
+            unix_socket_path=str(endpoint.unix_socket),
+            password=endpoint.password,
+            decode_responses=False,
+        )
+    try:
+        await verify_server(client, where)
+        await load_library(client)
+    except IncompatibleServerError:
+        await client.aclose()
+        raise
+    except RedisError as e:
+        await client.aclose()
+        raise ServerError(f"cannot use Redis at {where}: {e}") from e
+    return client

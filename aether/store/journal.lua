@@ -1,0 +1,369 @@
+#!lua name=aether
+--[[
+aether's Redis Functions library: every mutation of agent state goes through
+aether_apply, which applies a batch of operations and appends their inverses to the
+journal stream in the same atomic step. Checkpoints record a journal position;
+aether_rollback applies the inverses back to one, atomically, and journals itself.
+
+An operation is an array {CMD, key, arg...}. Inverses are chosen to stay small:
+  * a key that did not exist: its inverse is DEL;
+  * RPUSH / LPUSH / RPOP / LPOP / RPUSHCAP / ZADD / ZREM on an existing key: a
+    structural inverse (a trim, a pop, a re-add of the removed members);
+  * anything else (hashes, JSON documents, strings, sets): the DUMP of that small key.
+Redis changes a list's or sorted set's internal encoding as it grows (listpack ->
+quicklist/skiplist); such a change would make the restored key differ byte-wise, so
+when an operation changes a key's encoding its inverse becomes the key's exact
+pre-image (a listpack is canonical for its content, so it can be rebuilt).
+]]
+
+local VERSION = '1'
+
+local STRUCTURAL = {
+  RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
+  ZADD = true, ZREM = true,
+}
+local IMAGE = {
+  SET = true, DEL = true, HSET = true, HDEL = true, HINCRBY = true, HINCRBYFLOAT = true,
+  ['JSON.SET'] = true, ['JSON.DEL'] = true, ['JSON.MERGE'] = true,
+  ['JSON.ARRAPPEND'] = true, ['JSON.NUMINCRBY'] = true, ['JSON.STRAPPEND'] = true,
+  SADD = true, SREM = true, RESTORE = true,
+}
+local CHUNK = 500
+
+local function encoding(key)
+  if redis.call('EXISTS', key) == 0 then return nil end
+  return redis.call('OBJECT', 'ENCODING', key)
+end
+
+local function reversed(t, from)
+  local out = {}
+  for i = #t, (from or 1), -1 do out[#out + 1] = t[i] end
+  return out
+end
+
+local function call_chunked(cmd, key, values, step)
+  -- values are pushed in order, CHUNK (x step) arguments at a time
+  local per = CHUNK * (step or 1)
+  for i = 1, #values, per do
+    local args = {}
+    for j = i, math.min(i + per - 1, #values) do args[#args + 1] = values[j] end
+    redis.call(cmd, key, unpack(args))
+  end
+end
+
+local function args_of(op)
+  local a = {}
+  for i = 3, #op do a[#a + 1] = op[i] end
+  return a
+end
+
+-- Apply op; return its structural inverse (a list of ops).
+local function apply_structural(op)
+  local cmd, key = op[1], op[2]
+  if cmd == 'RPUSH' then
+    call_chunked('RPUSH', key, args_of(op))
+    return {{'RPOP', key, tostring(#op - 2)}}
+  elseif cmd == 'LPUSH' then
+    call_chunked('LPUSH', key, args_of(op))
+    return {{'LPOP', key, tostring(#op - 2)}}
+  elseif cmd == 'RPOP' or cmd == 'LPOP' then
+    local popped = redis.call(cmd, key, op[3])
+    if not popped then return {} end
+    -- RPOP returns tail-first, LPOP head-first: pushing them back reversed restores order
+    local back = reversed(popped)
+    local inv = {cmd == 'RPOP' and 'RPUSH' or 'LPUSH', key}
+    for _, v in ipairs(back) do inv[#inv + 1] = v end
+    return {inv}
+  elseif cmd == 'RPUSHCAP' then
+    local cap = tonumber(op[3])
+    local values = {}
+    for i = 4, #op do values[#values + 1] = op[i] end
+    call_chunked('RPUSH', key, values)
+    local len = redis.call('LLEN', key)
+    local inv = {{'RPOP', key, tostring(#values)}}
+    if len > cap then
+      local removed = redis.call('LRANGE', key, 0, len - cap - 1)
+      redis.call('LTRIM', key, len - cap, -1)
+      local back = {'LPUSH', key}
+      for _, v in ipairs(reversed(removed)) do back[#back + 1] = v end
+      inv[#inv + 1] = back
+    end
+    return inv
+  elseif cmd == 'ZADD' then
+    local added, restored = {'ZREM', key}, {'ZADD', key}
+    for i = 3, #op, 2 do
+      local old = redis.call('ZSCORE', key, op[i + 1])
+      if old then
+        restored[#restored + 1] = old
+        restored[#restored + 1] = op[i + 1]
+      else
+        added[#added + 1] = op[i + 1]
+      end
+    end
+    call_chunked('ZADD', key, args_of(op), 2)
+    local inv = {}
+    if #added > 2 then inv[#inv + 1] = added end
+    if #restored > 2 then inv[#inv + 1] = restored end
+    return inv
+  elseif cmd == 'ZREM' then
+    local restored = {'ZADD', key}
+    for i = 3, #op do
+      local old = redis.call('ZSCORE', key, op[i])
+      if old then
+        restored[#restored + 1] = old
+        restored[#restored + 1] = op[i]
+      end
+    end
+    call_chunked('ZREM', key, args_of(op))
+    if #restored > 2 then return {restored} end
+    return {}
+  end
+  return redis.error_reply('ERR aether: not a structural op ' .. tostring(cmd))
+end
+
+-- Apply an op that is replaced wholesale (DEL, RESTORE) or image-journaled.
+local function apply_plain(op)
+  local cmd, key = op[1], op[2]
+  if cmd == 'RESTORE' then
+    redis.call('RESTORE', key, 0, op[3], 'REPLACE')
+  elseif STRUCTURAL[cmd] then
+    apply_structural(op)
+  else
+    redis.call(cmd, key, unpack(args_of(op)))
+  end
+end
+
+-- Rebuild a list or sorted set from its content so that it takes the compact
+-- (canonical) encoding again.
+local function canonicalize(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'list' then
+    local items = redis.call('LRANGE', key, 0, -1)
+    redis.call('DEL', key)
+    call_chunked('RPUSH', key, items)
+  elseif t == 'zset' then
+    local items = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+    local pairs_ = {}
+    for i = 1, #items, 2 do
+      pairs_[#pairs_ + 1] = items[i + 1]
+      pairs_[#pairs_ + 1] = items[i]
+    end
+    redis.call('DEL', key)
+    call_chunked('ZADD', key, pairs_, 2)
+  end
+end
+
+-- Apply one op and return the list of ops that undoes it.
+local function apply_op(op)
+  local cmd, key = op[1], op[2]
+  if type(cmd) ~= 'string' or type(key) ~= 'string' then
+    return redis.error_reply('ERR aether: malformed op')
+  end
+  if not STRUCTURAL[cmd] and not IMAGE[cmd] then
+    return redis.error_reply('ERR aether: unsupported op ' .. cmd)
+  end
+  local enc0 = encoding(key)
+  if enc0 == nil then
+    apply_plain(op)
+    if redis.call('EXISTS', key) == 1 then return {{'DEL', key}} end
+    return {}
+  end
+  if IMAGE[cmd] then
+    local pre = redis.call('DUMP', key)
+    apply_plain(op)
+    return {{'RESTORE', key, pre}}
+  end
+  if cmd == 'RPUSHCAP' then
+    local cap = tonumber(op[3])
+    if not cap or cap < 1 then return redis.error_reply('ERR aether: bad cap') end
+    local trims = redis.call('LLEN', key) + (#op - 3) > cap
+    if trims and (enc0 ~= 'listpack' or (#op - 3) > cap) then
+      local pre = redis.call('DUMP', key)
+      apply_plain(op)
+      return {{'RESTORE', key, pre}}
+    end
+  end
+  local inv = apply_structural(op)
+  local enc1 = encoding(key)
+  if enc1 == nil or enc1 == enc0 then return inv end
+  -- The encoding changed: revert, rebuild the exact pre-image, re-apply.
+  for _, back in ipairs(inv) do apply_plain(back) end
+  if enc0 == 'listpack' then canonicalize(key) end
+  local pre = redis.call('DUMP', key)
+  apply_plain(op)
+  return {{'RESTORE', key, pre}}
+end
+
+local function error_text(e)
+  if type(e) == 'table' and e.err then return e.err end
+  return tostring(e)
+end
+
+-- Apply ops in order, all or nothing: on an error the ops already applied are undone.
+-- Returns the inverse ops, in the order they must be applied, or nil and an error reply.
+local function apply_all(ops)
+  local inverse = {}
+  for _, op in ipairs(ops) do
+    local ok, inv = pcall(apply_op, op)
+    if not ok or (type(inv) == 'table' and inv.err) then
+      for i = #inverse, 1, -1 do
+        for _, back in ipairs(inverse[i]) do apply_plain(back) end
+      end
+      local msg = error_text(inv)
+      if string.sub(msg, 1, 4) ~= 'ERR ' and not string.find(msg, '^%u+ ') then
+        msg = 'ERR ' .. msg
+      end
+      return nil, redis.error_reply(msg)
+    end
+    inverse[#inverse + 1] = inv
+  end
+  local flat = {}
+  for i = #inverse, 1, -1 do
+    for _, back in ipairs(inverse[i]) do flat[#flat + 1] = back end
+  end
+  return flat, nil
+end
+
+local function validate(ops, prefix)
+  if type(ops) ~= 'table' or #ops == 0 then
+    return redis.error_reply('ERR aether: no operations')
+  end
+  for _, op in ipairs(ops) do
+    if type(op) ~= 'table' or type(op[2]) ~= 'string' then
+      return redis.error_reply('ERR aether: malformed op')
+    end
+    if string.sub(op[2], 1, #prefix) ~= prefix then
+      return redis.error_reply('ERR aether: key outside the namespace: ' .. op[2])
+    end
+    if not STRUCTURAL[op[1]] and not IMAGE[op[1]] then
+      return redis.error_reply('ERR aether: unsupported op ' .. tostring(op[1]))
+    end
+  end
+  return nil
+end
+
+local function xadd(journal, id, actor, reason, fwd, inv, extra)
+  local fields = {'a', actor, 'r', reason, 'f', cmsgpack.pack(fwd), 'i', cmsgpack.pack(inv)}
+  for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
+  return redis.call('XADD', journal, id, unpack(fields))
+end
+
+-- KEYS[1] journal, KEYS[2..] the keys the ops touch (declared for cluster routing)
+-- ARGV: namespace prefix, actor, reason, msgpack(ops)
+local function fn_apply(keys, args)
+  local prefix, actor, reason = args[1], args[2], args[3]
+  local ok, ops = pcall(cmsgpack.unpack, args[4])
+  if not ok then return redis.error_reply('ERR aether: ops are not msgpack') end
+  local bad = validate(ops, prefix)
+  if bad then return bad end
+  local inv, err = apply_all(ops)
+  if err then return err end
+  return xadd(keys[1], '*', actor, reason, ops, inv)
+end
+
+local function last_id(journal)
+  local last = redis.call('XREVRANGE', journal, '+', '-', 'COUNT', 1)
+  if #last == 0 then return '0-0' end
+  return last[1][1]
+end
+
+-- KEYS: journal, checkpoint hash, checkpoints zset
+-- ARGV: id, created_at (ms), label, reason, actor
+local function fn_checkpoint(keys, args)
+  if redis.call('EXISTS', keys[2]) == 1 then
+    return redis.error_reply('ERR aether: checkpoint id exists ' .. args[1])
+  end
+  local pos = last_id(keys[1])
+  redis.call('HSET', keys[2], 'id', args[1], 'created_at', args[2], 'label', args[3],
+    'reason', args[4], 'actor', args[5], 'journal_pos', pos)
+  redis.call('ZADD', keys[3], args[2], args[1])
+  return pos
+end
+
+local function entry_field(fields, name)
+  for i = 1, #fields, 2 do
+    if fields[i] == name then return fields[i + 1] end
+  end
+  return nil
+end
+
+-- KEYS: journal, admin lock, target checkpoint hash
+-- ARGV: target journal position, lock token, actor, reason, target label
+local function fn_rollback(keys, args)
+  local journal, target = keys[1], args[1]
+  if redis.call('GET', keys[2]) ~= args[2] then
+    return redis.error_reply('ERR aether: admin lock not held')
+  end
+  if redis.call('HGET', keys[3], 'journal_pos') ~= target then
+    return redis.error_reply('ERR aether: checkpoint was pruned meanwhile')
+  end
+  local ops, undone, upper = {}, 0, '+'
+  while true do
+    local batch = redis.call('XREVRANGE', journal, upper, '(' .. target, 'COUNT', 1000)
+    if #batch == 0 then break end
+    for _, entry in ipairs(batch) do
+      for _, op in ipairs(cmsgpack.unpack(entry_field(entry[2], 'i'))) do
+        ops[#ops + 1] = op
+      end
+      undone = undone + 1
+      upper = '(' .. entry[1]
+    end
+  end
+  if #ops == 0 then return {'', undone, 0} end
+  local inv, err = apply_all(ops)
+  if err then return err end
+  local id = xadd(journal, '*', args[3], args[4], ops, inv, {'to', args[5]})
+  return {id, undone, #ops}
+end
+
+-- KEYS: journal; ARGV: entry id, then the entry's field/value pairs (as archived)
+-- Re-applies an archived entry's forward ops and re-appends it under its own id.
+local function fn_replay(keys, args)
+  local fields = {}
+  for i = 2, #args do fields[#fields + 1] = args[i] end
+  local fwd = entry_field(fields, 'f')
+  if not fwd then return redis.error_reply('ERR aether: entry has no forward ops') end
+  for _, op in ipairs(cmsgpack.unpack(fwd)) do apply_plain(op) end
+  return redis.call('XADD', keys[1], args[1], unpack(fields))
+end
+
+-- KEYS: journal; ARGV: match pattern, msgpack(excluded names), msgpack(excluded prefixes)
+-- Returns {journal position, key1, dump1, key2, dump2, ...} as one consistent image.
+local function fn_snapshot(keys, args)
+  local names, prefixes = {}, cmsgpack.unpack(args[3])
+  for _, n in ipairs(cmsgpack.unpack(args[2])) do names[n] = true end
+  local out = {last_id(keys[1])}
+  local cursor = '0'
+  repeat
+    local page = redis.call('SCAN', cursor, 'MATCH', args[1], 'COUNT', 1000)
+    cursor = page[1]
+    for _, key in ipairs(page[2]) do
+      local skip = names[key]
+      if not skip then
+        for _, p in ipairs(prefixes) do
+          if string.sub(key, 1, #p) == p then skip = true; break end
+        end
+      end
+      if not skip and redis.call('TYPE', key)['ok'] ~= 'none' then
+        out[#out + 1] = key
+        out[#out + 1] = redis.call('DUMP', key)
+      end
+    end
+  until cursor == '0'
+  return out
+end
+
+-- KEYS: lock; ARGV: token. Deletes the lock only when the token matches.
+local function fn_unlock(keys, args)
+  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end
+  return 0
+end
+
+redis.register_function('aether_version', function() return VERSION end)
+redis.register_function('aether_apply', fn_apply)
+redis.register_function('aether_checkpoint', fn_checkpoint)
+redis.register_function('aether_rollback', fn_rollback)
+redis.register_function('aether_replay', fn_replay)
+redis.register_function{function_name = 'aether_snapshot', callback = fn_snapshot,
+  flags = {'no-writes'}}
+redis.register_function('aether_unlock', fn_unlock)

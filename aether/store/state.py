@@ -1,0 +1,225 @@
+"""The journaled state API: the one way agent state changes.
+
+Every mutation of identity, daily logs, long-term memory, beliefs, chat sessions and
+episodes is a batch of :class:`Op` applied by the ``aether_apply`` Redis Function,
+which appends the batch and its inverse to ``ns:journal`` in the same atomic step.
+A batch is all or nothing: when one op fails, the ones before it are undone.
+
+Example:
+    >>> async with store.mutation("memory.log") as m:      # doctest: +SKIP
+    ...     m.json_set(keys.daily_entry(eid), entry)
+    ...     m.rpush(keys.daily(day), eid)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from aether.errors import InvalidOperationError, StoreError
+from aether.keys import Keyspace
+
+Arg = str | bytes | int | float
+
+STRUCTURAL_COMMANDS = frozenset({"RPUSH", "LPUSH", "RPOP", "LPOP", "RPUSHCAP", "ZADD", "ZREM"})
+IMAGE_COMMANDS = frozenset(
+    {
+        "SET", "DEL", "HSET", "HDEL", "HINCRBY", "HINCRBYFLOAT",
+        "JSON.SET", "JSON.DEL", "JSON.MERGE", "JSON.ARRAPPEND", "JSON.NUMINCRBY",
+        "JSON.STRAPPEND", "SADD", "SREM", "RESTORE",
+    }
+)  # fmt: skip
+SUPPORTED_COMMANDS = STRUCTURAL_COMMANDS | IMAGE_COMMANDS
+MAX_MUTATION_BYTES = 16 * 1024 * 1024
+
+
+def _arg(value: Arg) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bool):
+        raise InvalidOperationError("booleans are not Redis values; use '1'/'0'")
+    if isinstance(value, float):
+        return repr(value).encode()
+    return str(value).encode()
+
+
+@dataclass(frozen=True)
+class Op:
+    """One state operation: a Redis command on one key of the namespace.
+
+    Attributes:
+        cmd: the command, one of :data:`SUPPORTED_COMMANDS` (``RPUSHCAP key cap v...``
+            appends and trims the list to its last ``cap`` items).
+        key: the key it changes.
+        args: the command's remaining arguments.
+    """
+
+    cmd: str
+    key: str
+    args: tuple[bytes, ...] = ()
+
+    def pack(self) -> list[bytes]:
+        """The op as the Lua library reads it."""
+        return [self.cmd.encode(), self.key.encode(), *self.args]
+
+
+@dataclass
+class Mutation:
+    """A batch of ops under construction; applied by :meth:`Store.apply`."""
+
+    ops: list[Op] = field(default_factory=list)
+
+    def add(self, cmd: str, key: str, *args: Arg) -> Mutation:
+        """Append an op; ``cmd`` must be a supported command."""
+        name = cmd.upper()
+        if name not in SUPPORTED_COMMANDS:
+            raise InvalidOperationError(f"unsupported state command {cmd!r}")
+        self.ops.append(Op(name, key, tuple(_arg(a) for a in args)))
+        return self
+
+    def set(self, key: str, value: Arg) -> Mutation:
+        """SET a string key."""
+        return self.add("SET", key, value)
+
+    def delete(self, key: str) -> Mutation:
+        """DEL a key (its inverse restores it)."""
+        return self.add("DEL", key)
+
+    def hset(self, key: str, mapping: Mapping[str, Arg]) -> Mutation:
+        """HSET fields of a hash."""
+        if not mapping:
+            raise InvalidOperationError("hset needs at least one field")
+        flat: list[Arg] = []
+        for name, value in mapping.items():
+            flat.extend((name, value))
+        return self.add("HSET", key, *flat)
+
+    def hdel(self, key: str, *fields: str) -> Mutation:
+        """HDEL fields of a hash."""
+        return self.add("HDEL", key, *fields)
+
+    def json_set(self, key: str, value: Any, path: str = "$") -> Mutation:
+        """JSON.SET a document (or the part at ``path``)."""
+        return self.add("JSON.SET", key, path, json.dumps(value, ensure_ascii=False))
+
+    def json_merge(self, key: str, value: Any, path: str = "$") -> Mutation:
+        """JSON.MERGE a patch into a document."""
+        return self.add("JSON.MERGE", key, path, json.dumps(value, ensure_ascii=False))
+
+    def rpush(self, key: str, *values: Arg) -> Mutation:
+        """Append to a list; the inverse is a trim."""
+        return self.add("RPUSH", key, *values)
+
+    def rpush_capped(self, key: str, cap: int, *values: Arg) -> Mutation:
+        """Append to a list and keep only its last ``cap`` items."""
+        if cap < 1:
+            raise InvalidOperationError("cap must be >= 1")
+        return self.add("RPUSHCAP", key, cap, *values)
+
+    def zadd(self, key: str, mapping: Mapping[str, float]) -> Mutation:
+        """ZADD members with scores."""
+        flat: list[Arg] = []
+        for member, score in mapping.items():
+            flat.extend((score, member))
+        return self.add("ZADD", key, *flat)
+
+    def zrem(self, key: str, *members: str) -> Mutation:
+        """ZREM members."""
+        return self.add("ZREM", key, *members)
+
+    def sadd(self, key: str, *members: Arg) -> Mutation:
+        """SADD members."""
+        return self.add("SADD", key, *members)
+
+    def srem(self, key: str, *members: Arg) -> Mutation:
+        """SREM members."""
+        return self.add("SREM", key, *members)
+
+
+class Store:
+    """Applies mutations to agent state, journaled, on one namespace.
+
+    Args:
+        client: a client from :func:`aether.store.client.connect`.
+        keys: the namespace's keyspace.
+        actor: who is changing state (recorded in the journal), e.g. ``cli`` or ``agent``.
+    """
+
+    def __init__(self, client: Redis, keys: Keyspace, actor: str = "aether") -> None:
+        self.client = client
+        self.keys = keys
+        self.actor = actor
+
+    async def apply(self, mutation: Mutation, reason: str, actor: str | None = None) -> str:
+        """Apply a batch atomically and journal its inverse.
+
+        Args:
+            mutation: the ops, applied in order.
+            reason: what the change is (``memory.log``, ``identity.set``...).
+            actor: overrides the store's actor for this change.
+
+        Returns:
+            The journal entry id.
+
+        Raises:
+            InvalidOperationError: an op names a key outside the namespace's state, or the
+                server refused an op (wrong type, invalid JSON...); nothing was changed.
+        """
+        if not mutation.ops:
+            raise InvalidOperationError("empty mutation")
+        for op in mutation.ops:
+            if not self.keys.is_state(op.key):
+                raise InvalidOperationError(
+                    f"{op.key!r} is not journaled agent state of namespace {self.keys.ns!r}"
+                )
+        touched = list(dict.fromkeys(op.key for op in mutation.ops))
+        payload = msgpack.packb([op.pack() for op in mutation.ops], use_bin_type=False)
+        if len(payload) > MAX_MUTATION_BYTES:
+            raise InvalidOperationError(
+                f"state change {reason!r} is too large ({len(payload)} bytes > "
+                f"{MAX_MUTATION_BYTES}); store large blobs outside agent state"
+            )
+        try:
+            entry = await self.client.fcall(
+                "aether_apply",
+                1 + len(touched),
+                self.keys.journal(),
+                *touched,
+                self.keys.prefix,
+                actor or self.actor,
+                reason,
+                payload,
+            )
+        except ResponseError as e:
+            raise InvalidOperationError(f"state change {reason!r} refused: {e}") from e
+        return _text(entry)
+
+    @asynccontextmanager
+    async def mutation(self, reason: str, actor: str | None = None) -> AsyncIterator[Mutation]:
+        """Collect ops in a block and apply them together when it exits without error."""
+        batch = Mutation()
+        yield batch
+        await self.apply(batch, reason, actor)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode()
+    if value is None:
+        raise StoreError("the server returned no value")
+    return str(value)
+
+
+def decode_ops(packed: bytes) -> list[list[bytes]]:
+    """Decode a journal entry's ``f`` or ``i`` field into ops (lists of bytes)."""
+    raw = msgpack.unpackb(packed, raw=True)
+    if isinstance(raw, dict):  # Lua packs an empty table as a map
+        return []
+    return [list(op) for op in raw]

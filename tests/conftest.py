@@ -1,0 +1,82 @@
+"""Shared fixtures: one real embedded Redis per test session, a fresh namespace per test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.keys import Keyspace
+from aether.server.embedded import EmbeddedRedis
+from aether.store.client import connect
+from aether.store.state import Store
+
+PG_DSN = os.environ.get("AETHER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def redis_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """AETHER_HOME of the session's embedded server (started once, stopped at the end)."""
+    home = tmp_path_factory.mktemp("aether-home")
+    server = EmbeddedRedis(Settings(home=home))
+    server.start()
+    yield home
+    server.stop()
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def settings(redis_home: Path, namespace: str) -> Settings:
+    return Settings(home=redis_home, namespace=namespace)
+
+
+@pytest.fixture
+def keys(namespace: str) -> Keyspace:
+    return Keyspace(namespace)
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[Redis]:
+    c = await connect(settings)
+    yield c
+    await c.aclose()
+
+
+@pytest.fixture
+def store(client: Redis, keys: Keyspace) -> Store:
+    return Store(client, keys, actor="test")
+
+
+@pytest.fixture
+def checkpoints(client: Redis, keys: Keyspace) -> Checkpoints:
+    return Checkpoints(client, keys, keep=50)
+
+
+@pytest.fixture
+def cli_env(redis_home: Path, namespace: str) -> dict[str, str]:
+    """Environment for running the CLI against the session's server and namespace."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
+    env.update({"AETHER_HOME": str(redis_home), "AETHER_NAMESPACE": namespace})
+    return env
+
+
+async def dump_state(client: Redis, keys: Keyspace) -> dict[bytes, bytes]:
+    """DUMP of every journaled-state key of a namespace (the rollback contract)."""
+    image: dict[bytes, bytes] = {}
+    async for key in client.scan_iter(match=f"{keys.prefix}*", count=1000):
+        name = key.decode()
+        if keys.is_state(name):
+            payload = await client.dump(name)
+            assert isinstance(payload, bytes)
+            image[key] = payload
+    return image

@@ -1,0 +1,129 @@
+"""The journaled store: every mutation applied and journaled atomically, bad input refused."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.errors import InvalidOperationError
+from aether.keys import Keyspace
+from aether.store.journal import entries_after
+from aether.store.state import Mutation, Store
+from tests.conftest import dump_state
+
+
+async def test_apply_journals_forward_and_small_inverse(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    day = keys.daily(date(2026, 1, 2))
+    await store.apply(Mutation().json_set(keys.daily_entry("e1"), {"content": "hi"}), "t")
+    await store.apply(Mutation().rpush(day, "e1"), "t")
+    await store.apply(Mutation().rpush(day, "e2"), "t")
+    entries = [e async for e in entries_after(client, keys.journal(), "0-0")]
+    assert [e.reason for e in entries] == ["t", "t", "t"]
+    assert entries[0].inverse() == [[b"DEL", keys.daily_entry("e1").encode()]]
+    assert entries[1].inverse() == [[b"DEL", day.encode()]]
+    # an append's inverse is a trim of what was appended, not a copy of the list
+    assert entries[2].inverse() == [[b"RPOP", day.encode(), b"1"]]
+    assert entries[2].actor == "test"
+
+
+async def test_update_inverse_is_old_value(store: Store, client: Redis, keys: Keyspace) -> None:
+    key = keys.identity_profile()
+    await store.apply(Mutation().hset(key, {"name": "Ada"}), "t")
+    before = await client.dump(key)
+    await store.apply(Mutation().hset(key, {"name": "Bea"}), "t")
+    last = [e async for e in entries_after(client, keys.journal(), "0-0")][-1]
+    assert last.inverse() == [[b"RESTORE", key.encode(), before]]
+
+
+async def test_failing_op_changes_nothing(store: Store, client: Redis, keys: Keyspace) -> None:
+    await store.apply(Mutation().hset(keys.identity_profile(), {"name": "Ada"}), "t")
+    before_state = await dump_state(client, keys)
+    before_len = await client.xlen(keys.journal())
+    bad = (
+        Mutation()
+        .hset(keys.identity_profile(), {"name": "Changed"})
+        .rpush(keys.daily(date(2026, 1, 1)), "x")
+        .json_set(keys.identity_profile(), {"oops": 1})  # wrong type: the batch fails
+    )
+    with pytest.raises(InvalidOperationError, match="refused"):
+        await store.apply(bad, "bad")
+    assert await dump_state(client, keys) == before_state
+    assert await client.xlen(keys.journal()) == before_len
+
+
+@pytest.mark.parametrize(
+    "key_of",
+    [
+        lambda k: "other:identity:profile",  # another namespace
+        lambda k: k.scratchpad("x"),  # ephemeral, not journaled state
+        lambda k: k.journal(),
+        lambda k: k.checkpoint("01ABC"),
+    ],
+)
+async def test_keys_outside_state_are_refused(
+    store: Store, client: Redis, keys: Keyspace, key_of: object
+) -> None:
+    key = key_of(keys)  # type: ignore[operator]
+    with pytest.raises(InvalidOperationError, match="not journaled agent state"):
+        await store.apply(Mutation().set(key, "v"), "t")
+    assert await client.exists(key) == 0
+
+
+def test_unsupported_command_is_refused() -> None:
+    with pytest.raises(InvalidOperationError, match="unsupported"):
+        Mutation().add("FLUSHALL", "x")
+    with pytest.raises(InvalidOperationError, match="empty"):
+        import asyncio
+
+        asyncio.run(Store(None, Keyspace("x")).apply(Mutation(), "t"))  # type: ignore[arg-type]
+
+
+async def test_malformed_payload_is_refused_by_the_library(client: Redis, keys: Keyspace) -> None:
+    from redis.exceptions import ResponseError
+
+    with pytest.raises(ResponseError, match="not msgpack|malformed|no operations"):
+        await client.fcall("aether_apply", 1, keys.journal(), keys.prefix, "a", "r", b"\xc1junk")
+    with pytest.raises(ResponseError, match="outside the namespace"):
+        import msgpack
+
+        ops = msgpack.packb([[b"SET", b"elsewhere:k", b"v"]], use_bin_type=False)
+        await client.fcall("aether_apply", 1, keys.journal(), keys.prefix, "a", "r", ops)
+    assert await client.exists("elsewhere:k") == 0
+
+
+async def test_special_characters_and_binary_values_round_trip(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    key = keys.longterm("weird id ✓ \"quotes\" * [x]")
+    doc = {"content": "naïve ✓ \u0000 \"q\" \\ emoji 🧠", "n": 1}
+    await store.apply(Mutation().json_set(key, doc), "t")
+    raw = await client.execute_command("JSON.GET", key)
+    assert json.loads(raw) == doc
+    await store.apply(Mutation().set(keys.user_profile() + ":blob", bytes(range(256))), "t")
+    assert await client.get(keys.user_profile() + ":blob") == bytes(range(256))
+
+
+async def test_huge_mutation_is_refused(store: Store, client: Redis, keys: Keyspace) -> None:
+    huge = "x" * (17 * 1024 * 1024)
+    with pytest.raises(InvalidOperationError, match="too large"):
+        await store.apply(Mutation().set(keys.longterm("big"), huge), "t")
+    assert await client.exists(keys.longterm("big")) == 0
+
+
+async def test_mutation_context_manager_applies_on_exit(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    async with store.mutation("ctx") as m:
+        m.hset(keys.system_flags(), {"bootstrapped": "1"})
+        m.zadd(keys.chat_session_index(), {"s1": 10.0})
+    assert await client.hget(keys.system_flags(), "bootstrapped") == b"1"
+    with pytest.raises(RuntimeError):
+        async with store.mutation("ctx") as m:
+            m.hset(keys.system_flags(), {"bootstrapped": "0"})
+            raise RuntimeError("abandon")
+    assert await client.hget(keys.system_flags(), "bootstrapped") == b"1"
