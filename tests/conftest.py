@@ -24,7 +24,9 @@ PG_DSN = os.environ.get("AETHER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0
 def redis_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """AETHER_HOME of the session's embedded server (started once, stopped at the end)."""
     home = tmp_path_factory.mktemp("aether-home")
-    server = EmbeddedRedis(Settings(home=home))
+    # appendfsync always: every acknowledged write is fsync'd, so durable checkpoints
+    # return in ~1 ms instead of waiting for the once-a-second fsync of "everysec"
+    server = EmbeddedRedis(Settings(home=home, redis_appendfsync="always"))
     server.start()
     yield home
     server.stop()
@@ -70,13 +72,37 @@ def cli_env(redis_home: Path, namespace: str) -> dict[str, str]:
     return env
 
 
-async def dump_state(client: Redis, keys: Keyspace) -> dict[bytes, bytes]:
-    """DUMP of every journaled-state key of a namespace (the rollback contract)."""
-    image: dict[bytes, bytes] = {}
+async def dump_state(client: Redis, keys: Keyspace) -> dict[bytes, object]:
+    """Image of every journaled-state key of a namespace: the rollback contract.
+
+    DUMP bytes for every encoding with a defined order (listpack, intset, quicklist,
+    skiplist, strings, JSON). Hash-table-encoded hashes and sets serialise in bucket
+    order, which Redis changes on its own (incremental rehashing advances even on reads),
+    so for those the image is the encoding plus the sorted content.
+    """
+    image: dict[bytes, object] = {}
     async for key in client.scan_iter(match=f"{keys.prefix}*", count=1000):
         name = key.decode()
-        if keys.is_state(name):
+        if not keys.is_state(name):
+            continue
+        encoding = await client.object("encoding", name)
+        if encoding in (b"hashtable", "hashtable"):
+            kind = await client.type(name)
+            if kind == b"hash":
+                content: object = sorted((await client.hgetall(name)).items())
+            else:
+                content = sorted(await client.smembers(name))
+            image[key] = ("hashtable", kind, content)
+        else:
             payload = await client.dump(name)
             assert isinstance(payload, bytes)
             image[key] = payload
     return image
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))

@@ -99,7 +99,7 @@ class Checkpoints:
                 Checkpoints._warned_no_aof = True
                 log.warning("server has no AOF; checkpoints are not fsync'd", error=str(e))
 
-    async def list(self) -> list[Checkpoint]:  # noqa: A003
+    async def list(self) -> list[Checkpoint]:
         """All kept checkpoints, newest first."""
         ids = await self.client.zrevrange(self.keys.checkpoints(), 0, -1)
         pipe = self.client.pipeline(transaction=False)
@@ -275,8 +275,7 @@ class Checkpoints:
         if keep < 1:
             raise CheckpointError("retention must keep at least 1 checkpoint")
         doomed = [
-            text(raw)
-            for raw in await self.client.zrange(self.keys.checkpoints(), 0, -(keep + 1))
+            text(raw) for raw in await self.client.zrange(self.keys.checkpoints(), 0, -(keep + 1))
         ]
         if doomed:
             now = int(time.time() * 1000)

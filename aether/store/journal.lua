@@ -16,7 +16,7 @@ when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '1'
+local VERSION = '2'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -121,11 +121,37 @@ local function apply_structural(op)
   return redis.error_reply('ERR aether: not a structural op ' .. tostring(cmd))
 end
 
+-- RESTORE re-picks the compact encoding whenever the content fits, but a hash, set or
+-- sorted set that once grew keeps its big encoding after shrinking. To restore such a
+-- key exactly, add then remove a member too large for the compact encoding: Redis
+-- converts up on the add and never converts back down on the removal.
+local PAD = 'aether:encoding-pad:~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~'
+local function force_encoding(key, want)
+  if want == nil or encoding(key) == want then return end
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'hash' and want == 'hashtable' and redis.call('HEXISTS', key, PAD) == 0 then
+    redis.call('HSET', key, PAD, PAD)
+    redis.call('HDEL', key, PAD)
+  elseif t == 'set' and want == 'hashtable' and redis.call('SISMEMBER', key, PAD) == 0 then
+    redis.call('SADD', key, PAD)
+    redis.call('SREM', key, PAD)
+  elseif t == 'zset' and want == 'skiplist' and not redis.call('ZSCORE', key, PAD) then
+    redis.call('ZADD', key, 0, PAD)
+    redis.call('ZREM', key, PAD)
+  end
+end
+
+-- The exact pre-image of an existing key: its DUMP and its encoding.
+local function image(key, enc)
+  return {'RESTORE', key, redis.call('DUMP', key), enc}
+end
+
 -- Apply an op that is replaced wholesale (DEL, RESTORE) or image-journaled.
 local function apply_plain(op)
   local cmd, key = op[1], op[2]
   if cmd == 'RESTORE' then
     redis.call('RESTORE', key, 0, op[3], 'REPLACE')
+    force_encoding(key, op[4])
   elseif STRUCTURAL[cmd] then
     apply_structural(op)
   else
@@ -169,18 +195,18 @@ local function apply_op(op)
     return {}
   end
   if IMAGE[cmd] then
-    local pre = redis.call('DUMP', key)
+    local pre = image(key, enc0)
     apply_plain(op)
-    return {{'RESTORE', key, pre}}
+    return {pre}
   end
   if cmd == 'RPUSHCAP' then
     local cap = tonumber(op[3])
     if not cap or cap < 1 then return redis.error_reply('ERR aether: bad cap') end
     local trims = redis.call('LLEN', key) + (#op - 3) > cap
     if trims and (enc0 ~= 'listpack' or (#op - 3) > cap) then
-      local pre = redis.call('DUMP', key)
+      local pre = image(key, enc0)
       apply_plain(op)
-      return {{'RESTORE', key, pre}}
+      return {pre}
     end
   end
   local inv = apply_structural(op)
@@ -189,9 +215,9 @@ local function apply_op(op)
   -- The encoding changed: revert, rebuild the exact pre-image, re-apply.
   for _, back in ipairs(inv) do apply_plain(back) end
   if enc0 == 'listpack' then canonicalize(key) end
-  local pre = redis.call('DUMP', key)
+  local pre = image(key, enc0)
   apply_plain(op)
-  return {{'RESTORE', key, pre}}
+  return {pre}
 end
 
 local function error_text(e)
