@@ -86,7 +86,7 @@ def test_unsupported_command_is_refused() -> None:
 async def test_malformed_payload_is_refused_by_the_library(client: Redis, keys: Keyspace) -> None:
     from redis.exceptions import ResponseError
 
-    with pytest.raises(ResponseError, match="not msgpack|malformed|no operations"):
+    with pytest.raises(ResponseError, match=r"not msgpack|malformed|no operations"):
         await client.fcall("aether_apply", 1, keys.journal(), keys.prefix, "a", "r", b"\xc1junk")
     with pytest.raises(ResponseError, match="outside the namespace"):
         import msgpack

@@ -298,8 +298,7 @@ class Checkpoints:
             return
         limit = text(pos)
         cursor = await self.client.get(self.keys.archive_cursor())
-        if cursor is not None:
-            if compare_ids(text(cursor), limit) < 0:
-                limit = text(cursor)
+        if cursor is not None and compare_ids(text(cursor), limit) < 0:
+            limit = text(cursor)
         # MINID keeps entries >= limit: everything after the oldest kept checkpoint stays.
         await self.client.xtrim(self.keys.journal(), minid=limit, approximate=False)
