@@ -120,9 +120,11 @@ class Archive:
 
     async def sync(self) -> SyncReport:
         """Copy new journal entries and the kept checkpoints; snapshot when due."""
-        if await self._latest_snapshot() is None:
+        fresh_snapshot = await self._latest_snapshot() is None
+        if fresh_snapshot:
             await self.snapshot()
         cursor = await self.archived_position() or "0-0"
+        gap = await self._trimmed_past(cursor)
         copied = 0
         batch: list[tuple[Any, ...]] = []
         async for entry in entries_after(self.client, self.keys.journal(), cursor, self.batch_size):
@@ -142,11 +144,15 @@ class Archive:
         copied += await self._insert_entries(batch)
         checkpoints = await self._sync_checkpoints()
         newest = await self.archived_position()
-        if newest is not None:
-            await self.client.set(self.keys.archive_cursor(), newest)
+        # Always record the cursor, "0-0" included: pruning never trims past it.
+        await self.client.set(self.keys.archive_cursor(), newest or "0-0")
         snapshot_id = None
         latest = await self._latest_snapshot()
-        if latest is not None and newest is not None:
+        if gap and not fresh_snapshot:
+            log.warning("journal entries were trimmed before they were archived; "
+                        "taking a new base snapshot", cursor=cursor)  # fmt: skip
+            snapshot_id = await self.snapshot()
+        elif latest is not None and newest is not None:
             since = await self.conn.fetchval(
                 "SELECT count(*) FROM aether_journal WHERE ns = $1 AND (ms, seq) > ($2, $3)",
                 self.keys.ns,
@@ -157,6 +163,18 @@ class Archive:
                 snapshot_id = await self.snapshot()
         log.info("archive synced", entries=copied, checkpoints=checkpoints, snapshot=snapshot_id)
         return SyncReport(copied, checkpoints, snapshot_id, newest)
+
+    async def _trimmed_past(self, cursor: str) -> bool:
+        """Whether the journal lost entries after ``cursor`` before they were archived."""
+        from aether.store.codec import command, text
+        from aether.store.journal import compare_ids
+
+        if not await self.client.exists(self.keys.journal()):
+            return False
+        info = await command(self.client, "XINFO", "STREAM", self.keys.journal())
+        fields = dict(zip(info[::2], info[1::2], strict=False)) if isinstance(info, list) else info
+        deleted = fields.get(b"max-deleted-entry-id", fields.get("max-deleted-entry-id"))
+        return deleted is not None and compare_ids(text(deleted), cursor) > 0
 
     async def _insert_entries(self, rows: list[tuple[Any, ...]]) -> int:
         if not rows:

@@ -1,0 +1,198 @@
+"""The PostgreSQL archive: journal + base snapshots, restore into an empty Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from redis.asyncio import Redis
+
+from aether.checkpoints.archive import Archive, open_archive
+from aether.checkpoints.manager import Checkpoints
+from aether.checkpoints.migrations import MIGRATIONS, migrate
+from aether.config import Settings
+from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
+from aether.keys import Keyspace
+from aether.server.embedded import EmbeddedRedis
+from aether.store.client import connect
+from aether.store.state import Mutation, Store
+from tests.conftest import PG_DSN, dump_state
+from tests.test_journal_property import _apply_all, _ops
+
+
+@pytest.fixture(scope="module")
+def second_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A second, empty embedded Redis: the machine a namespace is restored onto."""
+    home = tmp_path_factory.mktemp("aether-restore")
+    server = EmbeddedRedis(Settings(home=home, redis_appendfsync="always"))
+    server.start()
+    yield home
+    server.stop()
+
+
+@pytest.fixture
+async def pg() -> AsyncIterator[asyncpg.Connection]:
+    async with open_archive(PG_DSN) as conn:
+        yield conn
+
+
+@pytest.fixture
+async def target(second_home: Path, namespace: str) -> AsyncIterator[Redis]:
+    c = await connect(Settings(home=second_home, namespace=namespace))
+    yield c
+    await c.aclose()
+
+
+async def _log(store: Store, keys: Keyspace, eid: str, text: str) -> None:
+    await store.apply(
+        Mutation()
+        .json_set(keys.daily_entry(eid), {"content": text})
+        .rpush(keys.daily(date(2026, 3, 1)), eid),
+        "memory.log",
+    )
+
+
+async def test_migrations_are_idempotent(pg: asyncpg.Connection) -> None:
+    assert await migrate(pg) == []
+    versions = [
+        r["version"] for r in await pg.fetch("SELECT version FROM aether_schema_migrations")
+    ]
+    assert sorted(versions) == [v for v, _ in MIGRATIONS]
+
+
+async def test_restore_to_checkpoint_and_time_from_postgres_alone(
+    store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection, target: Redis,
+    second_home: Path,
+) -> None:  # fmt: skip
+    cps = Checkpoints(client, keys)
+    archive = Archive(pg, client, keys, snapshot_every=5)
+    await _log(store, keys, "e0", "before the base snapshot")
+    await store.apply(Mutation().hset(keys.identity_profile(), {"name": "Ada"}), "identity")
+    first = await archive.sync()
+    assert first.snapshot is None and first.entries == 2  # the first sync took a base snapshot
+    for i in range(1, 4):
+        await _log(store, keys, f"e{i}", f"entry {i}")
+    cp = await cps.create(label="three more")
+    at_cp = await dump_state(client, keys)
+    await asyncio.sleep(0.01)
+    between = datetime.now(UTC)
+    await asyncio.sleep(0.01)
+    await _log(store, keys, "late", "after the checkpoint")
+    await store.apply(Mutation().delete(keys.daily_entry("e0")), "forget")
+    now_state = await dump_state(client, keys)
+    report = await archive.sync()
+    assert report.entries == 5 and report.checkpoints == 1
+    assert await client.get(keys.archive_cursor()) == report.cursor.encode()  # type: ignore[union-attr]
+
+    restored = await Archive(pg, target, keys).restore(cp.id[:10])
+    assert restored.keys_restored == 3  # profile, e0, the day list at the first snapshot
+    assert await dump_state(target, keys) == at_cp
+    # the checkpoint and its journal came back too: it can be rolled back to there
+    assert [c.id for c in await Checkpoints(target, keys).list()] == [cp.id]
+
+    # by time, into another empty namespace of the same archive
+    for key in [k async for k in target.scan_iter(match=f"{keys.prefix}*")]:
+        await target.delete(key)
+    await Archive(pg, target, keys).restore(between.isoformat())
+    assert await dump_state(target, keys) == at_cp
+    for key in [k async for k in target.scan_iter(match=f"{keys.prefix}*")]:
+        await target.delete(key)
+    await Archive(pg, target, keys).restore(datetime.now(UTC).isoformat())
+    assert await dump_state(target, keys) == now_state
+
+
+async def test_restore_bad_input_changes_nothing(
+    store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection, target: Redis
+) -> None:
+    archive = Archive(pg, client, keys)
+    await _log(store, keys, "e0", "x")
+    cp = await Checkpoints(client, keys).create()
+    await archive.sync()
+    before = await dump_state(client, keys)
+    with pytest.raises(ArchiveError, match="not empty"):
+        await archive.restore(cp.id)  # the source namespace is not empty
+    assert await dump_state(client, keys) == before
+    with pytest.raises(NotFoundError):
+        await Archive(pg, target, keys).restore("ZZZZZZZZZZ")
+    with pytest.raises(ArchiveError, match="neither"):
+        await Archive(pg, target, keys).restore("'; DROP TABLE x; --")
+    with pytest.raises(ArchiveError, match="no base snapshot"):
+        await Archive(pg, target, keys).restore("1999-01-01T00:00:00")
+    assert [k async for k in target.scan_iter(match=f"{keys.prefix}*")] == []
+
+
+async def test_ambiguous_archived_prefix(
+    store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection, target: Redis
+) -> None:
+    cps = Checkpoints(client, keys)
+    a = await cps.create()
+    await cps.create()
+    await Archive(pg, client, keys).sync()
+    with pytest.raises(AmbiguousIdError):
+        await Archive(pg, target, keys).restore(a.id[:6])
+
+
+async def test_prune_never_trims_what_the_archive_lacks(
+    store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection
+) -> None:
+    archive = Archive(pg, client, keys)
+    await _log(store, keys, "e0", "x")
+    await archive.sync()
+    cursor = (await client.get(keys.archive_cursor())).decode()  # type: ignore[union-attr]
+    cps = Checkpoints(client, keys, keep=1)
+    for i in range(3):
+        await _log(store, keys, f"e{i + 1}", "y")
+        await cps.create()
+    first = (await client.xrange(keys.journal(), count=1))[0][0].decode()
+    assert first == cursor  # entries after the archive cursor are all still there
+
+
+async def test_unreachable_postgres_is_a_clear_error() -> None:
+    with pytest.raises(ArchiveError, match="cannot reach"):
+        async with open_archive("postgresql://postgres@127.0.0.1:1/test"):
+            pass
+
+
+@settings(
+    max_examples=int(os.environ.get("AETHER_RESTORE_EXAMPLES", "12")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(before=_ops(), after=_ops(), later=_ops())
+def test_restore_is_identical_property(
+    redis_home: Path, second_home: Path, before: list[tuple[str, Any]],
+    after: list[tuple[str, Any]], later: list[tuple[str, Any]],
+) -> None:  # fmt: skip
+    async def scenario() -> None:
+        ns = f"r{uuid.uuid4().hex[:10]}"
+        keys = Keyspace(ns)
+        source = await connect(Settings(home=redis_home, namespace=ns))
+        dest = await connect(Settings(home=second_home, namespace=ns))
+        try:
+            async with open_archive(PG_DSN) as conn:
+                store = Store(source, keys)
+                archive = Archive(conn, source, keys, snapshot_every=7)
+                await _apply_all(store, keys, before)
+                await archive.sync()
+                await _apply_all(store, keys, after)
+                cp = await Checkpoints(source, keys, durable=False).create()
+                image = await dump_state(source, keys)
+                await _apply_all(store, keys, later)
+                await archive.sync()
+                await Archive(conn, dest, keys).restore(cp.id)
+                assert await dump_state(dest, keys) == image
+        finally:
+            with contextlib.suppress(Exception):
+                await source.aclose()
+            await dest.aclose()
+
+    asyncio.run(scenario())
