@@ -182,8 +182,10 @@ class EmbeddedRedis:
                 return current
             endpoint = current.endpoint
             self._write_conf(endpoint)
-            with contextlib.suppress(FileNotFoundError):
-                endpoint.unix_socket.unlink()
+            # a crash (SIGKILL, power loss) leaves a stale pidfile and socket behind
+            for stale in (endpoint.unix_socket, self.pid_path):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
             binaries = find_binaries()
             proc = subprocess.run(
                 [str(binaries.server), str(self.conf_path)],

@@ -1,0 +1,134 @@
+"""Checkpoint and rollback costs on a real embedded Redis; prints one JSON object.
+
+- checkpoint_ms: median time of a durable checkpoint (WAITAOF 1 0 under appendfsync
+  always) with 1k, 10k and 100k daily-log entries in memory; should stay flat.
+- rollback_changes_per_s: changes undone per second by one rollback, for several sizes.
+- journal_bytes_per_change: journal memory per daily-log write (entry doc + list append),
+  and per op.
+
+Usage: python bench/checkpoints.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.keys import Keyspace
+from aether.server.embedded import EmbeddedRedis
+from aether.store.client import connect
+from aether.store.state import Mutation, Store
+
+
+def _entry(i: int) -> dict[str, object]:
+    return {
+        "content": f"observation {i}: the build on branch feature-{i % 97} passed after retry",
+        "source": "agent",
+        "tags": ["ci", f"t{i % 13}"],
+        "score": 0.5,
+        "timestamp": 1_700_000_000 + i,
+    }
+
+
+async def _fill(store: Store, keys: Keyspace, start: int, count: int, batch: int = 250) -> None:
+    day = keys.daily(date(2026, 1, 1))
+    for lo in range(start, start + count, batch):
+        m = Mutation()
+        ids = [f"e{i}" for i in range(lo, min(lo + batch, start + count))]
+        for n, eid in enumerate(ids):
+            m.json_set(keys.daily_entry(eid), _entry(lo + n))
+        m.rpush(day, *ids)
+        await store.apply(m, "bench.fill")
+
+
+async def checkpoint_ms(client: Redis, sizes: list[int]) -> dict[str, float]:
+    keys = Keyspace("bench-cp")
+    store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
+    out: dict[str, float] = {}
+    filled = 0
+    for size in sizes:
+        await _fill(store, keys, filled, size - filled)
+        filled = size
+        times = []
+        for _ in range(50):
+            t = time.perf_counter()
+            await cps.create(label="bench", prune=False)
+            times.append((time.perf_counter() - t) * 1000)
+        out[str(size)] = round(statistics.median(times), 3)
+    return out
+
+
+async def rollback_rate(client: Redis, sizes: list[int]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for size in sizes:
+        keys = Keyspace(f"bench-rb-{size}")
+        store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
+        await _fill(store, keys, 0, 1000)
+        cp = await cps.create()
+        day = keys.daily(date(2026, 1, 2))
+        for i in range(size):  # one change (one journal entry, one op) each
+            if i % 2:
+                await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
+            else:
+                await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
+        t = time.perf_counter()
+        result = await cps.rollback_to(cp.id)
+        elapsed = time.perf_counter() - t
+        assert result.ops_applied == size
+        out[str(size)] = round(size / elapsed)
+    return out
+
+
+async def journal_bytes(client: Redis, writes: int = 2000) -> dict[str, float]:
+    keys = Keyspace("bench-jb")
+    store = Store(client, keys)
+    day = keys.daily(date(2026, 1, 3))
+    for i in range(writes):
+        await store.apply(
+            Mutation().json_set(keys.daily_entry(f"j{i}"), _entry(i)).rpush(day, f"j{i}"), "log"
+        )
+    usage = await client.memory_usage(keys.journal(), samples=0) or 0
+    entry_doc_bytes = len(json.dumps(_entry(1)))
+    return {
+        "per_daily_log_write": round(usage / writes, 1),
+        "per_op": round(usage / (writes * 2), 1),
+        "entry_document_bytes": entry_doc_bytes,
+    }
+
+
+async def main(quick: bool) -> None:
+    home = Path(tempfile.mkdtemp(prefix="aether-bench-"))
+    settings = Settings(home=home, redis_appendfsync="always")
+    client = await connect(settings)
+    try:
+        sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+        rb_sizes = [1_000, 5_000] if quick else [1_000, 10_000, 50_000]
+        result = {
+            "server": "embedded redis 8.2 + RediSearch 2.10 + RedisJSON 2.8, appendfsync always",
+            "checkpoint_ms": await checkpoint_ms(client, sizes),
+            "rollback_changes_per_s": await rollback_rate(client, rb_sizes),
+            "journal_bytes_per_change": await journal_bytes(client),
+        }
+    finally:
+        await client.aclose()
+        EmbeddedRedis(settings).stop()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    asyncio.run(main("--quick" in sys.argv))

@@ -1,0 +1,116 @@
+"""The checkpoint and archive commands, as a person runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from datetime import date
+
+from aether.config import Settings
+from aether.keys import Keyspace
+from aether.store.client import connect
+from aether.store.state import Mutation, Store
+from tests.conftest import PG_DSN
+
+
+def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _write(settings: Settings, eid: str) -> None:
+    async def go() -> None:
+        keys = Keyspace(settings.namespace)
+        client = await connect(settings)
+        try:
+            await Store(client, keys).apply(
+                Mutation()
+                .json_set(keys.daily_entry(eid), {"content": eid})
+                .rpush(keys.daily(date(2026, 1, 1)), eid),
+                "memory.log",
+            )
+        finally:
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def _exists(settings: Settings, key: str) -> bool:
+    async def go() -> bool:
+        client = await connect(settings)
+        try:
+            return bool(await client.exists(key))
+        finally:
+            await client.aclose()
+
+    return asyncio.run(go())
+
+
+def test_checkpoint_workflow(cli_env: dict[str, str], settings: Settings, keys: Keyspace) -> None:
+    assert _aether(cli_env, "checkpoint", "list").returncode == 2  # none yet
+    _write(settings, "e1")
+    made = _aether(cli_env, "checkpoint", "create", "--label", "first")
+    assert made.returncode == 0, made.stderr
+    cp_id = made.stdout.strip()
+    listed = json.loads(_aether(cli_env, "checkpoint", "list", "--json").stdout)
+    assert [c["id"] for c in listed] == [cp_id] and listed[0]["label"] == "first"
+
+    _write(settings, "e2")
+    shown = json.loads(_aether(cli_env, "--json", "checkpoint", "show", cp_id[:8]).stdout)
+    assert shown["entries_since"] == 1
+    diff = json.loads(_aether(cli_env, "checkpoint", "diff", cp_id[:8], "--json").stdout)
+    assert diff["tiers"]["daily"]["created"] == [keys.daily_entry("e2")]
+    human = _aether(cli_env, "checkpoint", "diff", cp_id[:8]).stdout
+    assert f"+ {keys.daily_entry('e2')}" in human
+
+    refused = _aether(cli_env, "checkpoint", "rollback", cp_id)  # no TTY, no --yes
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    assert _exists(settings, keys.daily_entry("e2"))
+
+    done = _aether(cli_env, "checkpoint", "rollback", cp_id[:6 + 4], "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["entries_undone"] == 1
+    assert not _exists(settings, keys.daily_entry("e2"))
+    assert _aether(cli_env, "checkpoint", "undo").returncode == 0
+    assert _exists(settings, keys.daily_entry("e2"))
+
+
+def test_checkpoint_errors_are_one_line(cli_env: dict[str, str]) -> None:
+    for args in (("checkpoint", "show", "abc"), ("checkpoint", "rollback", "ZZZZZZZZ", "--yes"),
+                 ("checkpoint", "undo"), ("checkpoint", "diff", "'; DROP x")):  # fmt: skip
+        out = _aether(cli_env, *args)
+        assert out.returncode == 1, (args, out)
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    as_json = _aether(cli_env, "--json", "checkpoint", "show", "ZZZZZZZZ")
+    assert as_json.returncode == 1 and "error" in json.loads(as_json.stdout)
+
+
+def test_prune_command(cli_env: dict[str, str], settings: Settings) -> None:
+    for _ in range(4):
+        assert _aether(cli_env, "checkpoint", "create").returncode == 0
+    out = json.loads(_aether(cli_env, "checkpoint", "prune", "--keep", "2", "--json").stdout)
+    assert len(out["pruned"]) == 2
+    assert len(json.loads(_aether(cli_env, "checkpoint", "list", "--json").stdout)) == 2
+
+
+def test_archive_commands(cli_env: dict[str, str], settings: Settings) -> None:
+    no_dsn = _aether(cli_env, "archive", "sync")
+    assert no_dsn.returncode == 1 and "AETHER_POSTGRES_DSN" in no_dsn.stderr
+    env = {**cli_env, "AETHER_POSTGRES_DSN": PG_DSN}
+    _write(settings, "e1")
+    cp_id = _aether(env, "checkpoint", "create").stdout.strip()
+    synced = _aether(env, "archive", "sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["checkpoints"] == 1
+    snap = _aether(env, "archive", "snapshot", "--json")
+    assert snap.returncode == 0 and json.loads(snap.stdout)["snapshot"]
+    # restoring over a live namespace is refused and changes nothing
+    refused = _aether(env, "archive", "restore", "--to", cp_id)
+    assert refused.returncode == 1 and "not empty" in refused.stderr
+    other = {**env, "AETHER_NAMESPACE": settings.namespace + "x"}
+    missing = _aether(other, "archive", "restore", "--to", cp_id)
+    assert missing.returncode == 1 and "no archived checkpoint" in missing.stderr

@@ -1,0 +1,104 @@
+"""Configuration: env prefix, nested delimiter, optional TOML file, masked secrets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aether.config import Settings, load_settings
+from aether.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("AETHER_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no config/aether.toml here
+
+
+def test_defaults() -> None:
+    s = load_settings()
+    assert s.home == Path.home() / ".local" / "share" / "aether"
+    assert s.namespace == "aether"
+    assert s.redis_url is None and s.postgres_dsn is None
+    assert s.redis_appendfsync == "everysec"
+    assert s.checkpoints.keep == 50
+
+
+def test_environment_and_nested_delimiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AETHER_HOME", "/srv/agent")
+    monkeypatch.setenv("AETHER_NAMESPACE", "{bot}")
+    monkeypatch.setenv("AETHER_REDIS_URL", "redis://:pw@10.0.0.1:6380/0")
+    monkeypatch.setenv("AETHER_CHECKPOINTS__KEEP", "7")
+    s = load_settings()
+    assert s.home == Path("/srv/agent") and s.namespace == "{bot}"
+    assert s.redis_url is not None and s.redis_url.get_secret_value().endswith("6380/0")
+    assert s.checkpoints.keep == 7
+
+
+def test_toml_file_and_env_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "aether.toml").write_text(
+        'namespace = "fromtoml"\nredis_appendfsync = "always"\n[checkpoints]\nkeep = 9\n'
+    )
+    s = load_settings()
+    assert (s.namespace, s.redis_appendfsync, s.checkpoints.keep) == ("fromtoml", "always", 9)
+    monkeypatch.setenv("AETHER_NAMESPACE", "fromenv")
+    assert load_settings().namespace == "fromenv"
+    other = tmp_path / "other.toml"
+    other.write_text('namespace = "explicit"\n')
+    monkeypatch.delenv("AETHER_NAMESPACE")
+    monkeypatch.setenv("AETHER_CONFIG_FILE", str(other))
+    assert load_settings().namespace == "explicit"
+
+
+@pytest.mark.parametrize("bad", ["has space", "a:b", "", "x" * 65, "ünï"])
+def test_invalid_namespace_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(ConfigError, match="namespace"):
+        load_settings(namespace=bad)
+
+
+def test_unknown_and_invalid_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="redis_appendfsync"):
+        load_settings(redis_appendfsync="sometimes")
+    with pytest.raises(ConfigError, match="checkpoints.keep"):
+        load_settings(checkpoints={"keep": 0})
+
+
+def test_masked_secrets() -> None:
+    s = Settings(
+        redis_url="redis://user:s3cret@host:6379/0",  # type: ignore[arg-type]
+        postgres_dsn="postgresql://app:pgpass@db/aether?password=again",  # type: ignore[arg-type]
+    )
+    data = s.masked()
+    assert "s3cret" not in json.dumps(data) and "pgpass" not in json.dumps(data)
+    assert "again" not in json.dumps(data)
+    assert data["redis_url"] == "redis://user:***@host:6379/0"
+
+
+def test_cli_config_show_masks_and_fails_cleanly(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env["AETHER_HOME"] = str(tmp_path / "home")
+    env["AETHER_POSTGRES_DSN"] = "postgresql://u:topsecret@db/x"
+    out = subprocess.run(
+        [sys.executable, "-m", "aether", "config", "show", "--json"],
+        env=env, capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["postgres_dsn"] == "postgresql://u:***@db/x"
+    assert "topsecret" not in out.stdout
+    env["AETHER_NAMESPACE"] = "bad name"
+    bad = subprocess.run(
+        [sys.executable, "-m", "aether", "config", "show"],
+        env=env, capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert "namespace" in bad.stderr and "Traceback" not in bad.stderr

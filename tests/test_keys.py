@@ -1,0 +1,69 @@
+"""The keyspace: DESIGN.md's names, built from the namespace, and nowhere else."""
+
+from __future__ import annotations
+
+import ast
+import re
+from datetime import date
+from pathlib import Path
+
+from aether.keys import Keyspace
+
+
+def test_design_key_names() -> None:
+    k = Keyspace("aether")
+    assert k.identity_profile() == "aether:identity:profile"
+    assert k.user_profile() == "aether:user:profile"
+    assert k.identity_files() == "aether:identity:files"
+    assert k.system_flags() == "aether:system:flags"
+    assert k.heartbeat_state() == "aether:system:heartbeat_state"
+    assert k.daily(date(2026, 2, 3)) == "aether:daily:2026-02-03"
+    assert k.daily_entry("x") == "aether:daily:entry:x"
+    assert k.longterm("x") == "aether:longterm:x"
+    assert k.belief("x") == "aether:belief:x"
+    assert k.checkpoint("x") == "aether:checkpoint:x"
+    assert k.checkpoints() == "aether:checkpoints"
+    assert k.journal() == "aether:journal"
+    assert k.scratchpad("x") == "aether:scratchpad:x"
+    assert k.episode("s") == "aether:episode:s"
+    assert k.tools("s") == "aether:tools:s"
+    assert k.chat_session("s") == "aether:chat:session:s"
+    assert k.chat_messages("s") == "aether:chat:messages:s"
+    assert k.chat_session_index() == "aether:chat:session:index"
+    assert k.memory_index() == "aether:memory:idx"
+    assert (k.inbox(), k.outbox(), k.events()) == ("aether:inbox", "aether:outbox", "aether:events")
+
+
+def test_cluster_hash_tag_namespace() -> None:
+    k = Keyspace("{bot}")
+    assert k.journal() == "{bot}:journal" and k.identity_profile().startswith("{bot}:")
+
+
+def test_state_classification() -> None:
+    k = Keyspace("a")
+    state = [k.identity_profile(), k.daily(date.today()), k.daily_entry("1"), k.longterm("1"),
+             k.belief("1"), k.chat_session("s"), k.chat_messages("s"), k.episode("s"),
+             k.system_flags()]  # fmt: skip
+    outside = [k.journal(), k.checkpoint("1"), k.checkpoints(), k.checkpoints_pruned(),
+               k.scratchpad("1"), k.tools("s"), k.heartbeat_state(), k.inbox(), k.outbox(),
+               k.admin_lock(), k.rollbacks(), k.archive_cursor(), "b:identity:profile"]  # fmt: skip
+    assert all(k.is_state(key) for key in state)
+    assert not any(k.is_state(key) for key in outside)
+    assert k.tier(k.daily_entry("1")) == "daily" and k.tier(k.system_flags()) == "identity"
+
+
+def test_no_other_module_spells_a_key() -> None:
+    families = re.compile(
+        r"(^|:)(identity|daily|longterm|belief|checkpoints?|journal|scratchpad|episode|tools|"
+        r"chat|memory|inbox|outbox|events|system|user|rollbacks|lock|archive):"
+    )
+    package = Path(__file__).parent.parent / "aether"
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name == "keys.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if families.search(node.value) and " " not in node.value:
+                    offenders.append(f"{path.name}: {node.value!r}")
+    assert offenders == []
