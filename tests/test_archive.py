@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import contextlib
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime

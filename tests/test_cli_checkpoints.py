@@ -71,7 +71,7 @@ def test_checkpoint_workflow(cli_env: dict[str, str], settings: Settings, keys: 
     assert refused.returncode == 1 and "--yes" in refused.stderr
     assert _exists(settings, keys.daily_entry("e2"))
 
-    done = _aether(cli_env, "checkpoint", "rollback", cp_id[:6 + 4], "--yes", "--json")
+    done = _aether(cli_env, "checkpoint", "rollback", cp_id[: 6 + 4], "--yes", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["entries_undone"] == 1
     assert not _exists(settings, keys.daily_entry("e2"))

@@ -68,7 +68,7 @@ def test_invalid_namespace_is_a_clear_error(bad: str) -> None:
 def test_unknown_and_invalid_values(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="redis_appendfsync"):
         load_settings(redis_appendfsync="sometimes")
-    with pytest.raises(ConfigError, match="checkpoints.keep"):
+    with pytest.raises(ConfigError, match=r"checkpoints\.keep"):
         load_settings(checkpoints={"keep": 0})
 
 

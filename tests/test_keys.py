@@ -63,7 +63,7 @@ def test_no_other_module_spells_a_key() -> None:
         if path.name == "keys.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if families.search(node.value) and " " not in node.value:
-                    offenders.append(f"{path.name}: {node.value!r}")
+            is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
+            if is_text and families.search(node.value) and " " not in node.value:
+                offenders.append(f"{path.name}: {node.value!r}")
     assert offenders == []

@@ -33,7 +33,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _aether(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _aether(
+    env: dict[str, str], *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aether", *args],
         env=env, capture_output=True, text=True, timeout=timeout, check=False,
@@ -106,7 +108,9 @@ async def test_acknowledged_writes_survive_sigkill(own_server: EmbeddedRedis) ->
         assert await client.llen(day) == 200
         assert await client.xlen(keys.journal()) == 200
         for i in (0, 99, 199):
-            assert json.loads(await client.execute_command("JSON.GET", keys.daily_entry(str(i)))) == {"n": i}
+            assert json.loads(
+                await client.execute_command("JSON.GET", keys.daily_entry(str(i)))
+            ) == {"n": i}
     finally:
         await client.aclose()
 
