@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     )
     redis_appendfsync: Literal["always", "everysec", "no"] = "everysec"
     postgres_dsn: SecretStr | None = Field(default=None, description="unset = no archive")
+    identity_dir: Path | None = Field(
+        default=None, description="identity markdown for the first boot (unset = the default)"
+    )
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     log: LogSettings = Field(default_factory=LogSettings)

@@ -47,3 +47,7 @@ class ConcurrentAdminError(CheckpointError):
 
 class ArchiveError(AetherError):
     """The PostgreSQL archive is unavailable or inconsistent."""
+
+
+class IdentityError(AetherError):
+    """An identity file or field is invalid, or the identity is missing."""

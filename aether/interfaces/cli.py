@@ -14,7 +14,7 @@ import typer
 
 from aether.config import load_settings
 from aether.errors import AetherError
-from aether.interfaces import cli_checkpoint, cli_redis
+from aether.interfaces import cli_checkpoint, cli_identity, cli_redis
 from aether.interfaces.common import AppState, emit, fail, run, state, wants_json
 from aether.logging import configure_logging
 
@@ -29,6 +29,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(cli_redis.app, name="redis")
 app.add_typer(cli_checkpoint.app, name="checkpoint")
 app.add_typer(cli_checkpoint.archive_app, name="archive")
+app.add_typer(cli_identity.app, name="identity")
 
 
 @app.callback()
@@ -67,7 +68,7 @@ def config_show(
 
 @app.command()
 def up(ctx: typer.Context) -> None:
-    """Run aether: ensure Redis (embedded unless AETHER_REDIS_URL) and stay up until Ctrl-C."""
+    """Run aether: ensure Redis, bootstrap identity on first boot, stay up until Ctrl-C."""
     st = state(ctx)
 
     async def body() -> None:
@@ -77,6 +78,9 @@ def up(ctx: typer.Context) -> None:
 
         log = structlog.get_logger("aether.up")
         client = await connect(st.settings)
+        identity = await cli_identity.identity_store(st, client, actor="daemon").ensure(
+            cli_identity.identity_dir(st)
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -84,7 +88,8 @@ def up(ctx: typer.Context) -> None:
         log.info(
             "aether is up",
             namespace=st.settings.namespace,
-            redis=(st.settings.redis_url is None and "embedded") or "external",
+            agent=identity.agent.get("name"),
+            redis="external" if st.settings.redis_url else "embedded",
         )
         try:
             await stop.wait()

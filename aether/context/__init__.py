@@ -1,0 +1,1 @@
+"""Context layer: tokens, budgets, window, thresholds and assembly."""

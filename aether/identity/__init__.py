@@ -1,0 +1,1 @@
+"""Identity layer: markdown bootstrap into Redis, profiles, flags, heartbeat, system prompt."""

@@ -1,0 +1,67 @@
+"""Read an identity directory: every ``AETHER*.md``, ``Core_Self.md`` and ``USER.md``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import aether
+from aether.errors import IdentityError
+from aether.identity.markdown import IdentityDoc, read_file
+
+USER_FILE = "USER.md"
+CORE_FILE = "Core_Self.md"
+
+
+@dataclass(frozen=True)
+class IdentitySource:
+    """The parsed files of an identity directory, ready to be written at once."""
+
+    docs: list[IdentityDoc]
+    agent: dict[str, str]
+    user: dict[str, str]
+
+
+def default_identity_dir() -> Path:
+    """The default identity shipped with aether (the repository's ``identity/``)."""
+    package = Path(aether.__file__).resolve().parent
+    for candidate in (package / "default_identity", package.parent / "identity"):
+        if candidate.is_dir():
+            return candidate
+    raise IdentityError("no default identity directory found; pass one explicitly")
+
+
+def load_directory(directory: Path) -> IdentitySource:
+    """Read and validate every identity file of ``directory``; nothing is written.
+
+    Raises:
+        IdentityError: a missing directory, no agent file, no agent name, or any bad file
+            (empty, invalid UTF-8, over 1 MB, bad front matter); the message names it.
+    """
+    if not directory.is_dir():
+        raise IdentityError(f"identity directory {directory} does not exist")
+    agent_paths = sorted(directory.glob("AETHER*.md"))
+    if (directory / CORE_FILE).is_file():
+        agent_paths.append(directory / CORE_FILE)
+    if not agent_paths:
+        raise IdentityError(f"{directory} holds no AETHER*.md or {CORE_FILE}")
+    user_path = directory / USER_FILE
+    paths = agent_paths + ([user_path] if user_path.is_file() else [])
+    docs = [read_file(p) for p in paths]
+    agent: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for doc in docs:
+        if doc.name == USER_FILE:
+            continue
+        for key, value in doc.fields.items():
+            if key in agent and agent[key] != value:
+                raise IdentityError(
+                    f"{doc.name}: {key!r} is {value!r} but {origin[key]} says {agent[key]!r}"
+                )
+            agent[key], origin[key] = value, doc.name
+    if not agent.get("name"):
+        raise IdentityError(
+            f"no 'name' in the front matter of {', '.join(p.name for p in agent_paths)}"
+        )
+    user = next((d.fields for d in docs if d.name == USER_FILE), {})
+    return IdentitySource(docs, agent, dict(user))
