@@ -100,8 +100,12 @@ async def test_undo_refuses_when_state_changed_since(
 async def test_prefix_resolution_errors(
     store: Store, checkpoints: Checkpoints, client: Redis, keys: Keyspace
 ) -> None:
-    cps = [await checkpoints.create(label=str(i)) for i in range(3)]
+    cps = []
+    for i in range(3):
+        cps.append(await checkpoints.create(label=str(i)))
+        await asyncio.sleep(0.003)  # ULIDs of one millisecond differ only in their tail
     assert (await checkpoints.resolve(cps[1].id[:10].lower())).id == cps[1].id
+    assert (await checkpoints.resolve(cps[1].id)).id == cps[1].id
     with pytest.raises(NotFoundError, match="at least 6"):
         await checkpoints.resolve(cps[0].id[:5])
     with pytest.raises(NotFoundError, match="no checkpoint matches"):
