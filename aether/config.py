@@ -42,6 +42,31 @@ class ArchiveSettings(BaseModel):
     batch_size: int = Field(default=1_000, ge=1, description="journal entries per sync batch")
 
 
+class MemorySettings(BaseModel):
+    """Memory tiers and search."""
+
+    max_content_bytes: int = Field(default=1024 * 1024, ge=1, description="per entry")
+    daily_retention_days: int = Field(default=7, ge=1)
+    episode_cap: int = Field(default=50, ge=1)
+    episode_output_chars: int = Field(default=2000, ge=1)
+    scratchpad_ttl_s: int = Field(default=3600, ge=1)
+    tools_ttl_s: int = Field(default=86_400, ge=1)
+    recency_half_life_days: float = Field(default=30.0, gt=0)
+    recency_weight: float = Field(default=0.1, ge=0, le=1)
+    vector_alpha: float = Field(
+        default=0.4, ge=0, le=1, description="hybrid search: weight of vector vs full text"
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    """The vector half of hybrid search."""
+
+    model: str | None = Field(default=None, description="openai: the model name")
+    base_url: str | None = Field(default=None, description="openai: an OpenAI-compatible URL")
+    api_key: SecretStr | None = None
+    dims: int | None = Field(default=None, ge=1, description="openai: vector size")
+
+
 class LogSettings(BaseModel):
     """Logging."""
 
@@ -68,6 +93,11 @@ class Settings(BaseSettings):
     )
     redis_appendfsync: Literal["always", "everysec", "no"] = "everysec"
     postgres_dsn: SecretStr | None = Field(default=None, description="unset = no archive")
+    embeddings: Literal["local", "openai", "none"] = Field(
+        default="local", description="local = all-MiniLM-L6-v2 offline; none = full-text only"
+    )
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     identity_dir: Path | None = Field(
         default=None, description="identity markdown for the first boot (unset = the default)"
     )
@@ -115,6 +145,8 @@ class Settings(BaseSettings):
     def masked(self) -> dict[str, Any]:
         """The effective configuration as plain data, secrets masked."""
         data = self.model_dump(mode="json")
+        if self.embedding.api_key is not None:
+            data["embedding"]["api_key"] = "***"
         for name in ("redis_url", "postgres_dsn"):
             secret = getattr(self, name)
             data[name] = None if secret is None else _mask_url(secret.get_secret_value())

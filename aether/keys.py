@@ -29,7 +29,9 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "outbox",
     "events",
     "embcache:",
+    "embcache",
     "memory:idx",
+    "memory:idx:",
 )
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
@@ -125,9 +127,21 @@ class Keyspace:
         """ZSET: chat sessions, most recent first (score = last activity)."""
         return self._k("chat", "session", "index")
 
+    def embedding_cache(self) -> str:
+        """Name (key prefix) of redisvl's embeddings cache; entries have a 30-day TTL."""
+        return self._k("embcache")
+
+    def memory_prefixes(self) -> list[str]:
+        """Key prefixes of the documents the memory index covers."""
+        return [self._k("daily", "entry", ""), self._k("longterm", ""), self._k("belief", "")]
+
     def memory_index(self) -> str:
         """FT index over daily entries, long-term memories and beliefs."""
         return self._k("memory", "idx")
+
+    def memory_index_schema(self) -> str:
+        """STRING: fingerprint of the index schema, to rebuild it when it changes."""
+        return self._k("memory", "idx", "schema")
 
     # checkpoints and journal
     def journal(self) -> str:

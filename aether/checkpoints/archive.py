@@ -19,9 +19,9 @@ import asyncpg
 import msgpack
 import structlog
 from redis.asyncio import Redis
-from ulid import ULID
 
 from aether.errors import AmbiguousIdError, ArchiveError, ConcurrentAdminError, NotFoundError
+from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.store.journal import entries_after
 
@@ -220,7 +220,7 @@ class Archive:
         )
         position = reply[0].decode()
         pairs = list(zip(reply[1::2], reply[2::2], strict=True))
-        snapshot_id = str(ULID())
+        snapshot_id = new_id()
         ms, seq = _split(position)
         async with self.conn.transaction():
             await self.conn.execute(
@@ -298,7 +298,7 @@ class Archive:
             raise ArchiveError(
                 f"no base snapshot of namespace {self.keys.ns!r} precedes {target!r}"
             )
-        token = str(ULID())
+        token = new_id()
         if not await self.client.set(self.keys.admin_lock(), token, nx=True, px=600_000):
             raise ConcurrentAdminError(f"another admin action holds {self.keys.admin_lock()}")
         try:

@@ -16,7 +16,6 @@ import time
 import structlog
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
-from ulid import ULID
 
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
 from aether.errors import (
@@ -25,6 +24,7 @@ from aether.errors import (
     ConcurrentAdminError,
     NotFoundError,
 )
+from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.store.codec import byte_map, command, text
 from aether.store.journal import compare_ids, entries_after, last_position
@@ -68,7 +68,7 @@ class Checkpoints:
         """
         if len(label) > 200:
             raise CheckpointError("a checkpoint label is at most 200 characters")
-        cp_id = str(ULID())
+        cp_id = new_id()
         created = int(time.time() * 1000)
         pos = await self.client.fcall(
             "aether_checkpoint",

@@ -1,0 +1,1 @@
+"""Memory layer: daily logs, long-term memory, scratchpads, episodes, tool cache, chat, search."""

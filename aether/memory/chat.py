@@ -1,0 +1,132 @@
+"""Tier 7, chat sessions: a hash per session, messages in a ZSET by time, an index of sessions.
+
+A message is a ZSET member (JSON starting with its ULID, so ties in time keep their
+order); an assistant message that calls tools is stored in the same change as the
+tools' results, so a call and its result are never apart.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from aether.errors import InvalidOperationError, NotFoundError
+from aether.ids import check_id, new_id
+from aether.memory.layer import MemoryLayer
+from aether.memory.records import check_timestamp
+from aether.store.codec import byte_map, texts
+from aether.store.state import Mutation
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def _message(role: str, content: str, ts: float, **extra: Any) -> dict[str, Any]:
+    if role not in ROLES:
+        raise InvalidOperationError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+    if not isinstance(content, str):
+        raise InvalidOperationError("message content must be text")
+    return {"id": new_id(), "role": role, "content": content, "timestamp": ts,
+            **{k: v for k, v in extra.items() if v is not None}}  # fmt: skip
+
+
+class ChatSessions:
+    """Conversations, most recently active first."""
+
+    def __init__(self, layer: MemoryLayer) -> None:
+        self.layer = layer
+        self.keys = layer.keys
+
+    async def _meta_ops(self, m: Mutation, session: str, ts: float, title: str | None) -> None:
+        exists = await self.layer.client.exists(self.keys.chat_session(session))
+        stamp = datetime.fromtimestamp(ts, tz=UTC).isoformat()
+        fields: dict[str, str | float] = {"updated_at": stamp, "last_message_at": ts}
+        if not exists:
+            fields.update({"id": session, "created_at": stamp, "title": title or session})
+        elif title:
+            fields["title"] = title
+        m.hset(self.keys.chat_session(session), fields)
+        m.zadd(self.keys.chat_session_index(), {session: ts})
+
+    async def append(
+        self,
+        session: str,
+        role: str,
+        content: str,
+        *,
+        name: str | None = None,
+        timestamp: datetime | float | None = None,
+        title: str | None = None,
+    ) -> dict[str, Any]:
+        """Append one message (creating the session on first use)."""
+        check_id(session, "session id")
+        ts = check_timestamp(timestamp)
+        message = _message(role, content, ts, name=name)
+        m = Mutation()
+        m.zadd(self.keys.chat_messages(session), {json.dumps(message, ensure_ascii=False): ts})
+        await self._meta_ops(m, session, ts, title)
+        await self.layer.store.apply(m, "chat.append")
+        return message
+
+    async def append_tool_exchange(
+        self,
+        session: str,
+        content: str,
+        tool_calls: list[dict[str, Any]],
+        results: list[dict[str, Any]],
+        timestamp: datetime | float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Store an assistant message with tool calls and every result, in one change.
+
+        Raises:
+            InvalidOperationError: a call without a result, or a result without a call.
+        """
+        check_id(session, "session id")
+        call_ids = [c.get("id") for c in tool_calls]
+        result_ids = [r.get("tool_call_id") for r in results]
+        if not tool_calls or sorted(map(str, call_ids)) != sorted(map(str, result_ids)):
+            raise InvalidOperationError("every tool call needs exactly one result, and vice versa")
+        ts = check_timestamp(timestamp)
+        messages = [_message("assistant", content, ts, tool_calls=tool_calls)]
+        messages += [_message("tool", str(r.get("content", "")), ts,
+                              tool_call_id=r["tool_call_id"], name=r.get("name"))
+                     for r in results]  # fmt: skip
+        m = Mutation()
+        m.zadd(self.keys.chat_messages(session),
+               {json.dumps(msg, ensure_ascii=False): ts for msg in messages})  # fmt: skip
+        await self._meta_ops(m, session, ts, None)
+        await self.layer.store.apply(m, "chat.tool_exchange")
+        return messages
+
+    async def messages(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """Messages in order (the last ``limit`` when given)."""
+        start = 0 if limit is None else -limit
+        raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
+        return [json.loads(member) for member in texts(raw)]
+
+    async def get(self, session: str) -> dict[str, Any]:
+        """Session metadata and message count.
+
+        Raises:
+            NotFoundError: no such session.
+        """
+        meta = byte_map(await self.layer.client.hgetall(self.keys.chat_session(check_id(session))))
+        if not meta:
+            raise NotFoundError(f"no chat session {session!r}")
+        count = await self.layer.client.zcard(self.keys.chat_messages(session))
+        return {**{k.decode(): v.decode() for k, v in meta.items()}, "messages": count}
+
+    async def list(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Sessions, most recently active first."""
+        ids = await self.layer.client.zrevrange(self.keys.chat_session_index(), 0, limit - 1)
+        return [await self.get(session) for session in texts(ids)]
+
+    async def delete(self, session: str) -> None:
+        """Delete a session and its messages (journaled: a rollback restores them)."""
+        await self.get(session)
+        m = Mutation()
+        m.delete(self.keys.chat_session(session))
+        m.delete(self.keys.chat_messages(session))
+        m.zrem(self.keys.chat_session_index(), session)
+        await self.layer.store.apply(m, "chat.delete")

@@ -1,0 +1,120 @@
+"""Tier 1, daily logs: an entry document plus its id appended to ``ns:daily:YYYY-MM-DD``."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+from aether.ids import check_id, new_id
+from aether.memory.layer import MemoryLayer
+from aether.memory.records import (
+    check_content,
+    check_score,
+    check_source,
+    check_tags,
+    check_timestamp,
+    content_hash,
+    day_of,
+)
+from aether.store.codec import texts
+from aether.store.state import Mutation
+
+
+def build_entry(
+    layer: MemoryLayer,
+    content: str,
+    *,
+    source: str = "agent",
+    tags: list[str] | None = None,
+    score: float = 0.5,
+    session: str | None = None,
+    timestamp: datetime | float | None = None,
+    entry_id: str | None = None,
+) -> dict[str, Any]:
+    """A validated daily entry document (without its embedding)."""
+    content = check_content(content, layer.settings.max_content_bytes)
+    clean_tags = check_tags(tags)
+    ts = check_timestamp(timestamp)
+    return {
+        "id": check_id(entry_id, "entry id") if entry_id else new_id(),
+        "kind": "daily",
+        "content": content,
+        "source": check_source(source),
+        "tags": clean_tags,
+        "score": check_score(score),
+        "session": check_id(session, "session id") if session else "",
+        "timestamp": ts,
+        "day": day_of(ts),
+        "hash": content_hash("daily", content, source, clean_tags, ts),
+    }
+
+
+class DailyLog:
+    """Append-only daily log of what happened."""
+
+    def __init__(self, layer: MemoryLayer) -> None:
+        self.layer = layer
+        self.keys = layer.keys
+
+    async def log(
+        self,
+        content: str,
+        source: str = "agent",
+        tags: list[str] | None = None,
+        score: float = 0.5,
+        session: str | None = None,
+        timestamp: datetime | float | None = None,
+    ) -> dict[str, Any]:
+        """Write an entry (one journaled round trip, plus embedding when configured).
+
+        Raises:
+            InvalidOperationError: empty or oversized content, unknown source, bad tags,
+                score, session id or timestamp; nothing is written.
+        """
+        doc = build_entry(self.layer, content, source=source, tags=tags, score=score,
+                          session=session, timestamp=timestamp)  # fmt: skip
+        vector = await self.layer.embed(doc["content"])
+        if vector is not None:
+            doc["embedding"] = vector
+        await self.layer.store.apply(self.mutation([doc]), "memory.log")
+        return doc
+
+    def mutation(self, docs: list[dict[str, Any]]) -> Mutation:
+        """The ops that write entries and append them to their days, in order."""
+        m = Mutation()
+        by_day: dict[str, list[str]] = {}
+        for doc in docs:
+            m.json_set(self.keys.daily_entry(doc["id"]), doc)
+            by_day.setdefault(doc["day"], []).append(doc["id"])
+        for day, ids in by_day.items():
+            m.rpush(self.keys.daily(date.fromisoformat(day)), *ids)
+        return m
+
+    async def ids(self, day: date) -> list[str]:
+        """Entry ids of a day, chronological."""
+        return texts(await self.layer.client.lrange(self.keys.daily(day), 0, -1))
+
+    async def list_day(self, day: date) -> list[dict[str, Any]]:
+        """The entries of a day, chronological."""
+        ids = await self.ids(day)
+        docs = await self.layer.get_docs([self.keys.daily_entry(i) for i in ids])
+        return [d for d in docs if d is not None]
+
+    async def recent(self, days: int) -> list[dict[str, Any]]:
+        """Entries of the last ``days`` days (today included), oldest first."""
+        today = datetime.now(UTC).date()
+        out: list[dict[str, Any]] = []
+        for offset in range(days - 1, -1, -1):
+            out.extend(await self.list_day(date.fromordinal(today.toordinal() - offset)))
+        return out
+
+    async def days(self) -> list[date]:
+        """Days that have a log, oldest first."""
+        pattern = self.keys.daily(date(2000, 1, 1)).replace("2000-01-01", "[0-9]*-[0-9]*-[0-9]*")
+        found = set()
+        async for raw in self.layer.client.scan_iter(match=pattern, count=1000):
+            try:
+                found.add(date.fromisoformat(raw.decode().rsplit(":", 1)[1]))
+            except ValueError:
+                continue
+        return sorted(found)

@@ -1,0 +1,76 @@
+"""The search index ``ns:memory:idx`` (redisvl), created idempotently.
+
+One JSON index over daily entries, long-term memories and beliefs: content TEXT
+(weight 2.0, stemmed), source/kind/tags/session/hash TAG, timestamp/score NUMERIC
+sortable, and an HNSW cosine ``embedding`` VECTOR when an embedder is configured. When
+the wanted schema changes (an embedder added or changed), the index is rebuilt over the
+same documents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import structlog
+from redis.asyncio import Redis
+from redisvl.index import AsyncSearchIndex
+
+from aether.keys import Keyspace
+from aether.store.codec import text
+
+log = structlog.get_logger(__name__)
+
+# Tags may hold spaces and commas; no tag holds a control character, so this separator
+# never splits one.
+TAG_SEPARATOR = "\x1f"
+
+
+def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
+    """The redisvl schema of the memory index."""
+    fields: list[dict[str, Any]] = [
+        {"name": "content", "type": "text", "path": "$.content", "attrs": {"weight": 2.0}},
+        {"name": "kind", "type": "tag", "path": "$.kind"},
+        {"name": "source", "type": "tag", "path": "$.source"},
+        {"name": "tags", "type": "tag", "path": "$.tags[*]",
+         "attrs": {"separator": TAG_SEPARATOR}},
+        {"name": "session", "type": "tag", "path": "$.session"},
+        {"name": "hash", "type": "tag", "path": "$.hash"},
+        {"name": "timestamp", "type": "numeric", "path": "$.timestamp",
+         "attrs": {"sortable": True}},
+        {"name": "score", "type": "numeric", "path": "$.score", "attrs": {"sortable": True}},
+    ]  # fmt: skip
+    if dims:
+        fields.append(
+            {"name": "embedding", "type": "vector", "path": "$.embedding",
+             "attrs": {"algorithm": "hnsw", "dims": dims, "distance_metric": "cosine",
+                       "datatype": "float32"}}
+        )  # fmt: skip
+    return {
+        "index": {"name": keys.memory_index(), "prefix": keys.memory_prefixes(),
+                  "storage_type": "json"},
+        "fields": fields,
+    }  # fmt: skip
+
+
+def search_index(client: Redis, keys: Keyspace, dims: int | None) -> AsyncSearchIndex:
+    """The index object (not created)."""
+    return AsyncSearchIndex.from_dict(schema(keys, dims), redis_client=client)
+
+
+async def ensure_index(client: Redis, keys: Keyspace, dims: int | None) -> AsyncSearchIndex:
+    """Create the index if missing, rebuild it if its schema changed; idempotent."""
+    wanted = schema(keys, dims)
+    fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+    index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
+    exists = await index.exists()
+    current = await client.get(keys.memory_index_schema())
+    if exists and current is not None and text(current) == fingerprint:
+        return index
+    if exists:
+        log.info("memory index schema changed; rebuilding", index=keys.memory_index())
+        await index.delete(drop=False)  # keeps the documents; they are indexed again
+    await index.create(overwrite=False)
+    await client.set(keys.memory_index_schema(), fingerprint)
+    return index

@@ -1,0 +1,66 @@
+"""What every memory tier shares: the journaled store, the settings and the embedder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from aether.config import MemorySettings, Settings
+from aether.keys import Keyspace
+from aether.memory.embeddings import CachedEmbedder, make_embedder
+from aether.store.codec import command
+from aether.store.state import Store
+
+
+@dataclass
+class MemoryLayer:
+    """The memory of one namespace.
+
+    Attributes:
+        store: the journaled store every state change goes through.
+        settings: memory limits and defaults.
+        embedder: the cached embedder, or ``None`` for full-text only.
+    """
+
+    store: Store
+    settings: MemorySettings
+    embedder: CachedEmbedder | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, client: Redis, actor: str = "aether") -> MemoryLayer:
+        """The memory layer of the configured namespace and embedder."""
+        keys = Keyspace(settings.namespace)
+        return cls(
+            Store(client, keys, actor), settings.memory, make_embedder(settings, client, keys)
+        )
+
+    @property
+    def client(self) -> Redis:
+        """The Redis client."""
+        return self.store.client
+
+    @property
+    def keys(self) -> Keyspace:
+        """The namespace's keyspace."""
+        return self.store.keys
+
+    async def get_docs(self, keys: list[str]) -> list[dict[str, Any] | None]:
+        """JSON documents by key (``None`` where missing), in one round trip."""
+        if not keys:
+            return []
+        raw = await command(self.client, "JSON.MGET", *keys, "$")
+        out: list[dict[str, Any] | None] = []
+        for item in raw:
+            if item is None:
+                out.append(None)
+            else:
+                value = json.loads(item)
+                out.append(value[0] if isinstance(value, list) and value else None)
+        return out
+
+    async def embed(self, text: str) -> list[float] | None:
+        """The text's vector, or ``None`` without an embedder."""
+        return None if self.embedder is None else await self.embedder.embed(text)

@@ -1,0 +1,123 @@
+"""Tier 2, long-term memory: distilled JSON documents, permanent until flushed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from aether.checkpoints.manager import Checkpoints
+from aether.errors import InvalidOperationError, NotFoundError
+from aether.ids import check_id, new_id
+from aether.memory.layer import MemoryLayer
+from aether.memory.records import (
+    check_content,
+    check_score,
+    check_source,
+    check_tags,
+    check_timestamp,
+    content_hash,
+)
+from aether.store.codec import text
+from aether.store.state import Mutation
+
+FLUSH_BATCH = 500
+
+
+def build_memory(
+    layer: MemoryLayer,
+    content: str,
+    *,
+    source: str = "agent",
+    tags: list[str] | None = None,
+    score: float = 0.5,
+    sources: list[str] | None = None,
+    timestamp: datetime | float | None = None,
+    memory_id: str | None = None,
+) -> dict[str, Any]:
+    """A validated long-term memory document (without its embedding)."""
+    content = check_content(content, layer.settings.max_content_bytes)
+    clean_tags = check_tags(tags)
+    ts = check_timestamp(timestamp)
+    return {
+        "id": check_id(memory_id, "memory id") if memory_id else new_id(),
+        "kind": "longterm",
+        "content": content,
+        "source": check_source(source),
+        "tags": clean_tags,
+        "score": check_score(score),
+        "sources": [check_id(s, "source entry id") for s in sources or []],
+        "timestamp": ts,
+        "hash": content_hash("longterm", content, source, clean_tags, ts),
+    }
+
+
+class LongTermMemory:
+    """Distilled memories that outlive the daily logs."""
+
+    def __init__(self, layer: MemoryLayer) -> None:
+        self.layer = layer
+        self.keys = layer.keys
+
+    async def add(
+        self,
+        content: str,
+        source: str = "agent",
+        tags: list[str] | None = None,
+        score: float = 0.5,
+        sources: list[str] | None = None,
+        timestamp: datetime | float | None = None,
+    ) -> dict[str, Any]:
+        """Store a memory; ``sources`` are the daily entry ids it was distilled from."""
+        doc = build_memory(self.layer, content, source=source, tags=tags, score=score,
+                           sources=sources, timestamp=timestamp)  # fmt: skip
+        vector = await self.layer.embed(doc["content"])
+        if vector is not None:
+            doc["embedding"] = vector
+        await self.layer.store.apply(
+            Mutation().json_set(self.keys.longterm(doc["id"]), doc), "memory.longterm.add"
+        )
+        return doc
+
+    async def get(self, memory_id: str) -> dict[str, Any]:
+        """One memory.
+
+        Raises:
+            NotFoundError: no such memory.
+        """
+        doc = (await self.layer.get_docs([self.keys.longterm(check_id(memory_id))]))[0]
+        if doc is None:
+            raise NotFoundError(f"no long-term memory {memory_id!r}")
+        return doc
+
+    async def ids(self) -> list[str]:
+        """Every memory id, oldest first."""
+        prefix = self.keys.longterm("")
+        scan = self.layer.client.scan_iter(match=prefix + "*", count=1000)
+        found = [text(raw)[len(prefix) :] async for raw in scan]
+        return sorted(found)
+
+    async def delete(self, memory_id: str) -> None:
+        """Delete one memory (journaled: a rollback restores it)."""
+        await self.get(memory_id)
+        await self.layer.store.apply(
+            Mutation().delete(self.keys.longterm(memory_id)), "memory.longterm.delete"
+        )
+
+    async def flush(self, *, confirm: bool, checkpoints: Checkpoints, actor: str = "cli") -> int:
+        """Delete every long-term memory, after a checkpoint. Returns how many.
+
+        Raises:
+            InvalidOperationError: ``confirm`` is not set; nothing is deleted.
+        """
+        if not confirm:
+            raise InvalidOperationError("flushing long-term memory needs explicit confirmation")
+        ids = await self.ids()
+        if not ids:
+            return 0
+        await checkpoints.create(label="before long-term flush", reason="pre-flush", actor=actor)
+        for start in range(0, len(ids), FLUSH_BATCH):
+            m = Mutation()
+            for memory_id in ids[start : start + FLUSH_BATCH]:
+                m.delete(self.keys.longterm(memory_id))
+            await self.layer.store.apply(m, "memory.longterm.flush", actor)
+        return len(ids)
