@@ -3,16 +3,24 @@
 PYTHON ?= python3
 VENV   := .venv
 STAMP  := $(VENV)/.installed-dev
+RUNSTAMP := $(VENV)/.installed-run
 
 .PHONY: run test lint bench clean
 
+# torch is pinned by the `local` extra to the CPU build these machines carry.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(VENV)/bin/pip install --quiet -e '.[dev,local]'
+	touch $(STAMP) $(RUNSTAMP)
 
-run: $(STAMP)
+$(RUNSTAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[local]'
+	touch $(RUNSTAMP)
+
+run: $(RUNSTAMP)
 	$(VENV)/bin/aether up
 
 lint: $(STAMP)

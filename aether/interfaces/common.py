@@ -87,7 +87,7 @@ async def redis_client(settings: Settings) -> AsyncIterator[Redis]:
         await client.aclose()
 
 
-def emit(data: Any, as_json: bool, render: Callable[[], None] | None = None) -> None:
+def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:
     """Print ``data`` as JSON, or call ``render`` for people."""
     if as_json or render is None:
         print(json.dumps(data, indent=None if as_json else 2, default=str))

@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 from redis.exceptions import ResponseError
+from redisvl.exceptions import RedisSearchError
 from redisvl.query import TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
@@ -140,7 +141,7 @@ class MemorySearch:
         pool = max(limit * 4, 100)
         try:
             ranked = await self._candidates(query, tokens, flt, pool)
-        except ResponseError as e:
+        except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
         return await self._rank(ranked, limit, now or time.time())
 

@@ -1,0 +1,404 @@
+"""``aether memory ...``: the memory tiers, search, import and export."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+
+from aether.checkpoints.manager import Checkpoints
+from aether.errors import InvalidOperationError
+from aether.interfaces.common import (
+    AppState,
+    confirm,
+    emit,
+    err_console,
+    redis_client,
+    run,
+    state,
+    wants_json,
+)
+from aether.memory.chat import ChatSessions
+from aether.memory.daily import DailyLog
+from aether.memory.episodes import Episodes
+from aether.memory.layer import MemoryLayer
+from aether.memory.longterm import LongTermMemory
+from aether.memory.records import public
+from aether.memory.scratchpad import Scratchpads
+from aether.memory.search import MemorySearch
+
+app = typer.Typer(help="Memory: daily logs, long-term, scratchpads, episodes, chat, search.")
+longterm_app = typer.Typer(help="Long-term memory.")
+scratch_app = typer.Typer(help="Scratchpads (TTL).")
+chat_app = typer.Typer(help="Chat sessions.")
+app.add_typer(longterm_app, name="longterm")
+app.add_typer(scratch_app, name="scratch")
+app.add_typer(chat_app, name="chat")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+TagsOpt = Annotated[list[str] | None, typer.Option("--tag", "--tags", help="A tag (repeat).")]
+
+
+@asynccontextmanager
+async def memory(st: AppState) -> AsyncIterator[MemoryLayer]:
+    """The memory layer of the invocation's namespace (its search index ensured)."""
+    async with redis_client(st.settings) as client:
+        layer = MemoryLayer.open(st.settings, client, actor="cli")
+        await MemorySearch(layer).ensure_index()
+        yield layer
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive)."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"(\d+)([dhm])", value.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount),
+                 "m": timedelta(minutes=amount)}[unit]  # fmt: skip
+        return datetime.now(UTC) - delta
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as e:
+        raise InvalidOperationError(
+            f"--since {value!r}: use 7d, 12h, 30m or an ISO-8601 time"
+        ) from e
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _lines(docs: list[dict[str, Any]]) -> None:
+    for doc in docs:
+        when = datetime.fromtimestamp(float(doc.get("timestamp", 0)), tz=UTC)
+        tags = f" [{', '.join(doc.get('tags', []))}]" if doc.get("tags") else ""
+        print(
+            f"{doc['id']}  {when:%Y-%m-%d %H:%M}  {doc.get('source', '')}{tags}  {doc['content']}"
+        )
+
+
+@app.command("log")
+def log_(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="What happened.")],
+    source: Annotated[str, typer.Option(help="user, agent or system.")] = "user",
+    tags: TagsOpt = None,
+    score: Annotated[float, typer.Option(help="Importance 0-1.")] = 0.5,
+    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Write a daily log entry."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with memory(st) as layer:
+            return await DailyLog(layer).log(content, source, tags or [], score, session)
+
+    doc = run(ctx, body)
+    emit(public(doc), wants_json(ctx, json_), lambda: print(doc["id"]))
+
+
+@app.command()
+def day(
+    ctx: typer.Context,
+    when: Annotated[str | None, typer.Argument(help="YYYY-MM-DD (default: today, UTC).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """List the entries of a day (exit 2 when there are none)."""
+    st = state(ctx)
+    try:
+        target = date.fromisoformat(when) if when else datetime.now(UTC).date()
+    except ValueError:
+        from aether.interfaces.common import fail
+
+        fail(f"{when!r} is not a date (YYYY-MM-DD)", st.json)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            return await DailyLog(layer).list_day(target)
+
+    docs = [public(d) for d in run(ctx, body)]
+    emit(docs, wants_json(ctx, json_), lambda: _lines(docs))
+    if not docs:
+        raise typer.Exit(2)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for (any text).")],
+    kind: Annotated[str | None, typer.Option(help="daily, longterm or belief.")] = None,
+    source: Annotated[str | None, typer.Option(help="user, agent or system.")] = None,
+    tags: TagsOpt = None,
+    since: Annotated[str | None, typer.Option(help="7d, 12h, 30m or ISO-8601.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 10,
+    json_: JsonOpt = False,
+) -> None:
+    """Hybrid search (full text + vectors + recency); exit 2 when nothing is found."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            hits = await MemorySearch(layer).search(
+                query, kind=kind, source=source, tags=tags or None, since=parse_since(since),
+                limit=limit,
+            )  # fmt: skip
+            return [{**h.doc, "relevance": h.relevance} for h in hits]
+
+    hits = run(ctx, body)
+
+    def render() -> None:
+        for hit in hits:
+            print(f"{hit['relevance']:.3f}  {hit['kind']:<8} {hit['id']}  {hit['content']}")
+
+    emit(hits, wants_json(ctx, json_), render)
+    if not hits:
+        raise typer.Exit(2)
+
+
+@app.command()
+def reindex(ctx: typer.Context) -> None:
+    """Create the search index, or rebuild it when the schema changed (idempotent)."""
+    st = state(ctx)
+
+    async def body() -> None:
+        async with memory(st) as layer:
+            await MemorySearch(layer).ensure_index()
+
+    run(ctx, body)
+    print(f"index {st.keys.memory_index()} ready")
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="JSONL file (as written by export).")],
+    json_: JsonOpt = False,
+) -> None:
+    """Import daily entries and long-term memories; exact duplicates are skipped."""
+    st = state(ctx)
+
+    async def body() -> dict[str, int]:
+        from aether.memory.transfer import import_records, read_records
+
+        async with memory(st) as layer:
+            try:
+                with path.open(encoding="utf-8") as f:
+                    records = read_records(layer, f)
+            except (OSError, UnicodeDecodeError) as e:
+                raise InvalidOperationError(f"cannot read {path}: {e}") from e
+            with Progress(console=err_console, transient=True) as bar:
+                task = bar.add_task("importing", total=len(records))
+                report = await import_records(layer, records, lambda n: bar.advance(task, n))
+            return report.__dict__
+
+    report = run(ctx, body)
+    summary = (
+        f"imported {report['imported']} of {report['read']} ({report['duplicates']} duplicates)"
+    )
+    emit(report, wants_json(ctx, json_), lambda: print(summary))
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+    json_: JsonOpt = False,
+) -> None:
+    """Export every daily entry and long-term memory as JSONL."""
+    st = state(ctx)
+
+    async def body() -> int:
+        from aether.memory.transfer import export_file
+
+        async with memory(st) as layer:
+            with Progress(console=err_console, transient=True) as bar:
+                task = bar.add_task("exporting", total=None)
+                return await export_file(layer, path, lambda n: bar.advance(task, n))
+
+    count = run(ctx, body)
+    emit({"exported": count, "path": str(path)}, wants_json(ctx, json_),
+         lambda: print(f"exported {count} documents to {path}"))  # fmt: skip
+
+
+@longterm_app.command("add")
+def longterm_add(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument()],
+    tags: TagsOpt = None,
+    score: Annotated[float, typer.Option(help="Importance 0-1.")] = 0.5,
+    json_: JsonOpt = False,
+) -> None:
+    """Store a long-term memory."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with memory(st) as layer:
+            return await LongTermMemory(layer).add(content, "user", tags or [], score)
+
+    doc = run(ctx, body)
+    emit(public(doc), wants_json(ctx, json_), lambda: print(doc["id"]))
+
+
+@longterm_app.command("list")
+def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """List long-term memories (exit 2 when there are none)."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            lt = LongTermMemory(layer)
+            return [public(await lt.get(i)) for i in await lt.ids()]
+
+    docs = run(ctx, body)
+    emit(docs, wants_json(ctx, json_), lambda: _lines(docs))
+    if not docs:
+        raise typer.Exit(2)
+
+
+@longterm_app.command("delete")
+def longterm_delete(ctx: typer.Context, memory_id: str) -> None:
+    """Delete one long-term memory (a rollback restores it)."""
+    st = state(ctx)
+
+    async def body() -> None:
+        async with memory(st) as layer:
+            await LongTermMemory(layer).delete(memory_id)
+
+    run(ctx, body)
+    print(f"deleted {memory_id}")
+
+
+@longterm_app.command("flush")
+def longterm_flush(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm.")] = False,
+) -> None:
+    """Delete every long-term memory (a checkpoint is taken first)."""
+    st = state(ctx)
+    confirm("Delete every long-term memory?", yes, st.json)
+
+    async def body() -> int:
+        async with memory(st) as layer:
+            cps = Checkpoints(layer.client, layer.keys, keep=st.settings.checkpoints.keep)
+            return await LongTermMemory(layer).flush(confirm=True, checkpoints=cps)
+
+    print(f"flushed {run(ctx, body)} long-term memories")
+
+
+@scratch_app.command("set")
+def scratch_set(
+    ctx: typer.Context,
+    pad_id: str,
+    value: str,
+    ttl: Annotated[int | None, typer.Option(help="Seconds (default 3600).")] = None,
+) -> None:
+    """Write a scratchpad."""
+    st = state(ctx)
+
+    async def body() -> None:
+        async with memory(st) as layer:
+            await Scratchpads(layer).set(pad_id, value, ttl)
+
+    run(ctx, body)
+
+
+@scratch_app.command("get")
+def scratch_get(ctx: typer.Context, pad_id: str) -> None:
+    """Print a scratchpad (exit 2 when missing or expired)."""
+    st = state(ctx)
+
+    async def body() -> str | None:
+        async with memory(st) as layer:
+            return await Scratchpads(layer).get(pad_id)
+
+    value = run(ctx, body)
+    if value is None:
+        raise typer.Exit(2)
+    print(value)
+
+
+@scratch_app.command("delete")
+def scratch_delete(ctx: typer.Context, pad_id: str) -> None:
+    """Delete a scratchpad."""
+    st = state(ctx)
+
+    async def body() -> bool:
+        async with memory(st) as layer:
+            return await Scratchpads(layer).delete(pad_id)
+
+    if not run(ctx, body):
+        raise typer.Exit(2)
+
+
+@app.command()
+def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
+    """The tool calls of a session (exit 2 when none)."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            return await Episodes(layer).list(session)
+
+    rows = run(ctx, body)
+    emit(rows, wants_json(ctx, json_), lambda: [print(
+        f"{'ok ' if r['success'] else 'ERR'} {r['tool']} {r['duration_ms']}ms  {r['output'][:80]}"
+    ) for r in rows])  # fmt: skip
+    if not rows:
+        raise typer.Exit(2)
+
+
+@chat_app.command("list")
+def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Chat sessions, most recent first (exit 2 when none)."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            return await ChatSessions(layer).list()
+
+    rows = run(ctx, body)
+    emit(rows, wants_json(ctx, json_), lambda: [print(
+        f"{r['id']}  {r.get('updated_at', '')}  {r['messages']} messages  {r.get('title', '')}"
+    ) for r in rows])  # fmt: skip
+    if not rows:
+        raise typer.Exit(2)
+
+
+@chat_app.command("show")
+def chat_show(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
+    """A session's messages in order."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            chats = ChatSessions(layer)
+            await chats.get(session)
+            return await chats.messages(session)
+
+    rows = run(ctx, body)
+    emit(rows, wants_json(ctx, json_),
+         lambda: [print(f"{r['role']:>9}: {r['content']}") for r in rows])  # fmt: skip
+
+
+@chat_app.command("delete")
+def chat_delete(
+    ctx: typer.Context,
+    session: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm.")] = False,
+) -> None:
+    """Delete a chat session (a rollback restores it)."""
+    st = state(ctx)
+    confirm(f"Delete chat session {session}?", yes, st.json)
+
+    async def body() -> None:
+        async with memory(st) as layer:
+            await ChatSessions(layer).delete(session)
+
+    run(ctx, body)
+    print(f"deleted {session}")

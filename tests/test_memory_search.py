@@ -1,0 +1,226 @@
+"""Search: full text, filters, escaping, hybrid with local embeddings, fallback, import/export."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.config import MemorySettings, Settings
+from aether.errors import InvalidOperationError
+from aether.keys import Keyspace
+from aether.memory.daily import DailyLog
+from aether.memory.embeddings import make_embedder
+from aether.memory.index import ensure_index
+from aether.memory.layer import MemoryLayer
+from aether.memory.longterm import LongTermMemory
+from aether.memory.search import MemorySearch
+from aether.memory.transfer import export_file, import_file
+from aether.store.state import Store
+from tests.conftest import dump_state
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
+SPECIAL = ['@', '-', '|', '(', ')', '{', '}', '[', ']', '"', "'", '~', '*', ':', '\\',
+           'a@b.c', 'x-y', '"unbalanced', "it's", '@content:(evil) | *', '{deploy}', '[1 10]',
+           '~fuzzy', 'pre*', 'ns:key', 'back\\slash', '   ', 'émoji 🧠', '%%%',
+           '$param']  # fmt: skip
+
+
+@pytest.fixture
+async def text_layer(store: Store) -> MemoryLayer:
+    layer = MemoryLayer(store, MemorySettings())
+    await MemorySearch(layer).ensure_index()
+    return layer
+
+
+async def _seed(layer: MemoryLayer) -> dict[str, str]:
+    daily, lt = DailyLog(layer), LongTermMemory(layer)
+    ids = {}
+    deploy_tags = ["release notes, v2", "ci"]
+    ids["deploy"] = (await daily.log("Deployed the billing service to staging", "agent",
+                                     deploy_tags, timestamp=NOW - 3600))["id"]  # fmt: skip
+    ids["cat"] = (await daily.log("The operator adopted a cat named Miso", "user", ["life"],
+                                  timestamp=NOW - 86_400 * 40))["id"]  # fmt: skip
+    ids["tests"] = (await daily.log("Integration tests failed: redis timeout", "system",
+                                    timestamp=NOW - 60))["id"]  # fmt: skip
+    ids["pref"] = (await lt.add("The operator prefers concise deployment reports",
+                                tags=["preference"], timestamp=NOW - 86_400))["id"]  # fmt: skip
+    return ids
+
+
+async def test_full_text_search_stems_and_filters(text_layer: MemoryLayer) -> None:
+    ids = await _seed(text_layer)
+    search = MemorySearch(text_layer)
+    hits = await search.search("deploying billing", now=NOW)
+    assert hits[0].doc["id"] == ids["deploy"]  # "deploying" matches "Deployed" (stemming)
+    assert {h.doc["id"] for h in await search.search("deploy", kind="longterm", now=NOW)} == {
+        ids["pref"]}  # fmt: skip
+    assert [h.doc["id"] for h in await search.search("operator", source="user", now=NOW)] == [
+        ids["cat"]]  # fmt: skip
+    tagged = await search.search("deployed", tags=["release notes, v2"], now=NOW)
+    assert [h.doc["id"] for h in tagged] == [ids["deploy"]]
+    recent = await search.search("operator", since=NOW - 86_400 * 2, now=NOW)
+    assert [h.doc["id"] for h in recent] == [ids["pref"]]
+    assert await search.search("nothing matches this", now=NOW) == []
+    assert "embedding" not in hits[0].doc
+
+
+async def test_recency_breaks_ties(text_layer: MemoryLayer) -> None:
+    daily = DailyLog(text_layer)
+    old = await daily.log("weekly sync notes", timestamp=NOW - 86_400 * 300)
+    new = await daily.log("weekly sync notes", timestamp=NOW - 3600)
+    hits = await MemorySearch(text_layer).search("weekly sync", now=NOW)
+    assert [h.doc["id"] for h in hits] == [new["id"], old["id"]]
+    assert hits[0].relevance > hits[1].relevance
+
+
+@pytest.mark.parametrize("query", SPECIAL)
+async def test_special_characters_never_break_queries(text_layer: MemoryLayer, query: str) -> None:
+    await DailyLog(text_layer).log(f"note about {query} and deploys")
+    await MemorySearch(text_layer).search(query)  # no syntax error, whatever the text
+    await MemorySearch(text_layer).search("deploys", tags=[query.strip() or "x"])
+
+
+async def test_search_bad_input(text_layer: MemoryLayer) -> None:
+    search = MemorySearch(text_layer)
+    with pytest.raises(InvalidOperationError, match="unknown kind"):
+        await search.search("x", kind="gossip")
+    with pytest.raises(InvalidOperationError, match="unknown source"):
+        await search.search("x", source="robot")
+    with pytest.raises(InvalidOperationError, match="limit"):
+        await search.search("x", limit=0)
+
+
+async def test_fallback_substring_when_index_is_gone(
+    text_layer: MemoryLayer, client: Redis, keys: Keyspace
+) -> None:
+    await DailyLog(text_layer).log("Caroline joined the support group")
+    await DailyLog(text_layer).log("unrelated")
+    await client.execute_command("FT.DROPINDEX", keys.memory_index())
+    hits = await MemorySearch(text_layer).search("support group")
+    assert [h.content for h in hits] == ["Caroline joined the support group"]
+
+
+async def test_index_is_idempotent_and_follows_the_embedder(client: Redis, keys: Keyspace) -> None:
+    await ensure_index(client, keys, None)
+    fingerprint = await client.get(keys.memory_index_schema())
+    await ensure_index(client, keys, None)
+    assert await client.get(keys.memory_index_schema()) == fingerprint
+    await ensure_index(client, keys, 384)
+    info = await client.execute_command("FT.INFO", keys.memory_index())
+    assert b"VECTOR" in json.dumps(str(info)).encode()
+    assert await client.get(keys.memory_index_schema()) != fingerprint
+
+
+async def test_hybrid_search_with_local_embeddings(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    assert layer.embedder is not None and layer.embedder.dims == 384
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    daily = DailyLog(layer)
+    car = await daily.log("I bought a new automobile yesterday", timestamp=NOW - 100)
+    await daily.log("The quarterly tax report is due", timestamp=NOW - 100)
+    await daily.log("Planted tomatoes in the garden", timestamp=NOW - 100)
+    hits = await search.search("my car", now=NOW)  # no shared word: the vectors find it
+    assert hits[0].doc["id"] == car["id"] and hits[0].vector_rank == 1
+    # each text is embedded once: the cache holds it and answers the next time
+    calls = 0
+    inner = layer.embedder.inner
+    original = inner.embed_many
+
+    async def counting(texts: list[str]) -> list[list[float]]:
+        nonlocal calls
+        calls += len(texts)
+        return await original(texts)
+
+    inner.embed_many = counting  # type: ignore[method-assign]
+    await layer.embedder.embed_many(["I bought a new automobile yesterday", "my car"])
+    assert calls == 0
+    await layer.embedder.embed_many(["a sentence never seen"])
+    assert calls == 1
+
+
+async def test_embeddings_none_and_missing_openai_config(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    from aether.errors import ConfigError
+
+    assert make_embedder(settings.model_copy(update={"embeddings": "none"}), client, keys) is None
+    with pytest.raises(ConfigError, match="AETHER_EMBEDDING__MODEL"):
+        make_embedder(settings.model_copy(update={"embeddings": "openai"}), client, keys)
+
+
+async def test_import_export_round_trip_and_duplicates(
+    text_layer: MemoryLayer, client: Redis, tmp_path: Path, redis_home: Path
+) -> None:
+    await _seed(text_layer)
+    first = tmp_path / "first.jsonl"
+    assert await export_file(text_layer, first) == 4
+    other = MemoryLayer(Store(client, Keyspace(text_layer.keys.ns + "b")), MemorySettings())
+    report = await import_file(other, first)
+    assert (report.read, report.imported, report.duplicates) == (4, 4, 0)
+    second = tmp_path / "second.jsonl"
+    await export_file(other, second)
+    assert first.read_text() == second.read_text()  # the round trip is exact
+    again = await import_file(other, first)
+    assert (again.imported, again.duplicates) == (0, 4)
+
+
+async def test_import_bad_file_writes_nothing(
+    text_layer: MemoryLayer, client: Redis, keys: Keyspace, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    good = json.dumps({"kind": "daily", "content": "fine", "timestamp": NOW})
+    for lines, message in [
+        ([good, "{not json"], "line 2"),
+        ([good, json.dumps({"kind": "gossip", "content": "x"})], "line 2: unknown kind"),
+        ([json.dumps({"kind": "daily", "content": ""})], "line 1: content is empty"),
+        ([json.dumps([1, 2])], "line 1: not a JSON object"),
+    ]:
+        bad.write_text("\n".join(lines) + "\n")
+        with pytest.raises(InvalidOperationError, match=message):
+            await import_file(text_layer, bad)
+    with pytest.raises(InvalidOperationError, match="cannot read"):
+        await import_file(text_layer, tmp_path / "missing.jsonl")
+    bad.write_bytes(b"\xff\xfe")
+    with pytest.raises(InvalidOperationError, match="cannot read"):
+        await import_file(text_layer, bad)
+    assert await dump_state(client, keys) == {}
+
+
+def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aether", *args], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+
+
+def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    logged = _aether(env, "memory", "log", "Shipped release v3 to production", "--tag", "a, b")
+    assert logged.returncode == 0, logged.stderr
+    found = _aether(env, "memory", "search", "release @shipped (v3)", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)[0]["tags"] == ["a, b"]
+    assert _aether(env, "memory", "search", "nothing like this").returncode == 2
+    bad = _aether(env, "memory", "search", "x", "--kind", "gossip")
+    assert bad.returncode == 1 and "unknown kind" in bad.stderr
+    empty = _aether(env, "memory", "log", "")
+    assert empty.returncode == 1 and "empty" in empty.stderr
+    out = tmp_path / "out.jsonl"
+    assert _aether(env, "memory", "export", str(out)).returncode == 0
+    assert (
+        json.loads(out.read_text().splitlines()[0])["content"] == "Shipped release v3 to production"
+    )
+    other = {**env, "AETHER_NAMESPACE": env["AETHER_NAMESPACE"] + "x"}
+    imported = _aether(other, "memory", "import", str(out), "--json")
+    assert imported.returncode == 0 and json.loads(imported.stdout)["imported"] == 1
+    assert _aether(env, "memory", "scratch", "set", "p1", "draft").returncode == 0
+    assert _aether(env, "memory", "scratch", "get", "p1").stdout.strip() == "draft"
+    assert _aether(env, "memory", "scratch", "get", "nope").returncode == 2
+    refused = _aether(env, "memory", "longterm", "flush")
+    assert refused.returncode == 1 and "--yes" in refused.stderr
