@@ -53,6 +53,9 @@ class MemorySettings(BaseModel):
     tools_ttl_s: int = Field(default=86_400, ge=1)
     recency_half_life_days: float = Field(default=30.0, gt=0)
     recency_weight: float = Field(default=0.1, ge=0, le=1)
+    candidates_per_result: int = Field(
+        default=4, ge=1, le=50, description="hybrid search: candidates per signal per result"
+    )
     vector_alpha: float = Field(
         default=0.4, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )

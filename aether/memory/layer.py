@@ -47,10 +47,28 @@ class MemoryLayer:
         """The namespace's keyspace."""
         return self.store.keys
 
-    async def get_docs(self, keys: list[str]) -> list[dict[str, Any] | None]:
-        """JSON documents by key (``None`` where missing), in one round trip."""
+    async def get_docs(
+        self, keys: list[str], fields: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any] | None]:
+        """JSON documents by key (``None`` where missing), in one round trip.
+
+        With ``fields``, only those top-level fields are read (never a large embedding).
+        """
         if not keys:
             return []
+        if fields:
+            paths = [f"$.{name}" for name in fields]
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys:
+                pipe.execute_command("JSON.GET", key, *paths)
+            partial: list[dict[str, Any] | None] = []
+            for item in await pipe.execute():
+                if item is None:
+                    partial.append(None)
+                    continue
+                values = json.loads(item)
+                partial.append({p[2:]: v[0] for p, v in values.items() if v})
+            return partial
         raw = await command(self.client, "JSON.MGET", *keys, "$")
         out: list[dict[str, Any] | None] = []
         for item in raw:

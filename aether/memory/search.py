@@ -29,7 +29,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from aether.memory.daily import DailyLog
 from aether.memory.index import ensure_index, search_index
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import check_kind, check_source, check_tags, check_timestamp
+from aether.memory.records import DOC_FIELDS, check_kind, check_source, check_tags, check_timestamp
 from aether.memory.stopwords import STOPWORDS
 
 log = structlog.get_logger(__name__)
@@ -138,7 +138,7 @@ class MemorySearch:
             raise InvalidOperationError("limit must be between 1 and 1000")
         flt = build_filter(kind, source, tags, since, session)
         tokens = query_tokens(query)
-        pool = max(limit * 4, 100)
+        pool = max(limit * self.layer.settings.candidates_per_result, 40)
         try:
             ranked = await self._candidates(query, tokens, flt, pool)
         except (ResponseError, RedisSearchError) as e:
@@ -149,24 +149,22 @@ class MemorySearch:
         self, query: str, tokens: list[str], flt: FilterExpression | None, pool: int
     ) -> dict[str, list[tuple[str, float]]]:
         """Candidates of each signal: (key, similarity) best first."""
+        out: dict[str, list[tuple[str, float]]] = {}
+        vector = await self.layer.embed(query) if query.strip() else None
         tasks: dict[str, Any] = {}
         if tokens:
-            tasks["text"] = self.index.query(
-                TextQuery(" ".join(tokens), "content", text_scorer="BM25STD",
-                          filter_expression=flt, num_results=pool, stopwords=None,
-                          return_fields=["id"], return_score=True)
-            )  # fmt: skip
-        vector = await self.layer.embed(query) if query.strip() else None
+            text = TextQuery(" ".join(tokens), "content", text_scorer="BM25STD",
+                             filter_expression=flt, num_results=pool, stopwords=None)  # fmt: skip
+            text.no_content()  # ids and scores only: documents are fetched for the shortlist
+            tasks["text"] = self.index.search(text.query, query_params=text.params)
         if vector is not None:
-            tasks["vector"] = self.index.query(
-                VectorQuery(vector, "embedding", filter_expression=flt, num_results=pool,
-                            return_fields=["id"])
-            )  # fmt: skip
+            knn = VectorQuery(vector, "embedding", filter_expression=flt, num_results=pool,
+                              return_fields=[])  # fmt: skip
+            tasks["vector"] = self.index.query(knn)
         results = await asyncio.gather(*tasks.values())
-        out: dict[str, list[tuple[str, float]]] = {}
         for name, rows in zip(tasks, results, strict=True):
             if name == "text":
-                out[name] = [(hit["id"], float(hit["score"])) for hit in rows]
+                out[name] = [(doc.id, float(doc.score)) for doc in rows.docs]
             else:
                 out[name] = [(hit["id"], 1.0 - float(hit["vector_distance"])) for hit in rows]
         return out
@@ -186,8 +184,9 @@ class MemorySearch:
                 ranks.setdefault(key, {})[name] = rank
         if not fused:
             return []
-        shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[: limit * 3]
-        docs = await self.layer.get_docs(shortlist)
+        # recency weighs at most recency_weight: past twice the limit nothing climbs back in
+        shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[: limit * 2]
+        docs = await self.layer.get_docs(shortlist, DOC_FIELDS)
         settings = self.layer.settings
         hits = []
         for key, doc in zip(shortlist, docs, strict=True):
@@ -196,7 +195,6 @@ class MemorySearch:
             age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
             recency = math.pow(0.5, age_days / settings.recency_half_life_days)
             score = (1 - settings.recency_weight) * fused[key] + settings.recency_weight * recency
-            doc.pop("embedding", None)
             hits.append(SearchHit(key, doc, round(score, 6), ranks[key].get("text"),
                                   ranks[key].get("vector")))  # fmt: skip
         hits.sort(key=lambda h: h.relevance, reverse=True)

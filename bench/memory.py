@@ -1,0 +1,187 @@
+"""Memory-layer speed on a real embedded Redis; prints one JSON object.
+
+- log_vs_raw_ratio: throughput of DailyLog.log (no embeddings; journaled, one FCALL) over
+  that of a raw redis-py pipeline doing the same two writes per entry (JSON.SET + RPUSH).
+- search_p99_ms: hybrid search latency at 100k entries with 384-d vectors, query
+  embedding excluded (documents and queries carry precomputed unit vectors).
+- import_100k_s: importing 100k entries from JSONL without embeddings.
+- bytes_per_entry: Redis memory per entry (document + index + journal), without and with
+  vectors.
+
+Usage: python bench/memory.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from redis.asyncio import Redis
+
+from aether.config import MemorySettings, Settings
+from aether.keys import Keyspace
+from aether.memory.daily import DailyLog, build_entry
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch
+from aether.memory.transfer import import_file
+from aether.server.embedded import EmbeddedRedis
+from aether.store.client import connect
+from aether.store.codec import command
+from aether.store.state import Store
+
+random.seed(7)
+_COMMON = """deploy build test redis index search memory agent operator release staging
+production cache failure timeout retry branch review meeting design budget customer
+invoice schedule travel dinner family garden music"""
+WORDS = [f"w{i}" for i in range(3000)] + _COMMON.split()
+# Queries are content words (what is left after stopword removal), not the handful of
+# most frequent words, which behave like stopwords in a Zipf vocabulary.
+QUERY_WORDS = WORDS[100:]
+DIMS = 384
+
+
+def sentence() -> str:
+    return " ".join(random.choices(WORDS, weights=[1 / (i + 1) for i in range(len(WORDS))], k=14))
+
+
+class PrecomputedEmbedder:
+    """Returns seeded unit vectors at once: search timing without embedding time."""
+
+    model_name = "bench-random"
+    dims = DIMS
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(1)
+
+    async def embed_many(self, texts: list[str]) -> list[list[float]]:
+        v = self.rng.normal(size=(len(texts), DIMS)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        return [list(map(float, row)) for row in v]
+
+    async def embed(self, text: str) -> list[float]:
+        return (await self.embed_many([text]))[0]
+
+
+async def used_memory(client: Redis) -> int:
+    return int((await client.info("memory"))["used_memory"])
+
+
+async def log_vs_raw(client: Redis, n: int) -> dict[str, float]:
+    keys = Keyspace("bench-log")
+    layer = MemoryLayer(Store(client, keys), MemorySettings())
+    daily = DailyLog(layer)
+    texts = [sentence() for _ in range(n)]
+    t = time.perf_counter()
+    for text in texts:
+        await daily.log(text, "agent", ["bench"])
+    log_s = time.perf_counter() - t
+    raw_keys = Keyspace("bench-raw")
+    day = raw_keys.daily(date(2026, 1, 1))
+    t = time.perf_counter()
+    for i, text in enumerate(texts):
+        doc = build_entry(layer, text, tags=["bench"])
+        pipe = client.pipeline(transaction=False)
+        pipe.execute_command("JSON.SET", raw_keys.daily_entry(f"r{i}"), "$", json.dumps(doc))
+        pipe.rpush(day, f"r{i}")
+        await pipe.execute()
+    raw_s = time.perf_counter() - t
+    return {"log_per_s": round(n / log_s), "raw_per_s": round(n / raw_s),
+            "ratio": round(raw_s / log_s, 3)}  # fmt: skip
+
+
+async def import_100k(client: Redis, n: int, workdir: Path) -> dict[str, float]:
+    keys = Keyspace("bench-import")
+    layer = MemoryLayer(Store(client, keys), MemorySettings())
+    path = workdir / "entries.jsonl"
+    base = 1_700_000_000.0
+    with path.open("w") as f:
+        for i in range(n):
+            record = {"kind": "daily", "content": sentence(), "source": "agent",
+                      "tags": [f"t{i % 20}"], "timestamp": base + i * 30}  # fmt: skip
+            f.write(json.dumps(record) + "\n")
+    await MemorySearch(layer).ensure_index()
+    before = await used_memory(client)
+    t = time.perf_counter()
+    report = await import_file(layer, path)
+    seconds = time.perf_counter() - t
+    await command(client, "FT.INFO", keys.memory_index())  # indexing is synchronous for JSON
+    after = await used_memory(client)
+    return {"seconds": round(seconds, 2), "imported": report.imported,
+            "bytes_per_entry": round((after - before) / n)}  # fmt: skip
+
+
+async def search_latency(client: Redis, n: int, queries: int) -> dict[str, float]:
+    keys = Keyspace("bench-search")
+    layer = MemoryLayer(Store(client, keys), MemorySettings(), None)
+    embedder = PrecomputedEmbedder()
+    layer.embedder = embedder  # type: ignore[assignment]
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    daily = DailyLog(layer)
+    before = await used_memory(client)
+    base = 1_700_000_000.0
+    for start in range(0, n, 1000):
+        docs: list[dict[str, Any]] = [
+            build_entry(layer, sentence(), tags=[f"t{i % 20}"], timestamp=base + i * 30)
+            for i in range(start, min(start + 1000, n))
+        ]
+        vectors = await embedder.embed_many([d["content"] for d in docs])
+        for doc, vector in zip(docs, vectors, strict=True):
+            doc["embedding"] = vector
+        await layer.store.apply(daily.mutation(docs), "bench.fill")
+    after = await used_memory(client)
+    latencies = []
+    for i in range(queries):
+        query = " ".join(random.sample(QUERY_WORDS, 3))
+        t = time.perf_counter()
+        await search.search(query, limit=10, tags=[f"t{i % 20}"] if i % 4 == 0 else None)
+        latencies.append((time.perf_counter() - t) * 1000)
+    latencies.sort()
+    return {
+        "p50_ms": round(statistics.median(latencies), 2),
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2),
+        "bytes_per_entry_with_vectors": round((after - before) / n),
+    }
+
+
+async def main(quick: bool) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="aether-bench-mem-"))
+    settings = Settings(home=workdir, embeddings="none")
+    client = await connect(settings)
+    n_entries = 20_000 if quick else 100_000
+    try:
+        log = await log_vs_raw(client, 2_000 if quick else 5_000)
+        imported = await import_100k(client, n_entries, workdir)
+        searched = await search_latency(client, n_entries, 500 if quick else 2_000)
+    finally:
+        await client.aclose()
+        EmbeddedRedis(settings).stop()
+    print(json.dumps({
+        "entries": n_entries,
+        "log_vs_raw_ratio": log["ratio"],
+        "log_per_s": log["log_per_s"],
+        "raw_pipeline_per_s": log["raw_per_s"],
+        "search_p50_ms": searched["p50_ms"],
+        "search_p99_ms": searched["p99_ms"],
+        "import_100k_s": imported["seconds"],
+        "bytes_per_entry": imported["bytes_per_entry"],
+        "bytes_per_entry_with_vectors": searched["bytes_per_entry_with_vectors"],
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    asyncio.run(main("--quick" in sys.argv))
