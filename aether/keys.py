@@ -32,6 +32,8 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "embcache",
     "memory:idx",
     "memory:idx:",
+    "daemon:",
+    "rpc:",
 )
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
@@ -173,6 +175,18 @@ class Keyspace:
         return self._k("archive", "cursor")
 
     # runtime
+    def daemon_presence(self) -> str:
+        """STRING with TTL (15 s, refreshed while ``aether up`` runs): the daemon is alive."""
+        return self._k("daemon", "alive")
+
+    def embed_requests(self) -> str:
+        """STREAM: embedding requests the daemon answers (so a CLI needs no model load)."""
+        return self._k("rpc", "embed")
+
+    def embed_reply(self, request_id: str) -> str:
+        """LIST with TTL (30 s): the daemon's answer to one embedding request."""
+        return self._k("rpc", "reply", request_id)
+
     def inbox(self) -> str:
         """STREAM: messages to the running agent."""
         return self._k("inbox")

@@ -224,3 +224,46 @@ def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert _aether(env, "memory", "scratch", "get", "nope").returncode == 2
     refused = _aether(env, "memory", "longterm", "flush")
     assert refused.returncode == 1 and "--yes" in refused.stderr
+
+
+class _MustNotLoad:
+    """The fallback embedder: calling it means the daemon did not answer."""
+
+    model_name = "all-MiniLM-L6-v2"
+    dims = 384
+    calls = 0
+
+    async def embed_many(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        return [[0.0] * self.dims for _ in texts]
+
+
+async def test_daemon_embeds_for_short_lived_commands(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    import asyncio
+
+    from aether.runtime.embedding_service import DaemonEmbedder, announce, serve
+
+    fallback = _MustNotLoad()
+    asker = DaemonEmbedder(client, keys, fallback, timeout_s=20)
+    assert await asker.embed_many(["no daemon yet"]) == [[0.0] * 384]  # no daemon: local
+    assert fallback.calls == 1
+    daemon_layer = MemoryLayer.open(settings, client)
+    assert daemon_layer.embedder is not None
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(announce(client, keys, stop)),
+             asyncio.create_task(serve(client, keys, daemon_layer.embedder, stop))]  # fmt: skip
+    try:
+        for _ in range(50):
+            if await client.exists(keys.daemon_presence()):
+                break
+            await asyncio.sleep(0.05)
+        vectors = await asker.embed_many(["the daemon answers this", "and this"])
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    assert fallback.calls == 1 and asker.served_by_daemon == 1
+    expected = await daemon_layer.embedder.embed_many(["the daemon answers this", "and this"])
+    assert vectors == expected
+    assert await client.exists(keys.daemon_presence()) == 0  # gone when the daemon stops

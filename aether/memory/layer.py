@@ -30,12 +30,16 @@ class MemoryLayer:
     embedder: CachedEmbedder | None = None
 
     @classmethod
-    def open(cls, settings: Settings, client: Redis, actor: str = "aether") -> MemoryLayer:
-        """The memory layer of the configured namespace and embedder."""
+    def open(
+        cls, settings: Settings, client: Redis, actor: str = "aether", *, via_daemon: bool = False
+    ) -> MemoryLayer:
+        """The memory layer of the configured namespace and embedder.
+
+        ``via_daemon``: embed through a running daemon when there is one (for CLI commands).
+        """
         keys = Keyspace(settings.namespace)
-        return cls(
-            Store(client, keys, actor), settings.memory, make_embedder(settings, client, keys)
-        )
+        embedder = make_embedder(settings, client, keys, via_daemon=via_daemon)
+        return cls(Store(client, keys, actor), settings.memory, embedder)
 
     @property
     def client(self) -> Redis:

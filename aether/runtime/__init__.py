@@ -1,0 +1,1 @@
+"""Runtime: the daemon and the services it runs."""
