@@ -29,7 +29,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from aether.memory.daily import DailyLog
 from aether.memory.index import ensure_index, search_index
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import DOC_FIELDS, check_kind, check_source, check_tags, check_timestamp
+from aether.memory.records import HIT_FIELDS, check_kind, check_source, check_tags, check_timestamp
 from aether.memory.stopwords import STOPWORDS
 
 log = structlog.get_logger(__name__)
@@ -186,7 +186,7 @@ class MemorySearch:
             return []
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[: limit * 2]
-        docs = await self.layer.get_docs(shortlist, DOC_FIELDS)
+        docs = await self.layer.get_docs(shortlist, HIT_FIELDS)
         settings = self.layer.settings
         hits = []
         for key, doc in zip(shortlist, docs, strict=True):
