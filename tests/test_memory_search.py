@@ -267,3 +267,30 @@ async def test_daemon_embeds_for_short_lived_commands(
     expected = await daemon_layer.embedder.embed_many(["the daemon answers this", "and this"])
     assert vectors == expected
     assert await client.exists(keys.daemon_presence()) == 0  # gone when the daemon stops
+
+
+async def test_openai_embeddings_through_the_real_client(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    from tests.openai_server import ScriptedOpenAI
+
+    with ScriptedOpenAI(dims=64) as server:
+        configured = settings.model_copy(update={
+            "embeddings": "openai",
+            "embedding": settings.embedding.model_copy(update={
+                "model": "text-embedding-test", "base_url": server.base_url, "dims": 64}),
+        })  # fmt: skip
+        layer = MemoryLayer.open(configured, client)
+        assert layer.embedder is not None and layer.embedder.dims == 64
+        search = MemorySearch(layer)
+        await search.ensure_index()
+        daily = DailyLog(layer)
+        kiwi = await daily.log("zebra kiwi mango", timestamp=NOW)
+        await daily.log("quarterly tax forms", timestamp=NOW)
+        hits = await search.search("kiwi", now=NOW)
+        assert hits[0].doc["id"] == kiwi["id"] and hits[0].vector_rank == 1
+        sent = [r for r in server.requests if r["path"].endswith("/embeddings")]
+        assert sent and sent[0]["body"]["model"] == "text-embedding-test"
+        before = len(server.requests)
+        await layer.embedder.embed("kiwi")  # cached: no new request
+        assert len(server.requests) == before
