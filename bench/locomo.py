@@ -71,10 +71,7 @@ async def load(layer: MemoryLayer, sample: dict[str, Any]) -> dict[str, str]:
         for _dia, content, ts in batch:
             speaker = content.split(":", 1)[0]
             docs.append(build_entry(layer, content, source="user", tags=[speaker], timestamp=ts))
-        if layer.embedder is not None:
-            vectors = await layer.embedder.embed_many([d["content"] for d in docs])
-            for doc, vec in zip(docs, vectors, strict=True):
-                doc["embedding"] = vec
+        await layer.attach_embeddings(docs)
         await layer.store.apply(daily.mutation(docs), "bench.load")
         for doc, (dia, _, _) in zip(docs, batch, strict=True):
             key_to_dia[layer.keys.daily_entry(doc["id"])] = dia

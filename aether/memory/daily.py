@@ -5,17 +5,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
-from aether.ids import check_id, new_id
+from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import (
-    check_content,
-    check_score,
-    check_source,
-    check_tags,
-    check_timestamp,
-    content_hash,
-    day_of,
-)
+from aether.memory.records import base_record, day_of
 from aether.store.codec import texts
 from aether.store.state import Mutation
 
@@ -32,21 +24,12 @@ def build_entry(
     entry_id: str | None = None,
 ) -> dict[str, Any]:
     """A validated daily entry document (without its embedding)."""
-    content = check_content(content, layer.settings.max_content_bytes)
-    clean_tags = check_tags(tags)
-    ts = check_timestamp(timestamp)
-    return {
-        "id": check_id(entry_id, "entry id") if entry_id else new_id(),
-        "kind": "daily",
-        "content": content,
-        "source": check_source(source),
-        "tags": clean_tags,
-        "score": check_score(score),
-        "session": check_id(session, "session id") if session else "",
-        "timestamp": ts,
-        "day": day_of(ts),
-        "hash": content_hash("daily", content, source, clean_tags, ts),
-    }
+    doc = base_record("daily", content, max_bytes=layer.settings.max_content_bytes,
+                      source=source, tags=tags, score=score, timestamp=timestamp,
+                      record_id=entry_id)  # fmt: skip
+    doc["session"] = check_id(session, "session id") if session else ""
+    doc["day"] = day_of(doc["timestamp"])
+    return doc
 
 
 class DailyLog:
@@ -73,9 +56,7 @@ class DailyLog:
         """
         doc = build_entry(self.layer, content, source=source, tags=tags, score=score,
                           session=session, timestamp=timestamp)  # fmt: skip
-        vector = await self.layer.embed(doc["content"])
-        if vector is not None:
-            doc["embedding"] = vector
+        await self.layer.attach_embeddings([doc])
         await self.layer.store.apply(self.mutation([doc]), "memory.log")
         return doc
 

@@ -83,6 +83,14 @@ class MemoryLayer:
                 out.append(value[0] if isinstance(value, list) and value else None)
         return out
 
+    async def attach_embeddings(self, docs: list[dict[str, Any]]) -> None:
+        """Give each document its content's vector, in one batch (no-op without embedder)."""
+        if self.embedder is None or not docs:
+            return
+        vectors = await self.embedder.embed_many([d["content"] for d in docs])
+        for doc, vector in zip(docs, vectors, strict=True):
+            doc["embedding"] = vector
+
     async def embed(self, text: str) -> list[float] | None:
         """The text's vector, or ``None`` without an embedder."""
         return None if self.embedder is None else await self.embedder.embed(text)

@@ -7,16 +7,9 @@ from typing import Any
 
 from aether.checkpoints.manager import Checkpoints
 from aether.errors import InvalidOperationError, NotFoundError
-from aether.ids import check_id, new_id
+from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import (
-    check_content,
-    check_score,
-    check_source,
-    check_tags,
-    check_timestamp,
-    content_hash,
-)
+from aether.memory.records import base_record
 from aether.store.codec import text
 from aether.store.state import Mutation
 
@@ -35,20 +28,11 @@ def build_memory(
     memory_id: str | None = None,
 ) -> dict[str, Any]:
     """A validated long-term memory document (without its embedding)."""
-    content = check_content(content, layer.settings.max_content_bytes)
-    clean_tags = check_tags(tags)
-    ts = check_timestamp(timestamp)
-    return {
-        "id": check_id(memory_id, "memory id") if memory_id else new_id(),
-        "kind": "longterm",
-        "content": content,
-        "source": check_source(source),
-        "tags": clean_tags,
-        "score": check_score(score),
-        "sources": [check_id(s, "source entry id") for s in sources or []],
-        "timestamp": ts,
-        "hash": content_hash("longterm", content, source, clean_tags, ts),
-    }
+    doc = base_record("longterm", content, max_bytes=layer.settings.max_content_bytes,
+                      source=source, tags=tags, score=score, timestamp=timestamp,
+                      record_id=memory_id)  # fmt: skip
+    doc["sources"] = [check_id(s, "source entry id") for s in sources or []]
+    return doc
 
 
 class LongTermMemory:
@@ -70,9 +54,7 @@ class LongTermMemory:
         """Store a memory; ``sources`` are the daily entry ids it was distilled from."""
         doc = build_memory(self.layer, content, source=source, tags=tags, score=score,
                            sources=sources, timestamp=timestamp)  # fmt: skip
-        vector = await self.layer.embed(doc["content"])
-        if vector is not None:
-            doc["embedding"] = vector
+        await self.layer.attach_embeddings([doc])
         await self.layer.store.apply(
             Mutation().json_set(self.keys.longterm(doc["id"]), doc), "memory.longterm.add"
         )

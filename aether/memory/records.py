@@ -96,6 +96,35 @@ def content_hash(kind: str, content: str, source: str, tags: list[str], timestam
     return hashlib.sha1(payload.encode()).hexdigest()[:20]
 
 
+def base_record(
+    kind: str,
+    content: str,
+    *,
+    max_bytes: int,
+    source: str,
+    tags: list[str] | None,
+    score: float,
+    timestamp: datetime | float | None,
+    record_id: str | None,
+) -> dict[str, Any]:
+    """The validated fields every memory document has (id, kind, content, ..., hash)."""
+    from aether.ids import check_id, new_id
+
+    content = check_content(content, max_bytes)
+    clean_tags = check_tags(tags)
+    ts = check_timestamp(timestamp)
+    return {
+        "id": check_id(record_id, f"{kind} id") if record_id else new_id(),
+        "kind": check_kind(kind),
+        "content": content,
+        "source": check_source(source),
+        "tags": clean_tags,
+        "score": check_score(score),
+        "timestamp": ts,
+        "hash": content_hash(kind, content, source, clean_tags, ts),
+    }
+
+
 def day_of(timestamp: float) -> str:
     """The UTC day (``YYYY-MM-DD``) of a timestamp."""
     return datetime.fromtimestamp(timestamp, tz=UTC).date().isoformat()

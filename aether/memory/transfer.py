@@ -113,10 +113,7 @@ async def import_records(
             seen.add(doc["hash"])
             fresh.append(doc)
         if fresh:
-            if layer.embedder is not None:
-                vectors = await layer.embedder.embed_many([d["content"] for d in fresh])
-                for doc, vector in zip(fresh, vectors, strict=True):
-                    doc["embedding"] = vector
+            await layer.attach_embeddings(fresh)
             m = daily.mutation([d for d in fresh if d["kind"] == "daily"])
             for doc in fresh:
                 if doc["kind"] == "longterm":
