@@ -134,9 +134,7 @@ async def search_latency(client: Redis, n: int, queries: int) -> dict[str, float
             build_entry(layer, sentence(), tags=[f"t{i % 20}"], timestamp=base + i * 30)
             for i in range(start, min(start + 1000, n))
         ]
-        vectors = await embedder.embed_many([d["content"] for d in docs])
-        for doc, vector in zip(docs, vectors, strict=True):
-            doc["embedding"] = vector
+        await layer.attach_embeddings(docs)
         await layer.store.apply(daily.mutation(docs), "bench.fill")
     after = await used_memory(client)
     latencies = []

@@ -14,6 +14,8 @@ from aether.memory.embeddings import CachedEmbedder, make_embedder
 from aether.store.codec import command
 from aether.store.state import Store
 
+VECTOR_DECIMALS = 6
+
 
 @dataclass
 class MemoryLayer:
@@ -89,7 +91,8 @@ class MemoryLayer:
             return
         vectors = await self.embedder.embed_many([d["content"] for d in docs])
         for doc, vector in zip(docs, vectors, strict=True):
-            doc["embedding"] = vector
+            # 6 decimals keep cosine ranking intact and halve the JSON text the journal holds
+            doc["embedding"] = [round(x, VECTOR_DECIMALS) for x in vector]
 
     async def embed(self, text: str) -> list[float] | None:
         """The text's vector, or ``None`` without an embedder."""
