@@ -8,7 +8,6 @@ replayed range work again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -381,8 +380,3 @@ def _parse_time(text: str) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def now_ms() -> int:
-    """Current time in milliseconds."""
-    return int(time.time() * 1000)

@@ -9,7 +9,6 @@ from rich.table import Table
 
 from aether.checkpoints.manager import Checkpoints
 from aether.checkpoints.model import Checkpoint
-from aether.errors import ArchiveError
 from aether.interfaces.common import (
     AppState,
     confirm,
@@ -268,10 +267,7 @@ def restore(
         async with redis_client(st.settings) as client, open_archive(dsn) as conn:
             return (await Archive(conn, client, st.keys).restore(to)).__dict__
 
-    try:
-        report = run(ctx, body)
-    except ArchiveError as e:  # pragma: no cover - run() already maps AetherError
-        fail(str(e), st.json)
+    report = run(ctx, body)
     emit(
         report,
         wants_json(ctx, json_),
