@@ -64,12 +64,12 @@ class MemoryLayer:
             return []
         if fields:
             paths = [f"$.{name}" for name in fields]
-            pipe = self.client.pipeline(transaction=False)
-            for key in keys:
-                pipe.execute_command("JSON.GET", key, *paths)
+            replies = await self.client.fcall_ro(
+                "aether_get_fields", len(keys), *keys, *paths
+            )
             partial: list[dict[str, Any] | None] = []
-            for item in await pipe.execute():
-                if item is None:
+            for item in replies:
+                if not item:
                     partial.append(None)
                     continue
                 values = json.loads(item)

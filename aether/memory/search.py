@@ -160,13 +160,13 @@ class MemorySearch:
         if vector is not None:
             knn = VectorQuery(vector, "embedding", filter_expression=flt, num_results=pool,
                               return_fields=[])  # fmt: skip
-            tasks["vector"] = self.index.query(knn)
+            tasks["vector"] = self.index.search(knn.query, query_params=knn.params)
         results = await asyncio.gather(*tasks.values())
         for name, rows in zip(tasks, results, strict=True):
             if name == "text":
                 out[name] = [(doc.id, float(doc.score)) for doc in rows.docs]
             else:
-                out[name] = [(hit["id"], 1.0 - float(hit["vector_distance"])) for hit in rows]
+                out[name] = [(doc.id, 1.0 - float(doc.vector_distance)) for doc in rows.docs]
         return out
 
     async def _rank(

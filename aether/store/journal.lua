@@ -16,7 +16,7 @@ when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '2'
+local VERSION = '3'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -379,6 +379,20 @@ local function fn_snapshot(keys, args)
   return out
 end
 
+-- KEYS: JSON documents; ARGV: JSON paths. One reply per key: JSON.GET of those paths
+-- (nil when the key is missing). A read-only single round trip for search results.
+local function fn_get_fields(keys, args)
+  local out = {}
+  for i, key in ipairs(keys) do
+    if redis.call('EXISTS', key) == 1 then
+      out[i] = redis.call('JSON.GET', key, unpack(args))
+    else
+      out[i] = false
+    end
+  end
+  return out
+end
+
 -- KEYS: lock; ARGV: token. Deletes the lock only when the token matches.
 local function fn_unlock(keys, args)
   if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end
@@ -393,3 +407,5 @@ redis.register_function('aether_replay', fn_replay)
 redis.register_function{function_name = 'aether_snapshot', callback = fn_snapshot,
   flags = {'no-writes'}}
 redis.register_function('aether_unlock', fn_unlock)
+redis.register_function{function_name = 'aether_get_fields', callback = fn_get_fields,
+  flags = {'no-writes'}}
