@@ -64,9 +64,7 @@ class MemoryLayer:
             return []
         if fields:
             paths = [f"$.{name}" for name in fields]
-            replies = await self.client.fcall_ro(
-                "aether_get_fields", len(keys), *keys, *paths
-            )
+            replies = await self.client.fcall_ro("aether_get_fields", len(keys), *keys, *paths)
             partial: list[dict[str, Any] | None] = []
             for item in replies:
                 if not item:
