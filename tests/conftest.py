@@ -100,6 +100,15 @@ async def dump_state(client: Redis, keys: Keyspace) -> dict[bytes, object]:
     return image
 
 
+async def next_event(pubsub: object) -> dict[str, object] | None:
+    """The next pub/sub message (subscribe confirmations skipped), or None within ~10 s."""
+    for _ in range(20):
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)  # type: ignore[attr-defined]
+        if message:
+            return dict(message)
+    return None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     import logging
 

@@ -13,7 +13,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.errors import AmbiguousIdError, CheckpointError, ConcurrentAdminError, NotFoundError
 from aether.keys import Keyspace
 from aether.store.state import Mutation, Store
-from tests.conftest import dump_state
+from tests.conftest import dump_state, next_event
 
 
 async def _log(store: Store, keys: Keyspace, eid: str, text: str) -> None:
@@ -70,11 +70,7 @@ async def test_rollback_is_announced_and_recorded(
     await pubsub.subscribe(keys.events())
     await pubsub.get_message(timeout=1)
     result = await checkpoints.rollback_to(cp.id)
-    message = None
-    for _ in range(20):
-        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
-        if message:
-            break
+    message = await next_event(pubsub)
     await pubsub.aclose()
     assert message is not None
     assert json.loads(message["data"])["target"] == cp.id

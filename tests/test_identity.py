@@ -25,7 +25,7 @@ from aether.identity.prompt import build_system_prompt
 from aether.keys import Keyspace
 from aether.store.client import connect
 from aether.store.state import Store
-from tests.conftest import dump_state
+from tests.conftest import dump_state, next_event
 
 NOW = datetime(2026, 11, 22, 15, 4, 5, tzinfo=UTC)
 
@@ -162,11 +162,7 @@ async def test_set_field_is_journaled_and_announced(
     await pubsub.get_message(timeout=1)
     await identities.set_field("user", "timezone", "Asia/Tokyo")
     await identities.set_field("agent", "voice_style", "terse")
-    message = None
-    for _ in range(20):
-        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
-        if message:
-            break
+    message = await next_event(pubsub)
     await pubsub.aclose()
     assert message is not None and json.loads(message["data"])["type"] == "identity.changed"
     assert await client.hget(keys.user_profile(), "timezone") == b"Asia/Tokyo"

@@ -18,6 +18,7 @@ from aether.interfaces.common import (
     AppState,
     confirm,
     emit,
+    emit_rows,
     err_console,
     redis_client,
     run,
@@ -345,12 +346,9 @@ def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await Episodes(layer).list(session)
 
-    rows = run(ctx, body)
-    emit(rows, wants_json(ctx, json_), lambda: [print(
+    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda r: (
         f"{'ok ' if r['success'] else 'ERR'} {r['tool']} {r['duration_ms']}ms  {r['output'][:80]}"
-    ) for r in rows])  # fmt: skip
-    if not rows:
-        raise typer.Exit(2)
+    ))  # fmt: skip
 
 
 @chat_app.command("list")
@@ -362,12 +360,9 @@ def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await ChatSessions(layer).list()
 
-    rows = run(ctx, body)
-    emit(rows, wants_json(ctx, json_), lambda: [print(
+    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda r: (
         f"{r['id']}  {r.get('updated_at', '')}  {r['messages']} messages  {r.get('title', '')}"
-    ) for r in rows])  # fmt: skip
-    if not rows:
-        raise typer.Exit(2)
+    ))  # fmt: skip
 
 
 @chat_app.command("show")

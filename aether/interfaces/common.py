@@ -95,6 +95,13 @@ def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -
         render()
 
 
+def emit_rows(rows: list[Any], as_json: bool, line: Callable[[Any], str]) -> None:
+    """Print rows (JSON, or one ``line(row)`` each); exit 2 when there are none."""
+    emit(rows, as_json, lambda: [print(line(row)) for row in rows])
+    if not rows:
+        raise typer.Exit(EXIT_NO_RESULTS)
+
+
 def confirm(question: str, yes: bool, as_json: bool) -> None:
     """Ask before a destructive action; without a TTY, ``--yes`` is required."""
     if yes:
