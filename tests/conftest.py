@@ -20,16 +20,23 @@ from aether.store.state import Store
 PG_DSN = os.environ.get("AETHER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-@pytest.fixture(scope="session")
-def redis_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """AETHER_HOME of the session's embedded server (started once, stopped at the end)."""
-    home = tmp_path_factory.mktemp("aether-home")
-    # appendfsync always: every acknowledged write is fsync'd, so durable checkpoints
-    # return in ~1 ms instead of waiting for the once-a-second fsync of "everysec"
+def embedded_server(factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """Start an embedded server in a fresh AETHER_HOME; yield the home; stop it after.
+
+    appendfsync always: every acknowledged write is fsync'd, so durable checkpoints
+    return in ~1 ms instead of waiting for the once-a-second fsync of "everysec".
+    """
+    home = factory.mktemp(name)
     server = EmbeddedRedis(Settings(home=home, redis_appendfsync="always"))
     server.start()
     yield home
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """AETHER_HOME of the session's embedded server (started once, stopped at the end)."""
+    yield from embedded_server(tmp_path_factory, "aether-home")
 
 
 @pytest.fixture

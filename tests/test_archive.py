@@ -22,21 +22,16 @@ from aether.checkpoints.migrations import MIGRATIONS, migrate
 from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.keys import Keyspace
-from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
-from tests.conftest import PG_DSN, dump_state
+from tests.conftest import PG_DSN, dump_state, embedded_server
 from tests.test_journal_property import _apply_all, _ops
 
 
 @pytest.fixture(scope="module")
 def second_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A second, empty embedded Redis: the machine a namespace is restored onto."""
-    home = tmp_path_factory.mktemp("aether-restore")
-    server = EmbeddedRedis(Settings(home=home, redis_appendfsync="always"))
-    server.start()
-    yield home
-    server.stop()
+    yield from embedded_server(tmp_path_factory, "aether-restore")
 
 
 @pytest.fixture

@@ -85,7 +85,8 @@ class Checkpoints:
         await self._wait_on_disk()
         checkpoint = Checkpoint(cp_id, created, label, reason, actor, text(pos))
         log.info("checkpoint created", id=cp_id, label=label, reason=reason)
-        if prune:
+        # one ZCARD on the hot path; the full prune (and journal trim) only past retention
+        if prune and await self.client.zcard(self.keys.checkpoints()) > self.keep:
             await self.prune()
         return checkpoint
 
