@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -61,6 +61,64 @@ class MemorySettings(BaseModel):
     )
 
 
+class ModelWindow(BaseModel):
+    """One model's context window and how it is shared (fractions of the window)."""
+
+    window_tokens: int = Field(default=32_768, ge=512, description="the model's context window")
+    system_share: float = Field(default=0.10, gt=0, lt=1, description="system prompt")
+    tools_share: float = Field(default=0.15, ge=0, lt=1, description="tool schemas")
+    history_share: float = Field(default=0.60, gt=0, lt=1, description="messages + memories")
+    reserve_share: float = Field(default=0.15, gt=0, lt=1, description="the reply's headroom")
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> ModelWindow:
+        total = self.system_share + self.tools_share + self.history_share + self.reserve_share
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"the shares of the window add up to {total:.2f}, over 1")
+        return self
+
+
+class ContextSettings(ModelWindow):
+    """The in-flight context: budget, thresholds, sliding window, assembly.
+
+    The window fields are the default for every model; ``models`` overrides them per
+    model name (``[context.models."gpt-4o"] window_tokens = 128000``).
+    """
+
+    models: dict[str, ModelWindow] = Field(default_factory=dict)
+    memory_share: float = Field(
+        default=0.10, ge=0, lt=1, description="relevant memories, taken from the history share"
+    )
+    max_history_messages: int = Field(default=50, ge=2, description="the sliding window")
+    proactive_at: float = Field(default=0.60, gt=0, lt=1, description="silent checkpoint")
+    warning_at: float = Field(default=0.75, gt=0, lt=1, description="wrap-up message")
+    critical_at: float = Field(default=0.85, gt=0, le=1, description="checkpoint + compression")
+    rearm_margin: float = Field(
+        default=0.10, ge=0, lt=1, description="a level fires again after usage falls this far"
+    )
+    compress_to: float = Field(
+        default=0.40, gt=0, lt=1, description="usage that compression aims for (under 60 %)"
+    )
+    summary_max_tokens: int = Field(default=600, ge=50, description="the compression summary")
+    index_max_tokens: int = Field(default=300, ge=50, description="the memory index table")
+    relevance_weight: float = Field(default=0.6, ge=0, description="memory scoring")
+    recency_weight: float = Field(default=0.2, ge=0, description="memory scoring")
+    importance_weight: float = Field(default=0.2, ge=0, description="memory scoring")
+    max_tool_rounds: int = Field(default=8, ge=1, description="LLM calls per step")
+
+    @model_validator(mode="after")
+    def _thresholds_ordered(self) -> ContextSettings:
+        if not self.compress_to < self.proactive_at < self.warning_at < self.critical_at:
+            raise ValueError("need compress_to < proactive_at < warning_at < critical_at")
+        return self
+
+    def window(self, model: str | None) -> ModelWindow:
+        """The window of ``model`` (its override, else the defaults)."""
+        if model and model in self.models:
+            return self.models[model]
+        return ModelWindow(**{name: getattr(self, name) for name in ModelWindow.model_fields})
+
+
 class EmbeddingSettings(BaseModel):
     """The vector half of hybrid search."""
 
@@ -104,6 +162,14 @@ class Settings(BaseSettings):
     identity_dir: Path | None = Field(
         default=None, description="identity markdown for the first boot (unset = the default)"
     )
+    llm_base_url: str | None = Field(
+        default=None, description="an OpenAI-compatible chat endpoint; unset = no LLM"
+    )
+    llm_model: str | None = Field(default=None, description="the chat model's name")
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
+    llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
+    context: ContextSettings = Field(default_factory=ContextSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     log: LogSettings = Field(default_factory=LogSettings)
@@ -136,6 +202,11 @@ class Settings(BaseSettings):
         return tuple(sources)
 
     @property
+    def llm_configured(self) -> bool:
+        """Whether an LLM endpoint and model are set."""
+        return bool(self.llm_base_url and self.llm_model)
+
+    @property
     def redis_dir(self) -> Path:
         """Data directory of the embedded Redis server."""
         return self.home / "redis"
@@ -150,6 +221,8 @@ class Settings(BaseSettings):
         data = self.model_dump(mode="json")
         if self.embedding.api_key is not None:
             data["embedding"]["api_key"] = "***"
+        if self.llm_api_key is not None:
+            data["llm_api_key"] = "***"
         for name in ("redis_url", "postgres_dsn"):
             secret = getattr(self, name)
             data[name] = None if secret is None else _mask_url(secret.get_secret_value())

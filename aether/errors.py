@@ -51,3 +51,23 @@ class ArchiveError(AetherError):
 
 class IdentityError(AetherError):
     """An identity file or field is invalid, or the identity is missing."""
+
+
+class LLMError(AetherError):
+    """The LLM endpoint failed (after its retries) or answered something unusable.
+
+    Attributes:
+        retryable: whether trying again later may succeed (timeouts, 429, 5xx).
+    """
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class LLMNotConfiguredError(LLMError):
+    """No LLM is configured (``AETHER_LLM_BASE_URL`` and ``AETHER_LLM_MODEL``)."""
+
+
+class ContextError(AetherError):
+    """The context cannot be built within the model's window."""

@@ -46,6 +46,7 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("belief:", "beliefs"),
     ("chat:", "chat"),
     ("episode:", "episodes"),
+    ("memory:", "memory index"),
 )
 
 
@@ -144,6 +145,18 @@ class Keyspace:
     def memory_index_schema(self) -> str:
         """STRING: fingerprint of the index schema, to rebuild it when it changes."""
         return self._k("memory", "idx", "schema")
+
+    def memory_topics(self) -> str:
+        """ZSET: tag -> number of memories holding it (the memory index's rows)."""
+        return self._k("memory", "topics")
+
+    def memory_topics_seen(self) -> str:
+        """ZSET: tag -> time (epoch s) of the latest memory holding it."""
+        return self._k("memory", "topics", "seen")
+
+    def memory_counts(self) -> str:
+        """ZSET: memory kind (daily, longterm, belief) -> number of documents."""
+        return self._k("memory", "counts")
 
     # checkpoints and journal
     def journal(self) -> str:

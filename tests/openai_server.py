@@ -12,6 +12,7 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,12 +25,48 @@ def bag_of_words(text: str, dims: int) -> list[float]:
     return [v / norm for v in vector]
 
 
-class ScriptedOpenAI:
-    """Start with ``with ScriptedOpenAI(dims=...) as server:``; ``server.base_url``."""
+def completion(
+    content: str | None = None, tool_calls: list[tuple[str, str, dict[str, Any]]] | None = None
+) -> dict[str, Any]:
+    """A chat completion payload: text, or tool calls given as (id, name, arguments)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for cid, name, args in tool_calls
+        ]
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "scripted",
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }  # fmt: skip
 
-    def __init__(self, dims: int = 64, replies: list[dict[str, Any]] | None = None) -> None:
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ScriptedOpenAI:
+    """Start with ``with ScriptedOpenAI(dims=...) as server:``; ``server.base_url``.
+
+    Chat completions pop ``replies`` first, then ask ``responder`` (given the request
+    body); with neither, or while ``failing`` is set, the server answers 500.
+    """
+
+    def __init__(
+        self,
+        dims: int = 64,
+        replies: list[dict[str, Any]] | None = None,
+        responder: Responder | None = None,
+    ) -> None:
         self.dims = dims
         self.replies = list(replies or [])
+        self.responder = responder
+        self.failing = False
         self.requests: list[dict[str, Any]] = []
         outer = self
 
@@ -42,16 +79,22 @@ class ScriptedOpenAI:
                 outer.requests.append({"path": self.path, "body": body})
                 if self.path.endswith("/embeddings"):
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                    payload: dict[str, Any] = {
+                    payload: dict[str, Any] | None = {
                         "object": "list", "model": body["model"],
                         "data": [{"object": "embedding", "index": i,
                                   "embedding": bag_of_words(t, outer.dims)}
                                  for i, t in enumerate(texts)],
                         "usage": {"prompt_tokens": 1, "total_tokens": 1},
                     }  # fmt: skip
+                elif outer.failing:
+                    payload = None
                 elif self.path.endswith("/chat/completions") and outer.replies:
                     payload = outer.replies.pop(0)
+                elif self.path.endswith("/chat/completions") and outer.responder:
+                    payload = outer.responder(body)
                 else:
+                    payload = None
+                if payload is None:
                     self.send_response(500)
                     self.end_headers()
                     return
@@ -64,6 +107,10 @@ class ScriptedOpenAI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat completion requests, in order."""
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
     @property
     def base_url(self) -> str:

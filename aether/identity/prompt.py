@@ -27,7 +27,8 @@ class SystemPrompt:
     over_budget: bool
 
 
-def _operator_zone(identity: Identity) -> ZoneInfo:
+def operator_zone(identity: Identity) -> ZoneInfo:
+    """The operator's time zone (UTC when unset or unknown)."""
     try:
         return ZoneInfo(identity.user.get("timezone", "UTC") or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
@@ -80,7 +81,7 @@ def _sections(identity: Identity, now: datetime) -> list[tuple[str, str]]:
     candidates = [
         ("identity", " ".join([who, *[d for d in details if d]])),
         ("guardrails", _bullets(section("guardrails"))),
-        ("current time", current_time_stamp(now, _operator_zone(identity))),
+        ("current time", current_time_stamp(now, operator_zone(identity))),
         ("operator", operator),
         ("values", _bullets(section("values"))),
         ("how i work", "\n\n".join(work)),
@@ -130,4 +131,4 @@ def build_system_prompt(
     )
 
 
-__all__ = ["SystemPrompt", "build_system_prompt", "current_time_stamp"]
+__all__ = ["SystemPrompt", "build_system_prompt", "current_time_stamp", "operator_zone"]

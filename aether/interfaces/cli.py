@@ -14,7 +14,7 @@ import typer
 
 from aether.config import load_settings
 from aether.errors import AetherError
-from aether.interfaces import cli_checkpoint, cli_identity, cli_memory, cli_redis
+from aether.interfaces import cli_checkpoint, cli_context, cli_identity, cli_memory, cli_redis
 from aether.interfaces.common import AppState, emit, fail, run, state, wants_json
 from aether.logging import configure_logging
 
@@ -31,6 +31,7 @@ app.add_typer(cli_checkpoint.app, name="checkpoint")
 app.add_typer(cli_checkpoint.archive_app, name="archive")
 app.add_typer(cli_identity.app, name="identity")
 app.add_typer(cli_memory.app, name="memory")
+app.add_typer(cli_context.app, name="context")
 
 
 @app.callback()

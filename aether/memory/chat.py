@@ -15,10 +15,15 @@ from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id, new_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import check_timestamp
-from aether.store.codec import byte_map, texts
+from aether.store.codec import byte_map, text, texts
 from aether.store.state import Mutation
 
 Role = Literal["system", "user", "assistant", "tool"]
+# The in-flight context window of a session, kept in its hash so that it survives
+# restarts and rolls back with the conversation: the position of the window's first
+# message, the summary of what compression evicted, the thresholds already fired, and
+# the per-message clip a hard compression set.
+WINDOW_FIELDS = ("context_start", "context_summary", "context_flags", "context_clip")
 ROLES = ("system", "user", "assistant", "tool")
 
 
@@ -92,12 +97,33 @@ class ChatSessions:
         messages += [_message("tool", str(r.get("content", "")), ts,
                               tool_call_id=r["tool_call_id"], name=r.get("name"))
                      for r in results]  # fmt: skip
+        # members of one time sort by id: the call must come before its results
+        for message, ordered in zip(messages, sorted(m["id"] for m in messages), strict=True):
+            message["id"] = ordered
         m = Mutation()
         m.zadd(self.keys.chat_messages(session),
                {json.dumps(msg, ensure_ascii=False): ts for msg in messages})  # fmt: skip
         await self._meta_ops(m, session, ts, None)
         await self.layer.store.apply(m, "chat.tool_exchange")
         return messages
+
+    async def messages_from(self, session: str, start: int) -> list[dict[str, Any]]:
+        """Messages from position ``start`` (0 = the first) to the last."""
+        raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
+        return [json.loads(member) for member in texts(raw)]
+
+    async def window_state(self, session: str) -> dict[str, str]:
+        """The context window's fields of the session hash (``context_*``), as stored."""
+        key = self.keys.chat_session(check_id(session))
+        values = await self.layer.client.hmget(key, list(WINDOW_FIELDS))
+        return {f: text(v) for f, v in zip(WINDOW_FIELDS, values, strict=True) if v is not None}
+
+    def window_state_ops(self, m: Mutation, session: str, fields: dict[str, str]) -> Mutation:
+        """Add to ``m`` the write of the window's fields (journaled with the change)."""
+        unknown = set(fields) - set(WINDOW_FIELDS)
+        if unknown:
+            raise InvalidOperationError(f"not window fields: {sorted(unknown)}")
+        return m.hset(self.keys.chat_session(check_id(session)), fields)
 
     async def messages(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Messages in order (the last ``limit`` when given)."""

@@ -8,6 +8,7 @@ from typing import Any
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import base_record, day_of
+from aether.memory.topics import count_ops
 from aether.store.codec import texts
 from aether.store.state import Mutation
 
@@ -69,6 +70,7 @@ class DailyLog:
             by_day.setdefault(doc["day"], []).append(doc["id"])
         for day, ids in by_day.items():
             m.rpush(self.keys.daily(date.fromisoformat(day)), *ids)
+        count_ops(m, self.keys, docs)
         return m
 
     async def ids(self, day: date) -> list[str]:

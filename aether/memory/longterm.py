@@ -10,6 +10,7 @@ from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import base_record
+from aether.memory.topics import count_ops
 from aether.store.codec import text
 from aether.store.state import Mutation
 
@@ -55,9 +56,9 @@ class LongTermMemory:
         doc = build_memory(self.layer, content, source=source, tags=tags, score=score,
                            sources=sources, timestamp=timestamp)  # fmt: skip
         await self.layer.attach_embeddings([doc])
-        await self.layer.store.apply(
-            Mutation().json_set(self.keys.longterm(doc["id"]), doc), "memory.longterm.add"
-        )
+        m = Mutation().json_set(self.keys.longterm(doc["id"]), doc)
+        count_ops(m, self.keys, [doc])
+        await self.layer.store.apply(m, "memory.longterm.add")
         return doc
 
     async def get(self, memory_id: str) -> dict[str, Any]:
@@ -80,10 +81,10 @@ class LongTermMemory:
 
     async def delete(self, memory_id: str) -> None:
         """Delete one memory (journaled: a rollback restores it)."""
-        await self.get(memory_id)
-        await self.layer.store.apply(
-            Mutation().delete(self.keys.longterm(memory_id)), "memory.longterm.delete"
-        )
+        doc = await self.get(memory_id)
+        m = Mutation().delete(self.keys.longterm(memory_id))
+        count_ops(m, self.keys, [doc], sign=-1)
+        await self.layer.store.apply(m, "memory.longterm.delete")
 
     async def flush(self, *, confirm: bool, checkpoints: Checkpoints, actor: str = "cli") -> int:
         """Delete every long-term memory, after a checkpoint. Returns how many.
@@ -99,7 +100,10 @@ class LongTermMemory:
         await checkpoints.create(label="before long-term flush", reason="pre-flush", actor=actor)
         for start in range(0, len(ids), FLUSH_BATCH):
             m = Mutation()
-            for memory_id in ids[start : start + FLUSH_BATCH]:
-                m.delete(self.keys.longterm(memory_id))
+            batch = [self.keys.longterm(i) for i in ids[start : start + FLUSH_BATCH]]
+            for key in batch:
+                m.delete(key)
+            docs = await self.layer.get_docs(batch, ("kind", "tags"))
+            count_ops(m, self.keys, [d for d in docs if d], sign=-1)
             await self.layer.store.apply(m, "memory.longterm.flush", actor)
         return len(ids)

@@ -23,6 +23,7 @@ from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory, build_memory
 from aether.memory.search import MemorySearch
+from aether.memory.topics import count_ops
 
 BATCH = 500
 Progress = Callable[[int], None]
@@ -115,9 +116,10 @@ async def import_records(
         if fresh:
             await layer.attach_embeddings(fresh)
             m = daily.mutation([d for d in fresh if d["kind"] == "daily"])
-            for doc in fresh:
-                if doc["kind"] == "longterm":
-                    m.json_set(layer.keys.longterm(doc["id"]), doc)
+            longterm = [doc for doc in fresh if doc["kind"] == "longterm"]
+            for doc in longterm:
+                m.json_set(layer.keys.longterm(doc["id"]), doc)
+            count_ops(m, layer.keys, longterm)
             await layer.store.apply(m, "memory.import")
             imported += len(fresh)
         if progress is not None:

@@ -7,7 +7,7 @@ aether_rollback applies the inverses back to one, atomically, and journals itsel
 
 An operation is an array {CMD, key, arg...}. Inverses are chosen to stay small:
   * a key that did not exist: its inverse is DEL;
-  * RPUSH / LPUSH / RPOP / LPOP / RPUSHCAP / ZADD / ZREM on an existing key: a
+  * RPUSH / LPUSH / RPOP / LPOP / RPUSHCAP / ZADD / ZREM / ZINCRBY on an existing key: a
     structural inverse (a trim, a pop, a re-add of the removed members);
   * anything else (hashes, JSON documents, strings, sets): the DUMP of that small key.
 Redis changes a list's or sorted set's internal encoding as it grows (listpack ->
@@ -16,11 +16,11 @@ when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '3'
+local VERSION = '4'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
-  ZADD = true, ZREM = true,
+  ZADD = true, ZREM = true, ZINCRBY = true,
 }
 local IMAGE = {
   SET = true, DEL = true, HSET = true, HDEL = true, HINCRBY = true, HINCRBYFLOAT = true,
@@ -105,6 +105,11 @@ local function apply_structural(op)
     if #added > 2 then inv[#inv + 1] = added end
     if #restored > 2 then inv[#inv + 1] = restored end
     return inv
+  elseif cmd == 'ZINCRBY' then
+    local old = redis.call('ZSCORE', key, op[4])
+    redis.call('ZINCRBY', key, op[3], op[4])
+    if old then return {{'ZADD', key, old, op[4]}} end
+    return {{'ZREM', key, op[4]}}
   elseif cmd == 'ZREM' then
     local restored = {'ZADD', key}
     for i = 3, #op do

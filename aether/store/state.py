@@ -28,7 +28,9 @@ from aether.keys import Keyspace
 
 Arg = str | bytes | int | float
 
-STRUCTURAL_COMMANDS = frozenset({"RPUSH", "LPUSH", "RPOP", "LPOP", "RPUSHCAP", "ZADD", "ZREM"})
+STRUCTURAL_COMMANDS = frozenset(
+    {"RPUSH", "LPUSH", "RPOP", "LPOP", "RPUSHCAP", "ZADD", "ZREM", "ZINCRBY"}
+)
 IMAGE_COMMANDS = frozenset(
     {
         "SET", "DEL", "HSET", "HDEL", "HINCRBY", "HINCRBYFLOAT",
@@ -129,6 +131,10 @@ class Mutation:
         for member, score in mapping.items():
             flat.extend((score, member))
         return self.add("ZADD", key, *flat)
+
+    def zincrby(self, key: str, amount: float, member: str) -> Mutation:
+        """ZINCRBY one member (a counter; its inverse restores the old score)."""
+        return self.add("ZINCRBY", key, amount, member)
 
     def zrem(self, key: str, *members: str) -> Mutation:
         """ZREM members."""

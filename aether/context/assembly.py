@@ -1,0 +1,320 @@
+"""Context assembly: what the model is sent for one query, each section within its budget.
+
+Sections, in the order they are filled: the identity system prompt, the memory index
+(seed 004: the topics memory holds), the recent history of the session, then relevant
+memories, which also get whatever the other sections leave unused. Memories come from
+hybrid search and are ranked as in seed 000's scoring: relevance, recency with
+exponential decay, importance (a belief's confidence, else the entry's score), times an
+outcome factor (success 1.2, failure 0.8).
+
+Two ways to budget (see :class:`Budgets`): standalone (``aether context preview``, MCP,
+benchmarks) splits ``max_tokens`` itself; inside the agent runtime the model's window
+decides, and the history is the session window as the thresholds left it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import structlog
+
+from aether.config import ContextSettings, ModelWindow
+from aether.context.session import WindowView, read_view
+from aether.context.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
+from aether.context.window import Message, render_units, unit_tokens
+from aether.errors import AetherError, InvalidOperationError
+from aether.identity.profile import IdentityStore
+from aether.identity.prompt import build_system_prompt, operator_zone
+from aether.memory.chat import ChatSessions
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch, SearchHit
+from aether.memory.topics import MemoryIndex
+
+log = structlog.get_logger(__name__)
+
+STANDALONE_SYSTEM = 0.15
+STANDALONE_INDEX = 0.15
+STANDALONE_HISTORY = 0.25
+OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
+HIDDEN_STATUSES = frozenset({"forgotten", "invalidated", "pruned"})
+MEMORIES_HEADER = "# Relevant memories"
+INDEX_HEADER = "# Memory index"
+MIN_MAX_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Token budgets of the sections. ``history=None``: history is given, never cut."""
+
+    total: int
+    system: int
+    index: int
+    memories: int
+    history: int | None
+
+    @classmethod
+    def standalone(cls, max_tokens: int, settings: ContextSettings) -> Budgets:
+        """``max_tokens`` split: system 15 %, index 15 % (capped), history 25 %, the rest."""
+        index = min(settings.index_max_tokens, int(max_tokens * STANDALONE_INDEX))
+        system = int(max_tokens * STANDALONE_SYSTEM)
+        history = int(max_tokens * STANDALONE_HISTORY)
+        return cls(max_tokens, system, index, max_tokens - system - index - history, history)
+
+    @classmethod
+    def for_window(cls, settings: ContextSettings, window: ModelWindow) -> Budgets:
+        """The runtime's budgets: shares of the model's window (tools and reserve apart)."""
+        w = window.window_tokens
+        memory = int(w * settings.memory_share)
+        index = min(settings.index_max_tokens, memory // 3)
+        total = int(w * (1 - window.tools_share - window.reserve_share))
+        return cls(total, int(w * window.system_share), index, memory - index, None)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of an assembled context."""
+
+    name: str
+    text: str
+    tokens: int
+    budget: int
+    items: int = 0
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    """A memory chosen for the context, with the parts of its score."""
+
+    key: str
+    content: str
+    score: float
+    relevance: float
+    recency: float
+    importance: float
+    doc: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class AssembledContext:
+    """The context for one query."""
+
+    query: str
+    max_tokens: int
+    system: Section
+    index: Section
+    memories: Section
+    history: Section
+    history_messages: list[Message]
+    chosen: list[ScoredMemory]
+
+    def system_message(self) -> Message:
+        """Identity, memory index and relevant memories, as one system message."""
+        parts = [self.system.text]
+        if self.index.text:
+            parts.append(f"{INDEX_HEADER}\n{self.index.text}")
+        if self.memories.text:
+            parts.append(f"{MEMORIES_HEADER}\n{self.memories.text}")
+        return {"role": "system", "content": "\n\n".join(p for p in parts if p)}
+
+    def messages(self) -> list[Message]:
+        """What is sent to the model (before the tools)."""
+        return [self.system_message(), *self.history_messages]
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of :meth:`messages`."""
+        return count_messages(self.messages())
+
+    @property
+    def fixed_tokens(self) -> int:
+        """Tokens of everything but the history."""
+        return count_messages([self.system_message()])
+
+    def sections(self) -> list[Section]:
+        """The sections, in order."""
+        return [self.system, self.index, self.history, self.memories]
+
+    def text(self) -> str:
+        """The whole context as plain text (for people and for recall checks)."""
+        lines = [str(self.system_message()["content"])]
+        for m in self.history_messages:
+            lines.append(f"[{m['role']}] {m.get('content') or ''}")
+        return "\n\n".join(lines)
+
+
+def score_memory(hit: SearchHit, top_relevance: float, now: float,
+                 settings: ContextSettings, half_life_days: float) -> ScoredMemory:  # fmt: skip
+    """Seed 000's scoring of one search hit."""
+    doc = hit.doc
+    relevance = hit.relevance / top_relevance if top_relevance > 0 else 0.0
+    age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
+    recency = math.pow(0.5, age_days / half_life_days)
+    importance = float(doc.get("confidence", doc.get("score", 0.5)) or 0.0)
+    score = (settings.relevance_weight * relevance + settings.recency_weight * recency
+             + settings.importance_weight * importance)  # fmt: skip
+    score *= OUTCOME_FACTOR.get(str(doc.get("outcome", "")), 1.0)
+    return ScoredMemory(hit.key, hit.content, round(score, 6), round(relevance, 6),
+                        round(recency, 6), round(importance, 6), doc)  # fmt: skip
+
+
+def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
+    """One memory as a context line: ``- [day] (kind) content``."""
+    doc = memory.doc
+    day = datetime.fromtimestamp(float(doc.get("timestamp", 0)), tz=UTC).strftime("%Y-%m-%d")
+    kind = doc.get("kind", "")
+    label = "" if kind == "daily" else f" ({kind})"
+    confidence = doc.get("confidence")
+    if kind == "belief" and confidence is not None and float(confidence) < 0.8:
+        label += " (uncertain)"
+    content = " ".join(memory.content.split())
+    return truncate_to_tokens(f"- [{day}]{label} {content}", max_tokens)
+
+
+class ContextAssembler:
+    """Builds contexts for one namespace.
+
+    Args:
+        layer: the memory layer.
+        identity: the identity store (the system prompt is built from Redis).
+        settings: the context settings.
+        search: the memory search (default: a new one over ``layer``).
+    """
+
+    _warned = False
+
+    def __init__(
+        self,
+        layer: MemoryLayer,
+        identity: IdentityStore,
+        settings: ContextSettings,
+        search: MemorySearch | None = None,
+    ) -> None:
+        self.layer = layer
+        self.identity = identity
+        self.settings = settings
+        self.search = search or MemorySearch(layer)
+        self.index = MemoryIndex(layer)
+        self.chats = ChatSessions(layer)
+
+    async def assemble(
+        self,
+        query: str,
+        max_tokens: int | None = None,
+        *,
+        session: str | None = None,
+        budgets: Budgets | None = None,
+        view: WindowView | None = None,
+        now: datetime | None = None,
+    ) -> AssembledContext:
+        """The context for ``query``.
+
+        Args:
+            query: what the context is for (the user's message, a question).
+            max_tokens: the standalone budget (ignored when ``budgets`` is given).
+            session: a chat session whose recent history to include.
+            budgets: explicit budgets (the runtime's).
+            view: the session window to use as the history, whole (the runtime's).
+            now: the current time (injected in tests).
+
+        Raises:
+            InvalidOperationError: no budget, or one too small to hold anything.
+            IdentityError: no identity has been bootstrapped.
+        """
+        if budgets is None:
+            if max_tokens is None:
+                raise InvalidOperationError("give max_tokens or budgets")
+            if max_tokens < MIN_MAX_TOKENS:
+                raise InvalidOperationError(f"max_tokens must be at least {MIN_MAX_TOKENS}")
+            budgets = Budgets.standalone(max_tokens, self.settings)
+        when = now or datetime.now(UTC)
+        identity = await self.identity.load()
+        zone = operator_zone(identity)
+        prompt = build_system_prompt(identity, budgets.system, when)
+        system = Section("system", prompt.text, prompt.tokens, budgets.system)
+        table = await self.index.read(budgets.index)
+        index = Section("index", table.text, table.tokens, budgets.index, table.rows)
+        history_messages, history = await self._history(session, view, budgets, zone)
+        empty = Section("memories", "", 0, 0)
+        ctx = AssembledContext(query, budgets.total, system, index, empty, history,
+                               history_messages, [])  # fmt: skip
+        room = budgets.total - ctx.tokens - count_tokens(MEMORIES_HEADER) - 4
+        if budgets.history is None:
+            room = min(room, budgets.memories)
+        ctx.memories, ctx.chosen = await self._memories(query, room, history_messages,
+                                                        when.timestamp())  # fmt: skip
+        while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:
+            ctx.chosen.pop()
+            lines = ctx.memories.text.splitlines()[:-1]
+            text = "\n".join(lines)
+            ctx.memories = Section("memories", text, count_tokens(text), room, len(ctx.chosen))
+        return ctx
+
+    async def _history(
+        self, session: str | None, view: WindowView | None, budgets: Budgets, zone: ZoneInfo
+    ) -> tuple[list[Message], Section]:
+        if view is not None:
+            messages = view.messages(zone)
+            tokens = sum(count_message(m) for m in messages)
+            return messages, Section("history", "", tokens, tokens, len(messages))
+        budget = budgets.history or 0
+        if session is None or budget <= 0:
+            return [], Section("history", "", 0, budget)
+        found, _ = await read_view(self.chats, session, self.settings.max_history_messages)
+        kept: list[list[Message]] = []
+        used = 0
+        for unit in reversed(found.units):
+            cost = unit_tokens(unit, zone, found.clip)
+            if used + cost > budget:
+                break
+            kept.insert(0, unit)
+            used += cost
+        messages = render_units(kept, zone, found.clip)
+        summary_cost = count_message({"role": "system", "content": found.summary})
+        if found.summary and used + summary_cost <= budget:
+            messages.insert(0, {"role": "system", "content": found.summary})
+            used += summary_cost
+        return messages, Section("history", "", used, budget, len(messages))
+
+    async def _memories(
+        self, query: str, budget: int, history: list[Message], now: float
+    ) -> tuple[Section, list[ScoredMemory]]:
+        if budget <= 8 or not query.strip():
+            return Section("memories", "", 0, max(0, budget)), []
+        limit = max(5, min(50, budget // 25))
+        try:
+            hits = await self.search.search(query, limit=limit, now=now)
+        except InvalidOperationError:
+            raise
+        except AetherError as e:
+            if not ContextAssembler._warned:
+                ContextAssembler._warned = True
+                log.warning("memory search failed; context assembled without memories",
+                            error=str(e))  # fmt: skip
+            return Section("memories", "", 0, budget), []
+        shown = " ".join(" ".join(str(m.get("content") or "").split()) for m in history)
+        visible = [h for h in hits if h.doc.get("status") not in HIDDEN_STATUSES]
+        top = max((h.relevance for h in visible), default=0.0)
+        half_life = self.layer.settings.recency_half_life_days
+        scored = [score_memory(h, top, now, self.settings, half_life) for h in visible]
+        scored.sort(key=lambda m: m.score, reverse=True)
+        per_item = max(40, budget // 4)
+        lines: list[str] = []
+        chosen: list[ScoredMemory] = []
+        used = 0
+        for memory in scored:
+            if " ".join(memory.content.split()) in shown:
+                continue
+            line = memory_line(memory, per_item)
+            cost = count_tokens(line) + 1
+            if used + cost > budget:
+                continue
+            lines.append(line)
+            chosen.append(memory)
+            used += cost
+        text = "\n".join(lines)
+        return Section("memories", text, count_tokens(text) if text else 0, budget,
+                       len(chosen)), chosen  # fmt: skip

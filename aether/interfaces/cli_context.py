@@ -1,0 +1,72 @@
+"""``aether context preview``: what the model would be sent for a query."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from aether.context.assembly import ContextAssembler, ScoredMemory
+from aether.interfaces.cli_identity import identity_dir, identity_store
+from aether.interfaces.common import console, emit, redis_client, run, state, wants_json
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch
+
+app = typer.Typer(help="The context layer: preview an assembled context.")
+
+
+def _scored(memory: ScoredMemory) -> dict[str, Any]:
+    return {"key": memory.key, "score": memory.score, "relevance": memory.relevance,
+            "recency": memory.recency, "importance": memory.importance}  # fmt: skip
+
+
+@app.command()
+def preview(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the context is for.")],
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="The budget.")] = 2000,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Include this chat session's history.")
+    ] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Assemble the context for QUERY and show each section with its token count."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with redis_client(st.settings) as client:
+            store = identity_store(st, client)
+            await store.ensure(identity_dir(st), actor="cli")
+            layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
+            search = MemorySearch(layer)
+            await search.ensure_index()
+            assembled = await ContextAssembler(layer, store, st.settings.context, search).assemble(
+                query, max_tokens, session=session
+            )
+            return {
+                "query": query,
+                "max_tokens": max_tokens,
+                "tokens": assembled.tokens,
+                "sections": [
+                    {"name": s.name, "tokens": s.tokens, "budget": s.budget, "items": s.items}
+                    for s in assembled.sections()
+                ],
+                "memories": [_scored(m) for m in assembled.chosen],
+                "messages": assembled.messages(),
+                "text": assembled.text(),
+            }
+
+    data = run(ctx, body)
+
+    def render() -> None:
+        table = Table("section", "tokens", "budget", "items", title=f"context for {query!r}")
+        for s in data["sections"]:
+            table.add_row(s["name"], str(s["tokens"]), str(s["budget"]), str(s["items"]))
+        table.add_row("total", str(data["tokens"]), str(max_tokens), "", style="bold")
+        console.print(table)
+        for message in data["messages"]:
+            console.rule(message["role"])
+            console.print(message.get("content") or "", highlight=False, markup=False)
+
+    emit(data, wants_json(ctx, json_), render)

@@ -1,0 +1,225 @@
+"""The agent runtime (seed 002's AgentRuntimeV2): one conversational step at a time.
+
+``step(message)``: the user's message goes to the chat session; the context is
+assembled (identity, memory index, relevant memories, the session window); the
+thresholds are applied; the LLM is called with the tools; each tool call is executed,
+recorded as an episode and stored with its result; the final reply goes to the chat
+session, and the thresholds are applied again. ``observe`` records a message without
+calling the model (a conversation held elsewhere, a replay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import ModelWindow, Settings
+from aether.context.assembly import AssembledContext, Budgets, ContextAssembler, Section
+from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from aether.context.session import EnforceReport, SessionWindow
+from aether.context.tokens import count_message, count_tool_schemas
+from aether.errors import InvalidOperationError
+from aether.identity.profile import IdentityStore
+from aether.identity.prompt import operator_zone
+from aether.ids import check_id
+from aether.memory.chat import ChatSessions
+from aether.memory.episodes import Episodes
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch
+from aether.memory.toolcache import ToolSchemaCache
+from aether.runtime.llm import LLMClient, ToolCall
+from aether.runtime.tools import Tool, Toolbox, ToolRun, builtin_tools
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class StepResult:
+    """What one step did."""
+
+    reply: str
+    session: str
+    tool_runs: list[ToolRun] = field(default_factory=list)
+    llm_calls: int = 0
+    actions: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    usage: float = 0.0
+    context_tokens: int = 0
+    memories: int = 0
+
+
+class AgentRuntime:
+    """An agent: identity, memory, the context window of one session, an LLM and tools.
+
+    Args:
+        settings: the process settings.
+        layer: the memory layer.
+        checkpoints: the namespace's checkpoints.
+        session: the chat session this runtime talks in.
+        llm: the model (``None``: ``step`` raises; everything else works).
+        actor: who the journal says made the changes.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        layer: MemoryLayer,
+        checkpoints: Checkpoints,
+        *,
+        session: str = "main",
+        llm: LLMClient | None = None,
+        actor: str = "agent",
+    ) -> None:
+        self.settings = settings
+        self.layer = layer
+        self.checkpoints = checkpoints
+        self.session = check_id(session, "session id")
+        self.llm = llm
+        self.actor = actor
+        self.identity = IdentityStore(layer.store, checkpoints)
+        self.search = MemorySearch(layer)
+        self.assembler = ContextAssembler(layer, self.identity, settings.context, self.search)
+        self.chats = ChatSessions(layer)
+        self.episodes = Episodes(layer)
+        self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)
+        summarizer: Summarizer = LLMSummarizer(llm) if llm else ExtractiveSummarizer()
+        self._summarizer = summarizer
+        self.toolbox = Toolbox()
+        for tool in builtin_tools(layer, checkpoints, self.session, self.search):
+            self.toolbox.register(tool)
+        self._cached_schemas: list[dict[str, Any]] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        client: Redis,
+        *,
+        session: str = "main",
+        llm: LLMClient | None = None,
+        actor: str = "agent",
+    ) -> AgentRuntime:
+        """A runtime over ``client`` with the configured embedder; the index is ensured."""
+        layer = MemoryLayer.open(settings, client, actor=actor)
+        await MemorySearch(layer).ensure_index()
+        checkpoints = Checkpoints(client, layer.keys, keep=settings.checkpoints.keep)
+        return cls(settings, layer, checkpoints, session=session, llm=llm, actor=actor)
+
+    def register_tool(self, tool: Tool) -> None:
+        """Add a tool the model may call.
+
+        Raises:
+            InvalidOperationError: a bad or taken name, or the tool schemas would exceed
+                their share of the window.
+        """
+        budget = int(self.window.window_tokens * self.window.tools_share)
+        cost = count_tool_schemas([*self.toolbox.schemas(), tool.schema()])
+        if cost > budget:
+            raise InvalidOperationError(
+                f"tool schemas would take {cost} tokens, over their budget of {budget}"
+            )
+        self.toolbox.register(tool)
+
+    async def session_window(self) -> SessionWindow:
+        """The session's window (the operator's time zone read from the identity)."""
+        identity = await self.identity.load()
+        return SessionWindow(self.layer, self.checkpoints, self.settings.context, self.window,
+                             self.session, self._summarizer, operator_zone(identity),
+                             self.actor)  # fmt: skip
+
+    async def observe(
+        self, role: str, content: str, *, name: str | None = None,
+        timestamp: datetime | float | None = None,
+    ) -> EnforceReport:  # fmt: skip
+        """Record a message without calling the model, then apply the thresholds."""
+        await self.chats.append(self.session, role, content, name=name, timestamp=timestamp)
+        window = await self.session_window()
+        fixed = await self._fixed_tokens(window)
+        _, report = await window.enforce(fixed)
+        return report
+
+    async def _fixed_tokens(self, window: SessionWindow) -> int:
+        """Tokens of the system prompt, memory index and tools (no query, no memories)."""
+        budgets = Budgets.for_window(self.settings.context, self.window)
+        ctx = await self.assembler.assemble("", budgets=budgets, view=await window.view())
+        return ctx.fixed_tokens + count_tool_schemas(self.toolbox.schemas())
+
+    async def context(self, query: str) -> tuple[AssembledContext, EnforceReport]:
+        """The request for ``query`` with the thresholds applied to the session window."""
+        window = await self.session_window()
+        budgets = Budgets.for_window(self.settings.context, self.window)
+        ctx = await self.assembler.assemble(query, budgets=budgets, view=await window.view())
+        tools = count_tool_schemas(self.toolbox.schemas())
+        view, report = await window.enforce(ctx.fixed_tokens + tools)
+        ctx.history_messages = view.messages(window.zone)
+        tokens = sum(count_message(m) for m in ctx.history_messages)
+        ctx.history = Section("history", "", tokens, tokens, len(ctx.history_messages))
+        return ctx, report
+
+    async def step(self, message: str) -> StepResult:
+        """Answer one user message (see the module docs).
+
+        Raises:
+            LLMNotConfiguredError: no LLM is configured (nothing is written).
+            LLMError: the model failed after its retries (the user's message is kept).
+            InvalidOperationError: an empty or oversized message (nothing is written).
+        """
+        llm = LLMClient.require(self.llm)
+        if not message.strip():
+            raise InvalidOperationError("the message is empty")
+        if len(message.encode()) > self.layer.settings.max_content_bytes:
+            raise InvalidOperationError("the message is over the size limit")
+        await self.chats.append(self.session, "user", message)
+        result = StepResult(reply="", session=self.session)
+        schemas = self.toolbox.schemas()
+        if schemas != self._cached_schemas:
+            await ToolSchemaCache(self.layer).set(self.session, schemas)
+            self._cached_schemas = schemas
+        reserve = int(self.window.window_tokens * self.window.reserve_share)
+        fixed = 0
+        rounds = self.settings.context.max_tool_rounds
+        for round_ in range(rounds):
+            ctx, report = await self.context(message)
+            self._collect(result, report)
+            fixed = ctx.fixed_tokens + count_tool_schemas(schemas)
+            result.context_tokens = ctx.tokens + count_tool_schemas(schemas)
+            result.memories = len(ctx.chosen)
+            last = round_ == rounds - 1
+            completion = await llm.chat(ctx.messages(), tools=None if last else schemas or None,
+                                        max_tokens=reserve)  # fmt: skip
+            result.llm_calls += 1
+            if completion.tool_calls and not last:
+                runs = [await self.toolbox.run(call) for call in completion.tool_calls]
+                await self._record_tools(completion.content, completion.tool_calls, runs)
+                result.tool_runs += runs
+                continue
+            result.reply = completion.content
+            break
+        await self.chats.append(self.session, "assistant", result.reply)
+        # measured as the next request will be: the same system, memories and tools
+        _, report = await (await self.session_window()).enforce(fixed)
+        self._collect(result, report)
+        result.usage = report.usage_after
+        log.info("step", session=self.session, llm_calls=result.llm_calls,
+                 tools=len(result.tool_runs), usage=round(result.usage, 3),
+                 actions=result.actions)  # fmt: skip
+        return result
+
+    async def _record_tools(self, content: str, calls: list[ToolCall], runs: list[ToolRun]) -> None:
+        """Episodes for each run, then the calls and their results in one chat change."""
+        for run in runs:
+            await self.episodes.record(self.session, run.name, run.arguments, run.output,
+                                       run.success, run.duration_ms)  # fmt: skip
+        parts = [call.as_message_part() for call in calls]
+        results = [{"tool_call_id": r.call_id, "content": r.output, "name": r.name} for r in runs]
+        await self.chats.append_tool_exchange(self.session, content, parts, results)
+
+    @staticmethod
+    def _collect(result: StepResult, report: EnforceReport) -> None:
+        result.actions += report.actions
+        result.checkpoints += report.checkpoints

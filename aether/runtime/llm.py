@@ -1,0 +1,164 @@
+"""The LLM client: any OpenAI-compatible chat endpoint through the ``openai`` package.
+
+Configured by ``AETHER_LLM_BASE_URL``, ``AETHER_LLM_MODEL`` and ``AETHER_LLM_API_KEY``
+(``AETHER_LLM_TIMEOUT_S``, ``AETHER_LLM_MAX_RETRIES``). Timeouts and retries are the
+openai client's own: connection errors, 408, 409, 429 and 5xx are retried with
+exponential backoff and jitter; what still fails becomes an :class:`LLMError`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import structlog
+from openai import AsyncOpenAI
+
+from aether.config import Settings
+from aether.errors import LLMError, LLMNotConfiguredError
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def as_message_part(self) -> dict[str, Any]:
+        """The call as it appears in an assistant message."""
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the model answered."""
+
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = ""
+
+
+class LLMClient:
+    """Chat completions against one endpoint and model.
+
+    Args:
+        base_url: the OpenAI-compatible endpoint (``http://host/v1``).
+        model: the model name.
+        api_key: the key (endpoints that need none get a placeholder).
+        timeout_s: per request.
+        max_retries: retries with exponential backoff.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+    ) -> None:
+        self.model = model
+        self.client = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                  timeout=timeout_s, max_retries=max_retries)  # fmt: skip
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLMClient | None:
+        """The configured client, or ``None`` when no LLM is configured."""
+        if not settings.llm_base_url or not settings.llm_model:
+            return None
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        return cls(settings.llm_base_url, settings.llm_model, key,
+                   settings.llm_timeout_s, settings.llm_max_retries)  # fmt: skip
+
+    @staticmethod
+    def require(client: LLMClient | None) -> LLMClient:
+        """``client``, or a clear error when no LLM is configured."""
+        if client is None:
+            raise LLMNotConfiguredError(
+                "no LLM configured: set AETHER_LLM_BASE_URL and AETHER_LLM_MODEL "
+                "(and AETHER_LLM_API_KEY when the endpoint needs one)"
+            )
+        return client
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One chat completion.
+
+        Raises:
+            LLMError: the endpoint failed after its retries, or sent no choice.
+        """
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        try:
+            response = await self.client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as e:
+            retryable = e.status_code in (408, 409, 429) or e.status_code >= 500
+            raise LLMError(f"LLM endpoint answered {e.status_code}: {_brief(e)}", retryable) from e
+        except (openai.APIConnectionError, openai.APITimeoutError) as e:
+            raise LLMError(f"LLM endpoint unreachable: {_brief(e)}", retryable=True) from e
+        except openai.OpenAIError as e:
+            raise LLMError(f"LLM request failed: {_brief(e)}") from e
+        if not response.choices:
+            raise LLMError("LLM endpoint sent no choices", retryable=True)
+        choice = response.choices[0]
+        calls = [
+            ToolCall(c.id, c.function.name, c.function.arguments or "{}")
+            for c in choice.message.tool_calls or []
+            if c.type == "function"
+        ]
+        usage = response.usage
+        return Completion(
+            content=choice.message.content or "",
+            tool_calls=calls,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            finish_reason=choice.finish_reason or "",
+        )
+
+    async def complete(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
+        """A plain text answer to one prompt (summaries, extraction)."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        reply = await self.chat(messages, max_tokens=max_tokens)
+        if not reply.content.strip():
+            raise LLMError("LLM answered with empty text", retryable=True)
+        return reply.content
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self.client.close()
+
+
+def _brief(error: Exception) -> str:
+    text = str(error)
+    return text if len(text) <= 300 else text[:300] + "…"
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's JSON arguments as an object.
+
+    Raises:
+        LLMError: not JSON, or not a JSON object.
+    """
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as e:
+        raise LLMError(f"tool arguments are not valid JSON: {e.msg}") from e
+    if not isinstance(value, dict):
+        raise LLMError("tool arguments must be a JSON object")
+    return value

@@ -1,0 +1,269 @@
+"""The context layer's parts: tokens, units and the window, thresholds, summaries,
+the memory index and assembly within budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import ContextSettings, Settings
+from aether.context.assembly import Budgets, ContextAssembler
+from aether.context.compression import HEADER, ExtractiveSummarizer, LLMSummarizer
+from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, Thresholds
+from aether.context.tokens import count_message, count_messages, count_tokens
+from aether.context.window import limit, render, units
+from aether.errors import InvalidOperationError
+from aether.identity.bootstrap import default_identity_dir
+from aether.identity.profile import IdentityStore
+from aether.memory.daily import DailyLog
+from aether.memory.layer import MemoryLayer
+from aether.memory.longterm import LongTermMemory
+from aether.memory.search import MemorySearch
+from aether.memory.topics import MemoryIndex
+from aether.runtime.llm import LLMClient
+from aether.store.state import Mutation
+from tests.openai_server import ScriptedOpenAI
+
+UTC = ZoneInfo("UTC")
+
+
+def _call(cid: str, name: str = "memory_search") -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _conversation() -> list[dict[str, Any]]:
+    return [
+        {"id": "01", "role": "user", "content": "hi", "timestamp": 0.0},
+        {"id": "02", "role": "assistant", "content": "", "timestamp": 1.0,
+         "tool_calls": [_call("a"), _call("b")]},
+        {"id": "03", "role": "tool", "content": "ra", "tool_call_id": "a", "timestamp": 1.0},
+        {"id": "04", "role": "tool", "content": "rb", "tool_call_id": "b", "timestamp": 1.0},
+        {"id": "05", "role": "assistant", "content": "done", "timestamp": 2.0},
+        {"id": "06", "role": "user", "content": "bye", "timestamp": 3.0},
+    ]  # fmt: skip
+
+
+def test_tool_calls_and_results_are_counted() -> None:
+    plain = {"role": "assistant", "content": "ok"}
+    arguments = json.dumps({"query": "a long query " * 20})
+    function = {"name": "memory_search", "arguments": arguments}
+    calling = {**plain, "tool_calls": [{"id": "c1", "function": function}]}
+    assert count_message(calling) > count_message(plain) + 40
+    result = {"role": "tool", "content": "x " * 100, "tool_call_id": "c1"}
+    assert count_message(result) > 100
+    assert count_messages([plain, result]) == count_message(plain) + count_message(result) + 3
+
+
+def test_units_keep_calls_with_their_results() -> None:
+    group = units(_conversation())
+    assert [[m["id"] for m in u] for u in group] == [["01"], ["02", "03", "04"], ["05"], ["06"]]
+    # a result whose call is gone, and a call missing a result, are never sent alone
+    orphan = units(_conversation()[2:])
+    assert [[m["id"] for m in u] for u in orphan] == [["05"], ["06"]]
+    missing = units([m for m in _conversation() if m["id"] != "04"])
+    assert all(u[0]["id"] != "02" for u in missing)
+
+
+def test_the_sliding_limit_never_splits_a_unit() -> None:
+    group = units(_conversation())
+    for max_messages in range(1, 8):
+        kept, evicted = limit(group, max_messages)
+        assert kept and kept[-1][0]["id"] == "06"
+        assert evicted + kept == group
+        assert sum(len(u) for u in kept) <= max(max_messages, 1)
+    kept, _ = limit(group, 4)
+    assert [u[0]["id"] for u in kept] == ["05", "06"]  # 3 + 2 > 4: the tool unit goes whole
+
+
+def test_user_messages_are_time_stamped() -> None:
+    ts = 1_790_000_000.0
+    out = render({"role": "user", "content": "hello", "timestamp": ts}, ZoneInfo("Europe/Berlin"))
+    assert out["content"].startswith("[Current Time: 2026-09-21 16:13:20] hello")
+    assistant = render({"role": "assistant", "content": "hi", "timestamp": ts}, UTC)
+    assert assistant["content"] == "hi"
+
+
+def test_thresholds_fire_once_per_crossing() -> None:
+    t = Thresholds()
+    fired: set[str] = set()
+    seen: list[str] = []
+    for usage in (0.3, 0.5, 0.61, 0.65, 0.70, 0.76, 0.80, 0.84, 0.86):
+        actions, fired = t.due(usage, fired)
+        seen += actions
+    assert seen == [PROACTIVE, WARNING, CRITICAL]
+    assert fired == set()
+    # wobbling just under a level does not fire it again; a real drop re-arms it
+    fired = {PROACTIVE}
+    assert t.due(0.58, fired) == ([], {PROACTIVE})
+    actions, fired = t.due(0.45, fired)
+    assert actions == [] and fired == set()
+    assert t.due(0.62, fired)[0] == [PROACTIVE]
+    # jumping over two levels fires both, once
+    assert t.due(0.80, set())[0] == [PROACTIVE, WARNING]
+
+
+def test_threshold_settings_must_be_ordered() -> None:
+    with pytest.raises(ValueError):
+        ContextSettings(proactive_at=0.8, warning_at=0.75)
+    with pytest.raises(ValueError):
+        ContextSettings(system_share=0.5, history_share=0.6)
+    assert ContextSettings(models={"big": {"window_tokens": 128_000}}).window(
+        "big").window_tokens == 128_000  # fmt: skip
+
+
+async def test_extractive_summary_keeps_salient_sentences_within_budget() -> None:
+    messages = [
+        {"role": "user", "content": "The deployment of the billing service failed twice. "
+                                    "The billing service needs a database migration first."},
+        {"role": "assistant", "content": "I will run the billing migration tonight."},
+        {"role": "user", "content": "ok thanks"},
+        {"role": "system", "content": "Context at 75%, wrap up or checkpoint"},
+    ]  # fmt: skip
+    summary = await ExtractiveSummarizer().summarize("", messages, 60)
+    assert summary.startswith(HEADER)
+    assert count_tokens(summary) <= 60
+    assert "billing" in summary
+    assert "Context at 75%" not in summary
+    folded = await ExtractiveSummarizer().summarize(summary, [messages[1]], 80)
+    assert "billing service" in folded and count_tokens(folded) <= 80
+
+
+async def test_llm_summary_falls_back_to_extractive_when_the_model_fails() -> None:
+    with ScriptedOpenAI() as server:
+        server.failing = True
+        llm = LLMClient(server.base_url, "scripted", max_retries=0, timeout_s=5)
+        messages = [{"role": "user", "content": "My locker code is 4711."}]
+        summary = await LLMSummarizer(llm).summarize("", messages, 100)
+        await llm.aclose()
+    assert summary.startswith(HEADER) and "4711" in summary
+
+
+async def test_memory_index_is_kept_on_write_and_rolls_back(
+    settings: Settings, client: Redis, checkpoints: Checkpoints
+) -> None:
+    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    await MemorySearch(layer).ensure_index()
+    daily, longterm = DailyLog(layer), LongTermMemory(layer)
+    await daily.log("docker restart policy is on-failure", tags=["docker", "ops"])
+    await daily.log("docker compose v2 is installed", tags=["docker"])
+    cp = await checkpoints.create()
+    memory = await longterm.add("partner lives abroad", tags=["partner", "relationship"])
+    table = await MemoryIndex(layer).read(300)
+    assert table.counts == {"daily": 2, "longterm": 1}
+    assert "| docker | 2 |" in table.text and "| partner | 1 |" in table.text
+    assert table.text.index("docker") < table.text.index("partner")
+    await longterm.delete(memory["id"])
+    assert "partner" not in (await MemoryIndex(layer).read(300)).text
+    await longterm.add("likes tea", tags=["food"])
+    await checkpoints.rollback_to(cp.id)
+    after = await MemoryIndex(layer).read(300)
+    assert after.counts == {"daily": 2} and "food" not in after.text
+    assert await MemoryIndex(layer).rebuild() == {"daily": 2}
+    assert (await MemoryIndex(layer).read(300)).text == after.text
+
+
+async def test_memory_index_stays_within_budget(settings: Settings, client: Redis) -> None:
+    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    m = Mutation()
+    from aether.memory.topics import count_ops
+
+    docs = [{"kind": "daily", "tags": [f"topic-{i % 400}", "common"], "timestamp": 1e9 + i}
+            for i in range(4000)]  # fmt: skip
+    count_ops(m, layer.keys, docs)
+    await layer.store.apply(m, "test")
+    for budget in (100, 200, 300):
+        table = await MemoryIndex(layer).read(budget)
+        assert table.tokens <= budget
+        assert table.rows >= 3
+        assert "4,000 daily entries" in table.text and "more topics" in table.text
+        assert table.text.splitlines()[3].startswith("| common | 4000 |")
+
+
+async def _seed_memory(settings: Settings, client: Redis) -> MemoryLayer:
+    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    await MemorySearch(layer).ensure_index()
+    await IdentityStore(layer.store, Checkpoints(client, layer.keys)).ensure(default_identity_dir())
+    daily = DailyLog(layer)
+    await daily.log("The staging database password rotates every Monday", tags=["ops"])
+    for i in range(40):
+        await daily.log(f"routine note {i} about lunch and the weather", tags=["misc"])
+    # a forgotten belief must never reach a context, however relevant
+    doc = {"id": "B1", "kind": "belief", "content": "The staging database is on Postgres 9",
+           "status": "forgotten", "source": "agent", "tags": [], "score": 1.0,
+           "timestamp": time.time(), "session": "", "hash": "x"}  # fmt: skip
+    await layer.store.apply(Mutation().json_set(layer.keys.belief("B1"), doc), "test")
+    return layer
+
+
+async def test_assembly_fits_its_budget_and_ranks_relevant_memories(
+    settings: Settings, client: Redis
+) -> None:
+    layer = await _seed_memory(settings, client)
+    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
+    assembler = ContextAssembler(layer, identity, settings.context)
+    for max_tokens in (300, 800, 2000):
+        ctx = await assembler.assemble("when does the staging database password rotate?",
+                                       max_tokens)  # fmt: skip
+        assert ctx.tokens <= max_tokens
+        budgets = Budgets.standalone(max_tokens, settings.context)
+        # the guardrails are never dropped, even when they alone exceed the system budget
+        assert ctx.system.tokens <= budgets.system or ctx.system.text.startswith("# Guardrails")
+        assert ctx.index.tokens <= budgets.index
+        assert "rotates every Monday" in ctx.memories.text
+        assert "Postgres 9" not in ctx.text()
+        assert ctx.chosen[0].content.startswith("The staging database password")
+    ctx = await assembler.assemble("staging database", 2000)
+    assert "Memory holds 41 items" in ctx.index.text
+    assert "# Relevant memories" in ctx.system_message()["content"]
+    with pytest.raises(InvalidOperationError):
+        await assembler.assemble("x", 10)
+
+
+async def test_assembly_includes_recent_history_of_a_session(
+    settings: Settings, client: Redis
+) -> None:
+    from aether.memory.chat import ChatSessions
+
+    layer = await _seed_memory(settings, client)
+    chats = ChatSessions(layer)
+    for i in range(30):
+        await chats.append("s1", "user", f"question number {i} " + "words " * 20)
+        await chats.append("s1", "assistant", f"answer number {i}")
+    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
+    ctx = await ContextAssembler(layer, identity, settings.context).assemble(
+        "staging password", 1000, session="s1"
+    )
+    assert ctx.tokens <= 1000
+    assert 0 < ctx.history.tokens <= 250
+    contents = [m["content"] for m in ctx.history_messages]
+    assert contents[-1] == "answer number 29"
+    assert contents[0].startswith("[Current Time: ") or contents[0].startswith("answer")
+
+
+def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    assert cli("memory", "log", "The VPN config lives in vault path ops/vpn").returncode == 0
+    out = cli("context", "preview", "where is the VPN config?", "--max-tokens", "600", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["tokens"] <= 600
+    assert {s["name"] for s in data["sections"]} == {"system", "index", "history", "memories"}
+    assert "vault path ops/vpn" in data["text"]
+    human = cli("context", "preview", "VPN", "--max-tokens", "600")
+    assert human.returncode == 0 and "memories" in human.stdout
+    bad = cli("context", "preview", "VPN", "--max-tokens", "5")
+    assert bad.returncode == 1 and "max_tokens" in bad.stderr
