@@ -101,6 +101,9 @@ class ContextSettings(ModelWindow):
     )
     summary_max_tokens: int = Field(default=600, ge=50, description="the compression summary")
     index_max_tokens: int = Field(default=300, ge=50, description="the memory index table")
+    min_relevance: float = Field(
+        default=0.25, ge=0, le=1, description="memories less relevant than this x the best stay out"
+    )
     relevance_weight: float = Field(default=0.6, ge=0, description="memory scoring")
     recency_weight: float = Field(default=0.2, ge=0, description="memory scoring")
     importance_weight: float = Field(default=0.2, ge=0, description="memory scoring")

@@ -38,7 +38,7 @@ log = structlog.get_logger(__name__)
 
 STANDALONE_SYSTEM = 0.15
 STANDALONE_INDEX = 0.15
-STANDALONE_HISTORY = 0.25
+STANDALONE_HISTORY = 0.15
 OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
 HIDDEN_STATUSES = frozenset({"forgotten", "invalidated", "pruned"})
 MEMORIES_HEADER = "# Relevant memories"
@@ -58,7 +58,7 @@ class Budgets:
 
     @classmethod
     def standalone(cls, max_tokens: int, settings: ContextSettings) -> Budgets:
-        """``max_tokens`` split: system 15 %, index 15 % (capped), history 25 %, the rest."""
+        """``max_tokens`` split: system 15 %, index 15 % (capped), history 15 %, the rest."""
         index = min(settings.index_max_tokens, int(max_tokens * STANDALONE_INDEX))
         system = int(max_tokens * STANDALONE_SYSTEM)
         history = int(max_tokens * STANDALONE_HISTORY)
@@ -171,7 +171,8 @@ def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
     if kind == "belief" and confidence is not None and float(confidence) < 0.8:
         label += " (uncertain)"
     content = " ".join(memory.content.split())
-    return truncate_to_tokens(f"- [{day}]{label} {content}", max_tokens)
+    line = f"- [{day}]{label} {content}"
+    return line if count_tokens(line) <= max_tokens else truncate_to_tokens(line, max_tokens)
 
 
 class ContextAssembler:
@@ -284,7 +285,7 @@ class ContextAssembler:
     ) -> tuple[Section, list[ScoredMemory]]:
         if budget <= 8 or not query.strip():
             return Section("memories", "", 0, max(0, budget)), []
-        limit = max(5, min(50, budget // 25))
+        limit = max(5, min(50, budget // 40))
         try:
             hits = await self.search.search(query, limit=limit, now=now)
         except InvalidOperationError:
@@ -298,6 +299,7 @@ class ContextAssembler:
         shown = " ".join(" ".join(str(m.get("content") or "").split()) for m in history)
         visible = [h for h in hits if h.doc.get("status") not in HIDDEN_STATUSES]
         top = max((h.relevance for h in visible), default=0.0)
+        visible = [h for h in visible if h.relevance >= self.settings.min_relevance * top]
         half_life = self.layer.settings.recency_half_life_days
         scored = [score_memory(h, top, now, self.settings, half_life) for h in visible]
         scored.sort(key=lambda m: m.score, reverse=True)

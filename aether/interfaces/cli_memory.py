@@ -164,15 +164,18 @@ def search(
 
 @app.command()
 def reindex(ctx: typer.Context) -> None:
-    """Create the search index, or rebuild it when the schema changed (idempotent)."""
+    """Create the search index (rebuilt when the schema changed) and recount the memory index."""
     st = state(ctx)
 
-    async def body() -> None:
+    async def body() -> dict[str, int]:
+        from aether.memory.topics import MemoryIndex
+
         async with memory(st) as layer:
             await MemorySearch(layer).ensure_index()
+            return await MemoryIndex(layer).rebuild()
 
-    run(ctx, body)
-    print(f"index {st.keys.memory_index()} ready")
+    counts = run(ctx, body)
+    print(f"index {st.keys.memory_index()} ready; memory index recounted: {counts}")
 
 
 @app.command("import")

@@ -51,6 +51,7 @@ class StepResult:
     usage: float = 0.0
     context_tokens: int = 0
     memories: int = 0
+    reports: list[EnforceReport] = field(default_factory=list)
 
 
 class AgentRuntime:
@@ -223,3 +224,4 @@ class AgentRuntime:
     def _collect(result: StepResult, report: EnforceReport) -> None:
         result.actions += report.actions
         result.checkpoints += report.checkpoints
+        result.reports.append(report)

@@ -112,6 +112,23 @@ class EmbeddedRedis:
             return pid
         return pid
 
+    def _exited(self) -> bool:
+        """Whether the server wrote its pid and has since died.
+
+        A half-written pidfile, seen while the server starts, is not an exit.
+        """
+        try:
+            pid = int(self.pid_path.read_text().strip())
+        except (OSError, ValueError):
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
     def _responds(self, endpoint: Endpoint) -> bool:
         if not endpoint.unix_socket.exists():
             return False
@@ -204,7 +221,7 @@ class EmbeddedRedis:
                 if self._responds(endpoint):
                     log.info("embedded redis started", socket=str(endpoint.unix_socket))
                     return self.status()
-                if self.pid_path.exists() and self._pid() is None:
+                if self._exited():
                     break
                 time.sleep(0.05)
             raise ServerError(f"embedded redis did not come up: {self._log_tail()}")

@@ -1,0 +1,138 @@
+"""Context quality and cost on LoCoMo (or any file in its format); prints one JSON object.
+
+Each conversation is replayed through the agent runtime's window at 4,096 tokens with no
+LLM (``observe``: extractive compression; what leaves the window goes to the daily log).
+Then, for each question of categories 1-4 with evidence, a context of at most 2,000
+tokens is assembled (identity, memory index, the session's recent history, relevant
+memories). ``context_recall`` is the fraction of a question's evidence turns whose text
+is in the assembled context; ``token_reduction`` is 1 - context tokens / the whole
+conversation's tokens, per question; assembly latency excludes embedding the question
+(its vector is computed, and cached, before the clock starts).
+
+Usage: python bench/context.py [PATH] [--embeddings local|none] [--window N] [--max-tokens N]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from locomo import DEFAULT, questions, turns
+
+from aether.config import ContextSettings, Settings
+from aether.context.tokens import count_tokens
+from aether.identity.bootstrap import default_identity_dir
+from aether.runtime.agent import AgentRuntime
+from aether.server.embedded import EmbeddedRedis
+from aether.store.client import connect
+
+
+def normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def replay(rt: AgentRuntime, sample: dict[str, Any]) -> dict[str, Any]:
+    """Observe every turn; returns dia_id -> normalised text, and what the window did."""
+    conv = sample["conversation"]
+    first = conv.get("speaker_a")
+    texts: dict[str, str] = {}
+    actions: list[str] = []
+    evicted = 0
+    for dia, content, ts in turns(sample):
+        speaker, _, said = content.partition(": ")
+        role = "user" if speaker == first else "assistant"
+        report = await rt.observe(role, content, timestamp=ts)
+        actions += report.actions
+        evicted += report.evicted
+        texts[dia] = normal(said)[:80]
+    return {"texts": texts, "actions": actions}
+
+
+async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    home = Path(tempfile.mkdtemp(prefix="aether-context-"))
+    base = Settings(home=home, embeddings=embeddings, redis_appendfsync="always",  # type: ignore[arg-type]
+                    context=ContextSettings(window_tokens=window))  # fmt: skip
+    recalls: list[float] = []
+    reductions: list[float] = []
+    context_tokens: list[int] = []
+    conversation_tokens: list[int] = []
+    latencies: list[float] = []
+    actions: list[str] = []
+    replay_s = 0.0
+    client = await connect(base)
+    try:
+        for sample in data:
+            settings = base.model_copy(update={"namespace": f"ctx{uuid.uuid4().hex[:8]}"})
+            rt = await AgentRuntime.open(settings, client, session="conversation")
+            await rt.identity.ensure(default_identity_dir())
+            t = time.perf_counter()
+            replayed = await replay(rt, sample)
+            replay_s += time.perf_counter() - t
+            actions += replayed["actions"]
+            whole = sum(count_tokens(content) for _, content, _ in turns(sample))
+            for question, evidence in questions(sample):
+                if rt.layer.embedder is not None:
+                    await rt.layer.embedder.embed(question)  # embedding is excluded
+                t = time.perf_counter()
+                ctx = await rt.assembler.assemble(question, max_tokens, session="conversation")
+                latencies.append((time.perf_counter() - t) * 1000)
+                text = normal(ctx.text())
+                found = [d for d in evidence if replayed["texts"].get(d, "\0") in text]
+                recalls.append(len(found) / len(evidence))
+                context_tokens.append(ctx.tokens)
+                conversation_tokens.append(whole)
+                reductions.append(1 - ctx.tokens / whole)
+    finally:
+        await client.aclose()
+        EmbeddedRedis(base).stop()
+    return {
+        "file": str(path),
+        "embeddings": embeddings,
+        "window_tokens": window,
+        "max_tokens": max_tokens,
+        "questions": len(recalls),
+        "context_recall": round(statistics.fmean(recalls), 3),
+        "token_reduction": round(statistics.fmean(reductions), 3),
+        "context_tokens_mean": round(statistics.fmean(context_tokens), 1),
+        "conversation_tokens_mean": round(statistics.fmean(conversation_tokens), 1),
+        "assembly_p50_ms": round(statistics.median(latencies), 2),
+        "assembly_p99_ms": round(percentile(latencies, 0.99), 2),
+        "window_actions": {a: actions.count(a) for a in sorted(set(actions))},
+        "replay_s": round(replay_s, 1),
+    }
+
+
+def main() -> None:
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    args = sys.argv[1:]
+    options = {"--embeddings": "local", "--window": "4096", "--max-tokens": "2000"}
+    for name in list(options):
+        if name in args:
+            i = args.index(name)
+            options[name] = args[i + 1]
+            del args[i : i + 2]
+    path = Path(args[0]) if args else DEFAULT
+    result = asyncio.run(run(path, options["--embeddings"], int(options["--window"]),
+                             int(options["--max-tokens"])))  # fmt: skip
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""The agent runtime end to end: the real openai client against a scripted local server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import ContextSettings, Settings
+from aether.context.session import EVICTED_TAG
+from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, WARNING_TEXT
+from aether.errors import CheckpointError, InvalidOperationError, LLMError, LLMNotConfiguredError
+from aether.identity.bootstrap import default_identity_dir
+from aether.memory.chat import ChatSessions
+from aether.memory.episodes import Episodes
+from aether.memory.search import MemorySearch
+from aether.runtime.agent import AgentRuntime, StepResult
+from aether.runtime.llm import LLMClient
+from aether.runtime.tools import Tool
+from tests.openai_server import ScriptedOpenAI, completion
+
+STAMP = re.compile(r"^\[Current Time: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] ")
+FILLER = (
+    "We talked about the garden, the weather on the coast, a book about sailing ships, "
+    "the price of train tickets and what to cook for dinner on the weekend. "
+)
+
+
+def responder(body: dict[str, Any]) -> dict[str, Any]:
+    """The scripted model: tools when asked, summaries without the secret, else chatter."""
+    messages = body["messages"]
+    last = messages[-1]
+    if messages[0]["content"].startswith("You compress your own conversation history"):
+        return completion("The user chatted about everyday things.")
+    if last["role"] == "user" and "USE TOOLS" in last["content"]:
+        return completion(tool_calls=[
+            ("call_s", "memory_search", {"query": "locker"}),
+            ("call_p", "scratchpad", {"action": "set", "id": "plan", "value": "water plants"}),
+        ])  # fmt: skip
+    if last["role"] == "user" and "BROKEN TOOLS" in last["content"]:
+        return completion(tool_calls=[
+            ("call_u", "no_such_tool", {}),
+            ("call_j", "memory_search", {"limit": "many"}),
+            ("call_c", "shout", {"text": "hello"}),
+        ])  # fmt: skip
+    if last["role"] == "tool":
+        return completion("Done with the tools.")
+    return completion("Understood. " + FILLER)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI(dims=64, responder=responder) as s:
+        yield s
+
+
+def configured(settings: Settings, server: ScriptedOpenAI, **context: Any) -> Settings:
+    return settings.model_copy(update={
+        "embeddings": "openai",
+        "embedding": settings.embedding.model_copy(update={
+            "model": "bow", "base_url": server.base_url, "dims": 64}),
+        "llm_base_url": server.base_url, "llm_model": "scripted",
+        "llm_max_retries": 0, "llm_timeout_s": 10,
+        "context": ContextSettings(**{"window_tokens": 4096, **context}),
+    })  # fmt: skip
+
+
+async def open_runtime(settings: Settings, client: Redis, session: str = "conv") -> AgentRuntime:
+    rt = await AgentRuntime.open(settings, client, session=session,
+                                 llm=LLMClient.from_settings(settings))  # fmt: skip
+    await rt.identity.ensure(default_identity_dir())
+    return rt
+
+
+def check_request(body: dict[str, Any]) -> None:
+    """No tool pair split, every user message stamped."""
+    messages = body["messages"]
+    assert messages[0]["role"] == "system"
+    for i, m in enumerate(messages):
+        if m["role"] == "user":
+            assert STAMP.match(m["content"]), m["content"][:60]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            following = messages[i + 1 : i + 1 + len(ids)]
+            assert [f.get("tool_call_id") for f in following] == ids
+        if m["role"] == "tool":
+            callers = [c["id"] for p in messages[:i] for c in p.get("tool_calls") or []]
+            assert m["tool_call_id"] in callers
+
+
+async def test_a_long_conversation_crosses_each_threshold_once_per_crossing(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    s = configured(settings, server)
+    rt = await open_runtime(s, client)
+    first = await rt.step("My locker code is 4711 and my cat is named Ziggy. USE TOOLS please.")
+    assert [r.name for r in first.tool_runs] == ["memory_search", "scratchpad"]
+    assert all(r.success for r in first.tool_runs) and first.llm_calls == 2
+    assert first.reply == "Done with the tools."
+    results: list[StepResult] = [first]
+    actions: list[str] = []
+    for i in range(60):
+        result = await rt.step(f"Message {i}. {FILLER}{FILLER}")
+        results.append(result)
+        actions += result.actions
+        if actions.count(CRITICAL) == 2:
+            break
+    assert actions == [PROACTIVE, WARNING, CRITICAL, PROACTIVE, WARNING, CRITICAL]
+    # after each compression the window is under 60 %
+    compressions = [r for res in results for r in res.reports if CRITICAL in r.actions]
+    assert len(compressions) == 2
+    assert all(r.usage_after < 0.60 for r in compressions)
+    assert all(r.evicted > 0 for r in compressions)
+    # a checkpoint at each 60 % crossing and before each compression
+    reasons = [c.reason for c in await rt.checkpoints.list()]
+    assert reasons.count("context-proactive") == 2 and reasons.count("context-critical") == 2
+    # the warning went into the conversation once per crossing, and the model saw it
+    stored = await ChatSessions(rt.layer).messages("conv")
+    assert [m["content"] for m in stored if m["role"] == "system"] == [WARNING_TEXT] * 2
+    requests = server.chat_requests()
+    assert any(m["content"] == WARNING_TEXT for r in requests for m in r["messages"][1:])
+    for body in requests:
+        if not body["messages"][0]["content"].startswith("You compress"):
+            check_request(body)
+    # the LLM wrote the summaries; the evicted fact is out of the window...
+    last = [r for r in requests if not r["messages"][0]["content"].startswith("You compress")][-1]
+    history = " ".join(str(m.get("content")) for m in last["messages"][1:])
+    assert "4711" not in history and "The user chatted about everyday things." in history
+    # ...but in memory, where search finds it
+    hits = await MemorySearch(rt.layer).search("what is my locker code", limit=3)
+    assert "4711" in hits[0].content
+    assert EVICTED_TAG in hits[0].doc["tags"] and hits[0].doc["session"] == "conv"
+    # and the next question gets it back as a relevant memory
+    await rt.step("Quick question: what was my locker code again?")
+    system = server.chat_requests()[-1]["messages"][0]["content"]
+    assert "# Relevant memories" in system and "4711" in system
+    # the tool calls were recorded as episodes, and the tool pair kept together in chat
+    episodes = await Episodes(rt.layer).list("conv")
+    assert [e["tool"] for e in episodes] == ["memory_search", "scratchpad"]
+    assert stored[1]["role"] == "assistant" and [m["role"] for m in stored[2:4]] == ["tool"] * 2
+
+
+async def test_the_window_survives_a_restart(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    s = configured(settings, server, window_tokens=2048, memory_share=0.05)
+    rt = await open_runtime(s, client)
+    for i in range(60):
+        if CRITICAL in (await rt.observe("user", f"note {i}: {FILLER}")).actions:
+            break
+    await rt.observe("user", "one more note after the compression")
+    before = await (await rt.session_window()).view()
+    assert before.summary and before.start > 0
+    again = await open_runtime(s, client)
+    after = await (await again.session_window()).view()
+    assert (after.start, after.summary, after.flags) == (before.start, before.summary, before.flags)
+
+
+async def test_step_without_an_llm_is_a_clear_error_and_writes_nothing(
+    settings: Settings, client: Redis
+) -> None:
+    s = settings.model_copy(update={"embeddings": "none"})
+    rt = await AgentRuntime.open(s, client, session="quiet")
+    with pytest.raises(LLMNotConfiguredError, match="AETHER_LLM_BASE_URL"):
+        await rt.step("hello")
+    assert await client.exists(rt.layer.keys.chat_messages("quiet")) == 0
+    await rt.identity.ensure(default_identity_dir())
+    report = await rt.observe("user", "everything else works without a model")
+    assert report.usage_before > 0
+
+
+async def test_an_unreachable_llm_fails_retryably(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    rt = await open_runtime(configured(settings, server), client)
+    server.failing = True
+    with pytest.raises(LLMError) as caught:
+        await rt.step("hello?")
+    assert caught.value.retryable
+    server.failing = False
+    assert (await rt.step("hello again")).reply.startswith("Understood.")
+
+
+async def test_bad_tool_calls_become_error_results(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    rt = await open_runtime(configured(settings, server), client)
+    heard: list[dict[str, Any]] = []
+
+    async def shout(args: dict[str, Any]) -> str:
+        heard.append(args)
+        raise RuntimeError("shouting is broken")
+
+    rt.register_tool(Tool("shout", "Shout a text.", {"type": "object", "properties": {
+        "text": {"type": "string"}}, "required": ["text"]}, shout))  # fmt: skip
+    result = await rt.step("BROKEN TOOLS now")
+    assert [r.success for r in result.tool_runs] == [False, False, False]
+    outputs = [r.output for r in result.tool_runs]
+    assert "unknown tool" in outputs[0]
+    assert "must be integer" in outputs[1] or "missing required" in outputs[1]
+    assert "shouting is broken" in outputs[2] and heard == [{"text": "hello"}]
+    assert result.reply == "Done with the tools."
+    stored = await ChatSessions(rt.layer).messages("conv")
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    with pytest.raises(InvalidOperationError, match="already registered"):
+        rt.register_tool(Tool("shout", "again", {"type": "object"}, shout))
+    huge = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x " * 50}
+                                             for i in range(60)}}  # fmt: skip
+    with pytest.raises(InvalidOperationError, match="budget"):
+        rt.register_tool(Tool("huge", "too big", huge, shout))
+
+
+class BrokenCheckpoints(Checkpoints):
+    async def create(self, *args: Any, **kwargs: Any) -> Any:
+        raise CheckpointError("disk full")
+
+
+async def test_compression_still_bounds_the_window_when_checkpoints_fail(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    s = configured(settings, server, window_tokens=2048, memory_share=0.05)
+    rt = await open_runtime(s, client)
+    rt.checkpoints = BrokenCheckpoints(client, rt.layer.keys)
+    reports = [await rt.observe("user", f"note {i}: {FILLER}") for i in range(40)]
+    critical = [r for r in reports if CRITICAL in r.actions]
+    assert critical and all(r.usage_after < 0.60 and not r.checkpoints for r in critical)
+    assert max(r.usage_after for r in reports) < 0.85
+
+
+async def test_one_huge_message_is_compressed_harder(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    s = configured(settings, server, window_tokens=2048, memory_share=0.05)
+    rt = await open_runtime(s, client)
+    report = await rt.observe("user", "enormous paste: " + "lorem ipsum dolor " * 500)
+    assert CRITICAL in report.actions
+    assert report.usage_before >= 0.85 and report.usage_after < 0.60 and not report.over_budget
+    view = await (await rt.session_window()).view()
+    assert view.clip is not None and len(view.units) == 1
+
+
+async def test_tool_results_are_stored_with_their_calls(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    rt = await open_runtime(configured(settings, server), client)
+    await rt.step("USE TOOLS for the plan")
+    stored = await ChatSessions(rt.layer).messages("conv")
+    call = stored[1]
+    assert [c["id"] for c in call["tool_calls"]] == ["call_s", "call_p"]
+    assert json.loads(call["tool_calls"][1]["function"]["arguments"])["value"] == "water plants"
+    assert [m["tool_call_id"] for m in stored[2:4]] == ["call_s", "call_p"]
+    from aether.memory.scratchpad import Scratchpads
+
+    assert await Scratchpads(rt.layer).get("plan") == "water plants"
