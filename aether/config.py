@@ -131,6 +131,35 @@ class EmbeddingSettings(BaseModel):
     dims: int | None = Field(default=None, ge=1, description="openai: vector size")
 
 
+class DaemonSettings(BaseModel):
+    """The long-lived agent (``aether up``)."""
+
+    consumer: str = Field(default="main", pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+                          description="this daemon's name in the inbox consumer group")  # fmt: skip
+    session: str = Field(default="main", pattern=r"^[A-Za-z0-9_.-]{1,128}$",
+                         description="chat session of messages that name none")  # fmt: skip
+    heartbeat_interval_s: float = Field(default=1800.0, gt=0)
+    maintenance_interval_s: float = Field(default=86_400.0, gt=0)
+    shutdown_grace_s: float = Field(
+        default=8.0, ge=0, description="on SIGTERM: time the current message gets to finish"
+    )
+    max_deliveries: int = Field(
+        default=3, ge=1, description="a message failing this often is answered with the error"
+    )
+    claim_idle_s: float = Field(
+        default=60.0, gt=0, description="take over messages another consumer left this long"
+    )
+    outbox_maxlen: int = Field(default=10_000, ge=100)
+
+
+class McpSettings(BaseModel):
+    """The MCP server (``aether mcp`` on stdio; streamable HTTP inside ``aether up``)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535, description="unset = no HTTP server")
+    host: str = "127.0.0.1"
+    token: SecretStr | None = Field(default=None, description="bearer token; required for HTTP")
+
+
 class LogSettings(BaseModel):
     """Logging."""
 
@@ -173,6 +202,8 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
     llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
     context: ContextSettings = Field(default_factory=ContextSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     log: LogSettings = Field(default_factory=LogSettings)
@@ -226,6 +257,8 @@ class Settings(BaseSettings):
             data["embedding"]["api_key"] = "***"
         if self.llm_api_key is not None:
             data["llm_api_key"] = "***"
+        if self.mcp.token is not None:
+            data["mcp"]["token"] = "***"
         for name in ("redis_url", "postgres_dsn"):
             secret = getattr(self, name)
             data[name] = None if secret is None else _mask_url(secret.get_secret_value())

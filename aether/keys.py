@@ -47,6 +47,7 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("chat:", "chat"),
     ("episode:", "episodes"),
     ("memory:", "memory index"),
+    ("maintenance:", "maintenance"),
 )
 
 
@@ -200,8 +201,20 @@ class Keyspace:
         """LIST with TTL (30 s): the daemon's answer to one embedding request."""
         return self._k("rpc", "reply", request_id)
 
+    def daemon_maintenance(self) -> str:
+        """HASH: the last maintenance run (when, by whom, its report as JSON)."""
+        return self._k("daemon", "maintenance")
+
+    def job_lock(self, job: str) -> str:
+        """STRING with TTL: held by the daemon running one scheduled job."""
+        return self._k("lock", "job", job)
+
+    def maintenance_state(self) -> str:
+        """HASH: maintenance watermarks (reflected up to), journaled with the memories."""
+        return self._k("maintenance", "state")
+
     def inbox(self) -> str:
-        """STREAM: messages to the running agent."""
+        """STREAM: messages to the running agent (consumer group ``agent``)."""
         return self._k("inbox")
 
     def outbox(self) -> str:

@@ -63,11 +63,16 @@ class ChatSessions:
         name: str | None = None,
         timestamp: datetime | float | None = None,
         title: str | None = None,
+        ref: str | None = None,
     ) -> dict[str, Any]:
-        """Append one message (creating the session on first use)."""
+        """Append one message (creating the session on first use).
+
+        ``ref`` ties the message to where it came from (an inbox message id), so that a
+        redelivered message is not stored twice (see :meth:`find_ref`).
+        """
         check_id(session, "session id")
         ts = check_timestamp(timestamp)
-        message = _message(role, content, ts, name=name)
+        message = _message(role, content, ts, name=name, ref=ref)
         m = Mutation()
         m.zadd(self.keys.chat_messages(session), {json.dumps(message, ensure_ascii=False): ts})
         await self._meta_ops(m, session, ts, title)
@@ -106,6 +111,11 @@ class ChatSessions:
         await self._meta_ops(m, session, ts, None)
         await self.layer.store.apply(m, "chat.tool_exchange")
         return messages
+
+    async def find_ref(self, session: str, ref: str, recent: int = 100) -> dict[str, Any] | None:
+        """The message stored with ``ref`` among the last ``recent`` ones, if any."""
+        found = [m for m in await self.messages(session, limit=recent) if m.get("ref") == ref]
+        return found[-1] if found else None
 
     async def messages_from(self, session: str, start: int) -> list[dict[str, Any]]:
         """Messages from position ``start`` (0 = the first) to the last."""

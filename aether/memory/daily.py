@@ -73,6 +73,16 @@ class DailyLog:
         count_ops(m, self.keys, docs)
         return m
 
+    def removal(self, day: date, docs: list[dict[str, Any]], *, whole_day: bool) -> Mutation:
+        """The ops that delete ``docs`` of ``day`` (and the day's list when ``whole_day``)."""
+        m = Mutation()
+        for doc in docs:
+            m.delete(self.keys.daily_entry(doc["id"]))
+        if whole_day:
+            m.delete(self.keys.daily(day))
+        count_ops(m, self.keys, docs, sign=-1)
+        return m
+
     async def ids(self, day: date) -> list[str]:
         """Entry ids of a day, chronological."""
         return texts(await self.layer.client.lrange(self.keys.daily(day), 0, -1))

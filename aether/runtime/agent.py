@@ -162,8 +162,11 @@ class AgentRuntime:
         ctx.history = Section("history", "", tokens, tokens, len(ctx.history_messages))
         return ctx, report
 
-    async def step(self, message: str) -> StepResult:
+    async def step(self, message: str, *, ref: str | None = None) -> StepResult:
         """Answer one user message (see the module docs).
+
+        ``ref`` names where the message came from (an inbox id): a message delivered
+        again after a crash is then stored once, and answered from where it stood.
 
         Raises:
             LLMNotConfiguredError: no LLM is configured (nothing is written).
@@ -175,7 +178,8 @@ class AgentRuntime:
             raise InvalidOperationError("the message is empty")
         if len(message.encode()) > self.layer.settings.max_content_bytes:
             raise InvalidOperationError("the message is over the size limit")
-        await self.chats.append(self.session, "user", message)
+        if ref is None or await self.chats.find_ref(self.session, ref) is None:
+            await self.chats.append(self.session, "user", message, ref=ref)
         result = StepResult(reply="", session=self.session)
         schemas = self.toolbox.schemas()
         if schemas != self._cached_schemas:
@@ -201,7 +205,8 @@ class AgentRuntime:
                 continue
             result.reply = completion.content
             break
-        await self.chats.append(self.session, "assistant", result.reply)
+        await self.chats.append(self.session, "assistant", result.reply,
+                                ref=f"reply:{ref}" if ref else None)  # fmt: skip
         # measured as the next request will be: the same system, memories and tools
         _, report = await (await self.session_window()).enforce(fixed)
         self._collect(result, report)

@@ -31,10 +31,16 @@ class _Embeds(Protocol):
     async def embed_many(self, texts: list[str]) -> list[list[float]]: ...
 
 
-async def announce(client: Redis, keys: Keyspace, stop: asyncio.Event) -> None:
-    """Keep ``ns:daemon:alive`` set (with a TTL) until ``stop`` is set."""
+async def announce(
+    client: Redis, keys: Keyspace, stop: asyncio.Event, about: dict[str, Any] | None = None
+) -> None:
+    """Keep ``ns:daemon:alive`` set (with a TTL) until ``stop`` is set.
+
+    Its value is ``about`` as JSON (pid, start time...), for ``aether status``.
+    """
+    value = json.dumps(about or {})
     while not stop.is_set():
-        await client.set(keys.daemon_presence(), "1", ex=PRESENCE_TTL_S)
+        await client.set(keys.daemon_presence(), value, ex=PRESENCE_TTL_S)
         try:
             await asyncio.wait_for(stop.wait(), timeout=PRESENCE_TTL_S / 3)
         except TimeoutError:

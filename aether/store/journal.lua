@@ -16,7 +16,7 @@ when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '4'
+local VERSION = '5'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -404,7 +404,19 @@ local function fn_unlock(keys, args)
   return 0
 end
 
+-- Answer an inbox message exactly once: acknowledge it and add the reply to the outbox
+-- in one atomic step. When the message is no longer pending (another consumer answered
+-- it), nothing is added and nil is returned.
+-- KEYS: inbox, outbox. ARGV: group, message id, outbox max length, field, value, ...
+local function fn_reply(keys, args)
+  if redis.call('XACK', keys[1], args[1], args[2]) == 0 then return nil end
+  local fields = {}
+  for i = 4, #args do fields[#fields + 1] = args[i] end
+  return redis.call('XADD', keys[2], 'MAXLEN', '~', args[3], '*', unpack(fields))
+end
+
 redis.register_function('aether_version', function() return VERSION end)
+redis.register_function('aether_reply', fn_reply)
 redis.register_function('aether_apply', fn_apply)
 redis.register_function('aether_checkpoint', fn_checkpoint)
 redis.register_function('aether_rollback', fn_rollback)

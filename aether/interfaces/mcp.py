@@ -1,0 +1,238 @@
+"""The MCP server: aether's memory, checkpoints, identity and context as MCP tools.
+
+``aether mcp`` serves it over stdio; ``aether up`` also serves it over streamable HTTP
+when ``AETHER_MCP__PORT`` is set, behind the bearer token ``AETHER_MCP__TOKEN``.
+
+One error contract: a failing tool returns ``isError`` with one JSON object
+``{"code", "message", "retryable"}`` as its text; codes: ``invalid``, ``not_found``,
+``ambiguous``, ``busy`` (another admin action; retryable), ``checkpoint``, ``llm``,
+``unavailable`` (Redis unreachable; retryable), ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.context.assembly import ContextAssembler
+from aether.errors import (
+    AetherError,
+    AmbiguousIdError,
+    CheckpointError,
+    ConcurrentAdminError,
+    InvalidOperationError,
+    LLMError,
+    NotFoundError,
+)
+from aether.identity.profile import IdentityStore
+from aether.ids import check_id
+from aether.memory.daily import DailyLog
+from aether.memory.layer import MemoryLayer
+from aether.memory.longterm import LongTermMemory
+from aether.memory.scratchpad import Scratchpads
+from aether.memory.search import MemorySearch
+
+T = TypeVar("T")
+
+
+def error_payload(error: Exception) -> dict[str, Any]:
+    """The contract's ``{code, message, retryable}`` for an error."""
+    codes: list[tuple[type[Exception], str, bool]] = [
+        (ConcurrentAdminError, "busy", True),
+        (AmbiguousIdError, "ambiguous", False),
+        (NotFoundError, "not_found", False),
+        (InvalidOperationError, "invalid", False),
+        (CheckpointError, "checkpoint", False),
+        (LLMError, "llm", False),
+        (RedisConnectionError, "unavailable", True),
+    ]
+    for kind, code, retryable in codes:
+        if isinstance(error, kind):
+            if isinstance(error, LLMError):
+                retryable = error.retryable
+            return {"code": code, "message": str(error), "retryable": retryable}
+    return {"code": "error", "message": str(error), "retryable": False}
+
+
+@dataclass
+class Services:
+    """What the tools use: one namespace's memory, checkpoints and identity."""
+
+    layer: MemoryLayer
+    checkpoints: Checkpoints
+    settings: Settings
+
+    @classmethod
+    def open(cls, settings: Settings, client: Redis, actor: str = "mcp") -> Services:
+        """Services over ``client`` (vectors through the daemon when one runs)."""
+        layer = MemoryLayer.open(settings, client, actor=actor, via_daemon=True)
+        return cls(layer, Checkpoints(client, layer.keys, keep=settings.checkpoints.keep), settings)
+
+    @property
+    def identity(self) -> IdentityStore:
+        """The identity store."""
+        return IdentityStore(self.layer.store, self.checkpoints)
+
+
+async def _guard(work: Awaitable[T]) -> T:
+    try:
+        return await work
+    except (AetherError, RedisConnectionError) as e:
+        raise ToolError(json.dumps(error_payload(e))) from e
+
+
+def build_server(services: Services) -> MCPServer[Any]:
+    """The MCP server with every aether tool."""
+    server: MCPServer[Any] = MCPServer(
+        name="aether",
+        instructions="Long-term memory, checkpoints and identity of an aether agent.",
+    )
+    layer = services.layer
+    search = MemorySearch(layer)
+
+    def tool(fn: Callable[..., Awaitable[dict[str, Any]]]) -> None:
+        server.add_tool(fn, name=fn.__name__, description=(fn.__doc__ or "").strip())
+
+    async def memory_search(query: str, limit: int = 5, kind: str | None = None) -> dict[str, Any]:
+        """Hybrid search of memory (daily logs, long-term memories, beliefs)."""
+
+        async def work() -> dict[str, Any]:
+            await search.ensure_index()
+            hits = await search.search(query, limit=limit, kind=kind)
+            return {"results": [{"key": h.key, "id": h.doc.get("id"), "kind": h.doc.get("kind"),
+                                 "content": h.content, "relevance": h.relevance}
+                                for h in hits]}  # fmt: skip
+
+        return await _guard(work())
+
+    async def memory_log(
+        content: str, tags: list[str] | None = None, session: str | None = None
+    ) -> dict[str, Any]:
+        """Write an entry to today's daily log."""
+        doc = await _guard(DailyLog(layer).log(content, source="agent", tags=tags, session=session))
+        return {"id": doc["id"], "day": doc["day"]}
+
+    async def memory_remember(content: str, tags: list[str] | None = None) -> dict[str, Any]:
+        """Store a long-term memory."""
+        doc = await _guard(LongTermMemory(layer).add(content, tags=tags))
+        return {"id": doc["id"]}
+
+    async def memory_forget(id: str) -> dict[str, Any]:
+        """Delete a long-term memory or a daily entry by id (a rollback restores it)."""
+
+        async def work() -> dict[str, Any]:
+            check_id(id, "memory id")
+            if await layer.client.exists(layer.keys.longterm(id)):
+                await LongTermMemory(layer).delete(id)
+                return {"forgotten": id, "kind": "longterm"}
+            doc = (await layer.get_docs([layer.keys.daily_entry(id)]))[0]
+            if doc is None:
+                raise NotFoundError(f"no memory {id!r}")
+
+            removal = DailyLog(layer).removal(
+                date.fromisoformat(doc["day"]), [doc], whole_day=False
+            )
+            await layer.store.apply(removal, "memory.forget")
+            return {"forgotten": id, "kind": "daily"}
+
+        return await _guard(work())
+
+    async def scratchpad_get(id: str) -> dict[str, Any]:
+        """Read a scratchpad (``value`` is null when empty or expired)."""
+        return {"id": id, "value": await _guard(Scratchpads(layer).get(id))}
+
+    async def scratchpad_set(id: str, value: str, ttl_s: int | None = None) -> dict[str, Any]:
+        """Set a scratchpad (expires after ttl_s, default one hour)."""
+        await _guard(Scratchpads(layer).set(id, value, ttl_s))
+        return {"id": id, "ttl_s": await layer.client.ttl(layer.keys.scratchpad(id))}
+
+    async def checkpoint_create(label: str = "") -> dict[str, Any]:
+        """Checkpoint the agent's state now."""
+        cp = await _guard(services.checkpoints.create(label=label, reason="mcp", actor="mcp"))
+        return cp.to_dict()
+
+    async def checkpoint_list() -> dict[str, Any]:
+        """Checkpoints, newest first."""
+        return {"checkpoints": [c.to_dict() for c in await _guard(services.checkpoints.list())]}
+
+    async def checkpoint_rollback(id: str) -> dict[str, Any]:
+        """Roll the state back to a checkpoint (by id or unique prefix); undoable."""
+        result = await _guard(services.checkpoints.rollback_to(id, actor="mcp"))
+        return result.to_dict()
+
+    async def identity_get() -> dict[str, Any]:
+        """The agent's and the operator's profiles."""
+        identity = await _guard(services.identity.load())
+        return {"agent": identity.agent, "user": identity.user}
+
+    async def context_assemble(
+        query: str, max_tokens: int = 2000, session: str | None = None
+    ) -> dict[str, Any]:
+        """The context aether would send a model for ``query``, within ``max_tokens``."""
+        assembler = ContextAssembler(layer, services.identity, services.settings.context, search)
+
+        async def work() -> dict[str, Any]:
+            await search.ensure_index()
+            return _context(await assembler.assemble(query, max_tokens, session=session))
+
+        return await _guard(work())
+
+    for fn in (memory_search, memory_log, memory_remember, memory_forget, scratchpad_get,
+               scratchpad_set, checkpoint_create, checkpoint_list, checkpoint_rollback,
+               identity_get, context_assemble):  # fmt: skip
+        tool(fn)
+    return server
+
+
+def _context(ctx: Any) -> dict[str, Any]:
+    sections = [{"name": s.name, "tokens": s.tokens, "budget": s.budget} for s in ctx.sections()]
+    return {"tokens": ctx.tokens, "sections": sections, "messages": ctx.messages()}
+
+
+async def serve_stdio(settings: Settings) -> None:
+    """Serve MCP on stdin/stdout until the client closes."""
+    from aether.store.client import connect
+
+    client = await connect(settings)
+    try:
+        await build_server(Services.open(settings, client)).run_stdio_async()
+    finally:
+        await client.aclose()
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Pass authorised requests on; answer others 401."""
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            import hmac
+
+            if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+                body = json.dumps({"code": "unauthorized", "message": "bearer token required",
+                                   "retryable": False}).encode()  # fmt: skip
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(services: Services, token: str) -> Any:
+    """The streamable-HTTP ASGI app (at ``/mcp``) behind the bearer token."""
+    return BearerAuth(build_server(services).streamable_http_app(), token)

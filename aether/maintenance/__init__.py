@@ -1,0 +1,1 @@
+"""Maintenance: the engine and its schedule."""

@@ -1,0 +1,279 @@
+"""The maintenance engine (seed 002's ``run_maintenance``, plus seed 004's reflection).
+
+Steps, in order, each reporting what it did (or, with ``dry_run``, would do):
+
+1. ``compress_daily``: days older than the retention (7 days) become one long-term
+   digest each (LLM summary, or extractive), keeping the source entry ids; then the
+   day's entries are deleted. A checkpoint is taken first.
+2. ``prune_checkpoints``: keep the newest 50.
+3. ``scratchpad_ttls``: every scratchpad must expire; one without a TTL gets the default.
+4. ``reflect``: distill the daily entries written since the last reflection into
+   long-term memories (LLM: one lasting fact per line; otherwise one extractive note).
+5. ``beliefs``: decay and prune beliefs (once the belief lifecycle exists).
+
+A run holds ``ns:lock:job:maintenance.running`` so two never overlap (a daemon's
+scheduled run and a person's ``aether maintenance run``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import structlog
+
+from aether.checkpoints.manager import Checkpoints
+from aether.context.compression import ExtractiveSummarizer
+from aether.context.tokens import truncate_to_tokens
+from aether.errors import ConcurrentAdminError, LLMError
+from aether.memory.daily import DailyLog
+from aether.memory.layer import MemoryLayer
+from aether.memory.longterm import build_memory
+from aether.memory.topics import count_ops
+from aether.runtime.llm import LLMClient
+from aether.store.codec import text
+from aether.store.state import Mutation
+
+log = structlog.get_logger(__name__)
+
+RUN_LOCK_TTL_S = 600
+DELETE_BATCH = 200
+DIGEST_MAX_ENTRIES = 400
+DIGEST_TOKENS = 400
+REFLECT_MIN_ENTRIES = 3
+DIGEST_TAG = "digest"
+REFLECTION_TAG = "reflection"
+
+
+@dataclass
+class StepReport:
+    """What one step did."""
+
+    name: str
+    changed: int = 0
+    detail: str = ""
+    items: list[str] = field(default_factory=list)
+    checkpoint: str | None = None
+
+
+@dataclass
+class MaintenanceReport:
+    """A whole run."""
+
+    dry_run: bool
+    started_at: str
+    duration_ms: float = 0.0
+    steps: list[StepReport] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (for JSON)."""
+        return asdict(self)
+
+
+def _entry_messages(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Daily entries as messages for the summarizer."""
+    return [{"role": "user" if d.get("source") == "user" else "assistant",
+             "content": str(d.get("content", ""))} for d in docs]  # fmt: skip
+
+
+class MaintenanceEngine:
+    """Runs the maintenance steps on one namespace.
+
+    Args:
+        layer: the memory layer.
+        checkpoints: for the checkpoint before destructive steps, and pruning.
+        llm: summaries and distillation when given; extractive otherwise.
+        actor: who the journal says made the changes.
+    """
+
+    def __init__(
+        self,
+        layer: MemoryLayer,
+        checkpoints: Checkpoints,
+        llm: LLMClient | None = None,
+        actor: str = "maintenance",
+    ) -> None:
+        self.layer = layer
+        self.keys = layer.keys
+        self.client = layer.client
+        self.checkpoints = checkpoints
+        self.llm = llm
+        self.actor = actor
+        self.daily = DailyLog(layer)
+
+    async def run(self, *, dry_run: bool = False, now: datetime | None = None) -> MaintenanceReport:
+        """Run every step (see the module docs).
+
+        Raises:
+            ConcurrentAdminError: another maintenance run holds the lock.
+        """
+        when = now or datetime.now(UTC)
+        report = MaintenanceReport(dry_run=dry_run, started_at=when.isoformat())
+        start = time.perf_counter()
+        token = secrets.token_hex(8)
+        lock = self.keys.job_lock("maintenance.running")
+        if not await self.client.set(lock, token, nx=True, ex=RUN_LOCK_TTL_S):
+            raise ConcurrentAdminError("maintenance is already running; try again later")
+        try:
+            report.steps.append(await self.compress_daily(when, dry_run))
+            report.steps.append(await self.prune_checkpoints(dry_run))
+            report.steps.append(await self.scratchpad_ttls(dry_run))
+            report.steps.append(await self.reflect(when, dry_run))
+            report.steps.append(await self.beliefs(dry_run))
+        finally:
+            if text(await self.client.get(lock) or b"") == token:
+                await self.client.delete(lock)
+        report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
+        if not dry_run:
+            last: dict[Any, Any] = {"at": when.isoformat(), "by": self.actor,
+                    "report": json.dumps(report.to_dict())}  # fmt: skip
+            await self.client.hset(self.keys.daemon_maintenance(), mapping=last)
+            changed = sum(s.changed for s in report.steps)
+            event = {"type": "maintenance.done", "changed": changed}
+            await self.client.publish(self.keys.events(), json.dumps(event))
+        log.info("maintenance", dry_run=dry_run, steps={s.name: s.changed for s in report.steps})
+        return report
+
+    async def _summary(self, docs: list[dict[str, Any]], instruction: str) -> str:
+        """An LLM summary of ``docs``, or the extractive one."""
+        if self.llm is not None:
+            lines = "\n".join(f"- {d.get('content', '')}" for d in docs)
+            try:
+                return await self.llm.complete(instruction, truncate_to_tokens(lines, 6000),
+                                               max_tokens=DIGEST_TOKENS)  # fmt: skip
+            except LLMError as e:
+                log.warning("LLM unavailable for maintenance; extractive instead", error=str(e))
+        summary = ExtractiveSummarizer().summarize_now("", _entry_messages(docs), DIGEST_TOKENS)
+        return summary.split("\n", 1)[-1]
+
+    async def compress_daily(self, now: datetime, dry_run: bool) -> StepReport:
+        """Step 1: days past the retention become long-term digests."""
+        step = StepReport("compress_daily")
+        cutoff = now.date() - timedelta(days=self.layer.settings.daily_retention_days)
+        old_days = [d for d in await self.daily.days() if d < cutoff]
+        if not old_days:
+            step.detail = "no daily logs past the retention"
+            return step
+        if dry_run:
+            counts = [len(await self.daily.ids(d)) for d in old_days]
+            step.changed = sum(counts)
+            step.items = [
+                f"{d.isoformat()}: {n} entries" for d, n in zip(old_days, counts, strict=True)
+            ]
+            step.detail = f"would compress {len(old_days)} days"
+            return step
+        cp = await self.checkpoints.create(label="before compressing old daily logs",
+                                           reason="pre-maintenance", actor=self.actor)  # fmt: skip
+        step.checkpoint = cp.id
+        for day in old_days:
+            step.changed += await self._compress_day(day)
+            step.items.append(day.isoformat())
+        step.detail = f"compressed {step.changed} entries of {len(old_days)} days into digests"
+        return step
+
+    async def _compress_day(self, day: date) -> int:
+        docs = await self.daily.list_day(day)
+        if not docs:
+            await self.layer.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
+            return 0
+        ranked = sorted(docs, key=lambda d: (float(d.get("score", 0.5)), d["timestamp"]),
+                        reverse=True)[:DIGEST_MAX_ENTRIES]  # fmt: skip
+        ranked.sort(key=lambda d: d["timestamp"])
+        summary = await self._summary(ranked, "Summarise one day of your own log for long-term "
+                                      "memory: facts, decisions, outcomes, names, numbers. "
+                                      "Plain text.")  # fmt: skip
+        tags = sorted({t for d in docs for t in d.get("tags", [])})[:30]
+        digest = build_memory(
+            self.layer, f"Digest of {day.isoformat()} ({len(docs)} entries):\n{summary}",
+            source="system", tags=[DIGEST_TAG, *[t for t in tags if t != DIGEST_TAG]][:32],
+            sources=[d["id"] for d in docs],
+            timestamp=max(float(d["timestamp"]) for d in docs),
+        )  # fmt: skip
+        await self.layer.attach_embeddings([digest])
+        for start in range(0, len(docs), DELETE_BATCH):
+            batch = docs[start : start + DELETE_BATCH]
+            last = start + DELETE_BATCH >= len(docs)
+            m = self.daily.removal(day, batch, whole_day=last)
+            if start == 0:
+                m.json_set(self.keys.longterm(digest["id"]), digest)
+                count_ops(m, self.keys, [digest])
+            await self.layer.store.apply(m, "maintenance.compress_daily", self.actor)
+        return len(docs)
+
+    async def prune_checkpoints(self, dry_run: bool) -> StepReport:
+        """Step 2: keep the newest checkpoints."""
+        step = StepReport("prune_checkpoints")
+        total = await self.client.zcard(self.keys.checkpoints())
+        excess = max(0, total - self.checkpoints.keep)
+        if dry_run:
+            step.changed, step.detail = excess, f"would prune {excess} of {total} checkpoints"
+            return step
+        pruned = await self.checkpoints.prune()
+        step.changed, step.items = len(pruned), pruned
+        step.detail = f"kept {min(total, self.checkpoints.keep)}, pruned {len(pruned)}"
+        return step
+
+    async def scratchpad_ttls(self, dry_run: bool) -> StepReport:
+        """Step 3: every scratchpad expires."""
+        step = StepReport("scratchpad_ttls")
+        seen = 0
+        async for raw in self.client.scan_iter(match=self.keys.scratchpad("*"), count=1000):
+            seen += 1
+            key = text(raw)
+            if await self.client.ttl(key) == -1:
+                step.changed += 1
+                step.items.append(key)
+                if not dry_run:
+                    await self.client.expire(key, self.layer.settings.scratchpad_ttl_s)
+        verb = "would give" if dry_run else "gave"
+        step.detail = f"{seen} scratchpads; {verb} {step.changed} a TTL"
+        return step
+
+    async def reflect(self, now: datetime, dry_run: bool) -> StepReport:
+        """Step 4: distill recent daily entries into long-term memories."""
+        step = StepReport("reflect")
+        state = self.keys.maintenance_state()
+        raw = await self.client.hget(state, "reflected_until")
+        since = float(raw) if raw else (now - timedelta(days=1)).timestamp()
+        docs = [d for d in await self.daily.recent(2)
+                if since < float(d["timestamp"]) <= now.timestamp()
+                and REFLECTION_TAG not in d.get("tags", [])]  # fmt: skip
+        if len(docs) < REFLECT_MIN_ENTRIES:
+            step.detail = f"{len(docs)} new entries since the last reflection; nothing to distill"
+            return step
+        if dry_run:
+            step.changed, step.detail = 1, f"would distill {len(docs)} entries"
+            return step
+        text_ = await self._summary(docs, "Reflect on these recent notes of yours. Write the "
+                                    "lasting facts, lessons and decisions worth remembering, "
+                                    "one per line, nothing else.")  # fmt: skip
+        lines = [ln.strip(" -*\t") for ln in text_.splitlines() if ln.strip(" -*\t")]
+        if self.llm is None or not lines:
+            lines = [" ".join(text_.split())]
+        ids = [d["id"] for d in docs]
+        memories = [build_memory(self.layer, line, source="agent", tags=[REFLECTION_TAG],
+                                 sources=ids, timestamp=now) for line in lines[:20]]  # fmt: skip
+        await self.layer.attach_embeddings(memories)
+        m = Mutation()
+        for memory in memories:
+            m.json_set(self.keys.longterm(memory["id"]), memory)
+        count_ops(m, self.keys, memories)
+        m.hset(state, {"reflected_until": str(now.timestamp())})
+        await self.layer.store.apply(m, "maintenance.reflect", self.actor)
+        step.changed = len(memories)
+        step.items = [mem["id"] for mem in memories]
+        step.detail = f"distilled {len(docs)} entries into {len(memories)} memories"
+        return step
+
+    async def beliefs(self, dry_run: bool) -> StepReport:
+        """Step 5: decay and prune beliefs (nothing to do while none exist)."""
+        step = StepReport("beliefs")
+        count = 0
+        async for _ in self.client.scan_iter(match=self.keys.belief("*"), count=1000):
+            count += 1
+        step.detail = "no beliefs yet" if not count else f"{count} beliefs; decay is read-time"
+        return step

@@ -1,0 +1,220 @@
+"""The long-lived agent behind ``aether up``.
+
+It answers the inbox (one message at a time, in order), beats (the autonomous tick in
+which the agent works through its heartbeat instructions), runs maintenance on a
+schedule, listens on ``ns:events`` for admin actions (a rollback done while it runs is
+simply what its next step reads: all state lives in Redis), and optionally serves MCP
+over streamable HTTP. Without an LLM it says once that the autonomous loop is paused
+and runs the rest; inbox messages are then stored and answered with that error.
+
+On SIGTERM/SIGINT it stops taking messages, gives the current one ``shutdown_grace_s``
+to finish (else cancels it: the message stays pending and is delivered again at the
+next start) and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import structlog
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.errors import AetherError, InvalidOperationError, LLMError
+from aether.identity.flags import HeartbeatState
+from aether.ids import check_id
+from aether.maintenance.engine import MaintenanceEngine
+from aether.maintenance.schedule import Schedule
+from aether.memory.layer import MemoryLayer
+from aether.runtime.agent import AgentRuntime
+from aether.runtime.inbox import Inbox, InboxMessage
+from aether.runtime.llm import LLMClient
+from aether.store.codec import text
+
+log = structlog.get_logger(__name__)
+
+HEARTBEAT_SESSION = "heartbeat"
+HEARTBEAT_CHECKS = ["inbox", "tasks", "failures", "memory"]
+CLAIM_EVERY_S = 30.0
+RETRY_PAUSE_S = 2.0
+NO_LLM = "no LLM configured (set AETHER_LLM_BASE_URL and AETHER_LLM_MODEL); message stored"
+
+
+class Daemon:
+    """One running agent on one namespace.
+
+    Args:
+        settings: the process settings.
+        layer: the memory layer (its embedder loaded once, here).
+        llm: the model, or ``None``.
+    """
+
+    def __init__(self, settings: Settings, layer: MemoryLayer, llm: LLMClient | None) -> None:
+        self.settings = settings
+        self.layer = layer
+        self.client: Redis = layer.client
+        self.keys = layer.keys
+        self.llm = llm
+        cfg = settings.daemon
+        self.inbox = Inbox(self.client, self.keys, cfg.consumer, cfg.outbox_maxlen)
+        self.checkpoints = Checkpoints(self.client, self.keys, keep=settings.checkpoints.keep)
+        self.heartbeat_state = HeartbeatState(self.client, self.keys)
+        self.schedule = Schedule(self.client, self.keys)
+        self._runtimes: dict[str, AgentRuntime] = {}
+        self._attempts: dict[str, int] = {}
+        self.answered = 0
+        self.events_seen: list[dict[str, Any]] = []
+
+    def runtime(self, session: str) -> AgentRuntime:
+        """The runtime of one chat session (made once)."""
+        if session not in self._runtimes:
+            self._runtimes[session] = AgentRuntime(self.settings, self.layer, self.checkpoints,
+                                                   session=session, llm=self.llm,
+                                                   actor="daemon")  # fmt: skip
+        return self._runtimes[session]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve until ``stop`` is set, then shut down (see the module docs)."""
+        await self.inbox.ensure_group()
+        if self.llm is None:
+            log.warning("no LLM configured: the autonomous loop is paused; inbox messages are "
+                        "stored and answered with that notice, maintenance runs")  # fmt: skip
+        cfg = self.settings.daemon
+        self.schedule.add("heartbeat", cfg.heartbeat_interval_s, self.heartbeat,
+                          first_in_s=min(5.0, cfg.heartbeat_interval_s))  # fmt: skip
+        self.schedule.add("maintenance", cfg.maintenance_interval_s, self.maintenance,
+                          first_in_s=min(60.0, cfg.maintenance_interval_s))  # fmt: skip
+        self.schedule.start()
+        events = asyncio.create_task(self._listen(stop))
+        inbox = asyncio.create_task(self._serve_inbox(stop))
+        try:
+            await stop.wait()
+        finally:
+            self.schedule.shutdown()
+            await self._finish(inbox)
+            events.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await events
+
+    async def _finish(self, inbox: asyncio.Task[None]) -> None:
+        """Give the message in hand the grace period, then cancel (it stays pending)."""
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(inbox), timeout=self.settings.daemon.shutdown_grace_s
+            )
+        except TimeoutError:
+            log.warning("shutting down mid-message; it will be delivered again at the next start")
+            inbox.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await inbox
+
+    async def _serve_inbox(self, stop: asyncio.Event) -> None:
+        """Answer what was pending at start, then new messages, one at a time."""
+        for message in await self.inbox.pending():
+            if stop.is_set():
+                return
+            await self.handle(message)
+        loop = asyncio.get_running_loop()
+        next_claim = loop.time() + CLAIM_EVERY_S
+        while not stop.is_set():
+            if loop.time() >= next_claim:
+                next_claim = loop.time() + CLAIM_EVERY_S
+                idle_ms = int(self.settings.daemon.claim_idle_s * 1000)
+                batch = await self.inbox.pending() + await self.inbox.claim_stale(idle_ms)
+            else:
+                batch = await self.inbox.read(block_ms=500)
+            for message in batch:
+                if stop.is_set():
+                    return  # delivered, not answered: pending, so delivered again at restart
+                await self.handle(message)
+
+    async def handle(self, message: InboxMessage) -> str | None:
+        """Answer one message; returns the outbox id (``None``: left pending to retry)."""
+        session = message.session or self.settings.daemon.session
+        bound = log.bind(message=message.id, session=session)
+        try:
+            check_id(session, "session id")
+            if not message.content.strip():
+                raise InvalidOperationError("the message has no content")
+        except InvalidOperationError as e:
+            return await self._reply(message, "", session, error=str(e))
+        rt = self.runtime(session)
+        stored = await rt.chats.find_ref(session, f"reply:{message.id}")
+        if stored is not None:  # answered before a crash, not yet on the outbox
+            return await self._reply(message, str(stored["content"]), session)
+        if self.llm is None:
+            if await rt.chats.find_ref(session, message.id) is None:
+                await rt.chats.append(session, message.role if message.role in ("user", "system")
+                                      else "user", message.content, ref=message.id)  # fmt: skip
+            return await self._reply(message, "", session, error=NO_LLM)
+        attempts = self._attempts.get(message.id, 0) + 1
+        self._attempts[message.id] = attempts
+        try:
+            result = await rt.step(message.content, ref=message.id)
+        except LLMError as e:
+            if (
+                e.retryable
+                and max(attempts, message.deliveries) < self.settings.daemon.max_deliveries
+            ):
+                bound.warning("LLM failed; the message stays pending for a retry", error=str(e))
+                await asyncio.sleep(RETRY_PAUSE_S)
+                return None
+            return await self._reply(message, "", session, error=str(e))
+        except AetherError as e:
+            return await self._reply(message, "", session, error=str(e))
+        bound.info("answered", tools=len(result.tool_runs), usage=round(result.usage, 3))
+        return await self._reply(message, result.reply, session)
+
+    async def _reply(
+        self, message: InboxMessage, content: str, session: str, error: str | None = None
+    ) -> str | None:
+        extra = {"session": session}
+        if error:
+            extra["error"] = error
+        outbox_id = await self.inbox.reply(message, content, **extra)
+        self._attempts.pop(message.id, None)
+        if outbox_id is not None:
+            self.answered += 1
+        return outbox_id
+
+    async def heartbeat(self) -> None:
+        """One autonomous tick (scheduled)."""
+        check = await self.heartbeat_state.beat(HEARTBEAT_CHECKS)
+        if self.llm is None:
+            return
+        depth = await self.inbox.depth()
+        prompt = (f"Heartbeat tick. Work through your heartbeat instructions. Focus of this "
+                  f"tick: {check}. Inbox: {depth['waiting']} waiting, {depth['pending']} in "
+                  "progress. Use your tools; reply with one line on what you did.")  # fmt: skip
+        try:
+            await self.runtime(HEARTBEAT_SESSION).step(prompt)
+        except AetherError as e:
+            await self.heartbeat_state.alert(f"heartbeat failed: {e}")
+
+    async def maintenance(self) -> None:
+        """The scheduled maintenance run."""
+        engine = MaintenanceEngine(self.layer, self.checkpoints, self.llm, actor="daemon")
+        await engine.run()
+
+    async def _listen(self, stop: asyncio.Event) -> None:
+        """Hear admin actions on ``ns:events`` (rollbacks, identity changes)."""
+        pubsub = self.client.pubsub()
+        await pubsub.subscribe(self.keys.events())
+        try:
+            while not stop.is_set():
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                if message is None:
+                    continue
+                try:
+                    event = json.loads(text(message["data"]))
+                except (ValueError, TypeError):
+                    continue
+                self.events_seen.append(event)
+                log.info("event", type=event.get("type"))
+        finally:
+            await pubsub.unsubscribe()
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
