@@ -364,3 +364,28 @@ def test_maintenance_cli(cli_env: dict[str, str]) -> None:
     out = _cli(env, "maintenance", "run")
     assert out.returncode == 0 and "prune_checkpoints" in out.stdout
     assert os.environ.get("AETHER_NAMESPACE") != env["AETHER_NAMESPACE"]
+
+
+async def test_the_heartbeat_beats_and_with_an_llm_works_its_instructions(
+    settings: Settings, client: Redis
+) -> None:
+    from aether.identity.flags import HeartbeatState
+
+    quiet = await _daemon(settings, client, None)
+    await quiet.heartbeat()
+    state = await HeartbeatState(client, quiet.keys).get()
+    assert state.beats == 1 and state.last_check == "inbox"
+    assert await client.exists(quiet.keys.chat_messages("heartbeat")) == 0  # paused: no LLM
+    with ScriptedOpenAI(responder=lambda body: completion("checked the inbox; all quiet")) as srv:
+        llm = LLMClient(srv.base_url, "scripted", max_retries=0)
+        daemon = await _daemon(settings, client, llm)
+        await daemon.heartbeat()
+        [request] = srv.chat_requests()
+        assert "Heartbeat tick" in request["messages"][-1]["content"]
+        assert "tasks" in request["messages"][-1]["content"]  # the rotation's second check
+        assert "# Heartbeat" in request["messages"][0]["content"]  # the identity's instructions
+        srv.failing = True
+        await daemon.heartbeat()
+        await llm.aclose()
+    state = await HeartbeatState(client, daemon.keys).get()
+    assert state.beats == 3 and "heartbeat failed" in state.alerts[-1]["message"]

@@ -5,20 +5,21 @@ when ``AETHER_MCP__PORT`` is set, behind the bearer token ``AETHER_MCP__TOKEN``.
 
 One error contract: a failing tool returns ``isError`` with one JSON object
 ``{"code", "message", "retryable"}`` as its text; codes: ``invalid``, ``not_found``,
-``ambiguous``, ``busy`` (another admin action; retryable), ``checkpoint``, ``llm``,
+``ambiguous``, ``busy`` (another admin action; retryable), ``checkpoint``, ``identity``, ``llm``,
 ``unavailable`` (Redis unreachable; retryable), ``error``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -30,10 +31,12 @@ from aether.errors import (
     AmbiguousIdError,
     CheckpointError,
     ConcurrentAdminError,
+    IdentityError,
     InvalidOperationError,
     LLMError,
     NotFoundError,
 )
+from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.ids import check_id
 from aether.memory.daily import DailyLog
@@ -41,8 +44,6 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
-
-T = TypeVar("T")
 
 
 def error_payload(error: Exception) -> dict[str, Any]:
@@ -53,6 +54,7 @@ def error_payload(error: Exception) -> dict[str, Any]:
         (NotFoundError, "not_found", False),
         (InvalidOperationError, "invalid", False),
         (CheckpointError, "checkpoint", False),
+        (IdentityError, "identity", False),
         (LLMError, "llm", False),
         (RedisConnectionError, "unavailable", True),
     ]
@@ -84,11 +86,22 @@ class Services:
         return IdentityStore(self.layer.store, self.checkpoints)
 
 
-async def _guard(work: Awaitable[T]) -> T:
-    try:
-        return await work
-    except (AetherError, RedisConnectionError) as e:
-        raise ToolError(json.dumps(error_payload(e))) from e
+def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[Any]]:
+    """``fn`` with aether's errors turned into the contract's error result.
+
+    The SDK would prefix a raised error's text; an ``isError`` result is passed through
+    as it is, so the client reads exactly ``{"code", "message", "retryable"}``.
+    """
+
+    @functools.wraps(fn)
+    async def guarded(**kwargs: Any) -> Any:
+        try:
+            return await fn(**kwargs)
+        except (AetherError, RedisConnectionError) as e:
+            payload = json.dumps(error_payload(e))
+            return CallToolResult(content=[TextContent(type="text", text=payload)], is_error=True)
+
+    return guarded
 
 
 def build_server(services: Services) -> MCPServer[Any]:
@@ -101,7 +114,7 @@ def build_server(services: Services) -> MCPServer[Any]:
     search = MemorySearch(layer)
 
     def tool(fn: Callable[..., Awaitable[dict[str, Any]]]) -> None:
-        server.add_tool(fn, name=fn.__name__, description=(fn.__doc__ or "").strip())
+        server.add_tool(_guarded(fn), name=fn.__name__, description=(fn.__doc__ or "").strip())
 
     async def memory_search(query: str, limit: int = 5, kind: str | None = None) -> dict[str, Any]:
         """Hybrid search of memory (daily logs, long-term memories, beliefs)."""
@@ -113,18 +126,18 @@ def build_server(services: Services) -> MCPServer[Any]:
                                  "content": h.content, "relevance": h.relevance}
                                 for h in hits]}  # fmt: skip
 
-        return await _guard(work())
+        return await work()
 
     async def memory_log(
         content: str, tags: list[str] | None = None, session: str | None = None
     ) -> dict[str, Any]:
         """Write an entry to today's daily log."""
-        doc = await _guard(DailyLog(layer).log(content, source="agent", tags=tags, session=session))
+        doc = await DailyLog(layer).log(content, source="agent", tags=tags, session=session)
         return {"id": doc["id"], "day": doc["day"]}
 
     async def memory_remember(content: str, tags: list[str] | None = None) -> dict[str, Any]:
         """Store a long-term memory."""
-        doc = await _guard(LongTermMemory(layer).add(content, tags=tags))
+        doc = await LongTermMemory(layer).add(content, tags=tags)
         return {"id": doc["id"]}
 
     async def memory_forget(id: str) -> dict[str, Any]:
@@ -145,34 +158,34 @@ def build_server(services: Services) -> MCPServer[Any]:
             await layer.store.apply(removal, "memory.forget")
             return {"forgotten": id, "kind": "daily"}
 
-        return await _guard(work())
+        return await work()
 
     async def scratchpad_get(id: str) -> dict[str, Any]:
         """Read a scratchpad (``value`` is null when empty or expired)."""
-        return {"id": id, "value": await _guard(Scratchpads(layer).get(id))}
+        return {"id": id, "value": await Scratchpads(layer).get(id)}
 
     async def scratchpad_set(id: str, value: str, ttl_s: int | None = None) -> dict[str, Any]:
         """Set a scratchpad (expires after ttl_s, default one hour)."""
-        await _guard(Scratchpads(layer).set(id, value, ttl_s))
+        await Scratchpads(layer).set(id, value, ttl_s)
         return {"id": id, "ttl_s": await layer.client.ttl(layer.keys.scratchpad(id))}
 
     async def checkpoint_create(label: str = "") -> dict[str, Any]:
         """Checkpoint the agent's state now."""
-        cp = await _guard(services.checkpoints.create(label=label, reason="mcp", actor="mcp"))
+        cp = await services.checkpoints.create(label=label, reason="mcp", actor="mcp")
         return cp.to_dict()
 
     async def checkpoint_list() -> dict[str, Any]:
         """Checkpoints, newest first."""
-        return {"checkpoints": [c.to_dict() for c in await _guard(services.checkpoints.list())]}
+        return {"checkpoints": [c.to_dict() for c in await services.checkpoints.list()]}
 
     async def checkpoint_rollback(id: str) -> dict[str, Any]:
         """Roll the state back to a checkpoint (by id or unique prefix); undoable."""
-        result = await _guard(services.checkpoints.rollback_to(id, actor="mcp"))
+        result = await services.checkpoints.rollback_to(id, actor="mcp")
         return result.to_dict()
 
     async def identity_get() -> dict[str, Any]:
         """The agent's and the operator's profiles."""
-        identity = await _guard(services.identity.load())
+        identity = await services.identity.load()
         return {"agent": identity.agent, "user": identity.user}
 
     async def context_assemble(
@@ -185,7 +198,7 @@ def build_server(services: Services) -> MCPServer[Any]:
             await search.ensure_index()
             return _context(await assembler.assemble(query, max_tokens, session=session))
 
-        return await _guard(work())
+        return await work()
 
     for fn in (memory_search, memory_log, memory_remember, memory_forget, scratchpad_get,
                scratchpad_set, checkpoint_create, checkpoint_list, checkpoint_rollback,
@@ -205,7 +218,10 @@ async def serve_stdio(settings: Settings) -> None:
 
     client = await connect(settings)
     try:
-        await build_server(Services.open(settings, client)).run_stdio_async()
+        services = Services.open(settings, client)
+        directory = settings.identity_dir or default_identity_dir()
+        await services.identity.ensure(directory, actor="mcp")  # first use: bootstrap
+        await build_server(services).run_stdio_async()
     finally:
         await client.aclose()
 

@@ -1,0 +1,119 @@
+"""The MCP server through the official ``mcp`` client: stdio, and HTTP behind a token."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from typing import Any
+
+import httpx
+import uvicorn
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.identity.bootstrap import default_identity_dir
+from aether.identity.profile import IdentityStore
+from aether.interfaces.mcp import Services, http_app
+from aether.memory.layer import MemoryLayer
+
+TOOLS = {
+    "memory_search", "memory_log", "memory_remember", "memory_forget", "scratchpad_get",
+    "scratchpad_set", "checkpoint_create", "checkpoint_list", "checkpoint_rollback",
+    "identity_get", "context_assemble",
+}  # fmt: skip
+
+
+def _data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error
+    return dict(json.loads(result.content[0].text))
+
+
+async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        call = session.call_tool
+        logged = _data(await call("memory_log", {"content": "The router password is in vault",
+                                                 "tags": ["ops"]}))  # fmt: skip
+        kept = _data(await call("memory_remember", {"content": "Operator prefers short answers"}))
+        found = _data(await call("memory_search", {"query": "router password", "limit": 3}))
+        assert found["results"][0]["id"] == logged["id"]
+        cp = _data(await call("checkpoint_create", {"label": "mcp test"}))
+        assert _data(await call("checkpoint_list", {}))["checkpoints"][0]["id"] == cp["id"]
+        assert _data(await call("memory_forget", {"id": kept["id"]}))["kind"] == "longterm"
+        missing = _error(await call("memory_forget", {"id": kept["id"]}))
+        assert missing == {"code": "not_found", "message": missing["message"], "retryable": False}
+        rolled = _data(await call("checkpoint_rollback", {"id": cp["id"]}))
+        assert rolled["entries_undone"] >= 1 and rolled["target"] == cp["id"]
+        found = _data(await call("memory_search", {"query": "short answers", "limit": 3}))
+        assert found["results"] and found["results"][0]["id"] == kept["id"]  # restored
+        assert _error(await call("checkpoint_rollback", {"id": "zz"}))["code"] == "not_found"
+        assert _data(await call("scratchpad_set", {"id": "plan", "value": "x", "ttl_s": 60}))[
+            "ttl_s"] > 0  # fmt: skip
+        assert _data(await call("scratchpad_get", {"id": "plan"}))["value"] == "x"
+        bad = _error(await call("scratchpad_set", {"id": "bad id!", "value": "x"}))
+        assert bad["code"] == "invalid"
+        await call("memory_log", {"content": "bootstrap identity first"})
+        ctx = _data(await call("context_assemble", {"query": "router password", "max_tokens": 600}))
+        assert ctx["tokens"] <= 600 and "vault" in json.dumps(ctx["messages"])
+        identity = _data(await call("identity_get", {}))
+        assert identity["agent"]["name"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: Redis) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    services = Services.open(settings.model_copy(update={"embeddings": "none"}), client)
+    await IdentityStore(services.layer.store, Checkpoints(client, services.layer.keys)).ensure(
+        default_identity_dir()
+    )
+    assert isinstance(services.layer, MemoryLayer)
+    port = _free_port()
+    config = uvicorn.Config(http_app(services, "s3cret"), host="127.0.0.1", port=port,
+                            log_level="warning", lifespan="on")  # fmt: skip
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx.AsyncClient() as http:
+            denied = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert denied.status_code == 401 and denied.json()["code"] == "unauthorized"
+            wrong = await http.post(url, json={}, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+        import httpx2
+
+        headers = {"Authorization": "Bearer s3cret"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http2,
+            streamable_http_client(url, http_client=http2) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("identity_get", {})
+            assert _data(result)["agent"]["name"]
+    finally:
+        server.should_exit = True
+        await task
