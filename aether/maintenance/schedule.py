@@ -8,6 +8,7 @@ daemons serve one namespace, only one of them runs each slot of each job.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -37,6 +38,8 @@ class Schedule:
         self.keys = keys
         self.owner = secrets.token_hex(6)
         self.scheduler = AsyncIOScheduler(timezone=UTC)
+        # every run is logged by the job itself; apscheduler's own INFO lines are noise
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)
         self.runs: dict[str, int] = {}
 
     def add(
@@ -47,7 +50,7 @@ class Schedule:
             seconds=interval_s if first_in_s is None else first_in_s
         )
         self.scheduler.add_job(self._guarded, "interval", seconds=interval_s, id=job_id,
-                               args=[job_id, interval_s, job], replace_existing=True,
+                               args=[job_id, interval_s, job], replace_existing=True, name=job_id,
                                max_instances=1, coalesce=True, next_run_time=first,
                                misfire_grace_time=max(1, int(interval_s)))  # fmt: skip
 

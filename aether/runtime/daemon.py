@@ -184,6 +184,7 @@ class Daemon:
     async def heartbeat(self) -> None:
         """One autonomous tick (scheduled)."""
         check = await self.heartbeat_state.beat(HEARTBEAT_CHECKS)
+        log.info("heartbeat", check=check, autonomous=self.llm is not None)
         if self.llm is None:
             return
         depth = await self.inbox.depth()
