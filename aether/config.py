@@ -122,6 +122,21 @@ class ContextSettings(ModelWindow):
         return ModelWindow(**{name: getattr(self, name) for name in ModelWindow.model_fields})
 
 
+class BeliefSettings(BaseModel):
+    """The belief lifecycle (seeds 001 and 004)."""
+
+    half_life_days: float = Field(default=30.0, gt=0, description="confidence decay at read")
+    initial_confidence: float = Field(default=0.6, gt=0, le=1)
+    reinforce_step: float = Field(default=0.1, gt=0, le=1, description="added on reinforcement")
+    reinforce_above: float = Field(default=0.85, gt=0, le=1, description="similarity: same belief")
+    check_above: float = Field(
+        default=0.7, gt=0, le=1, description="similarity: check contradiction"
+    )
+    context_at: float = Field(default=0.8, gt=0, le=1, description="enters context as known")
+    uncertain_at: float = Field(default=0.5, gt=0, le=1, description="below: an open question")
+    prune_below: float = Field(default=0.1, ge=0, le=1, description="maintenance prunes below")
+
+
 class EmbeddingSettings(BaseModel):
     """The vector half of hybrid search."""
 
@@ -202,6 +217,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
     llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
     context: ContextSettings = Field(default_factory=ContextSettings)
+    beliefs: BeliefSettings = Field(default_factory=BeliefSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)

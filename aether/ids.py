@@ -27,3 +27,29 @@ def check_id(value: str, what: str = "id") -> str:
             f"invalid {what} {value[:40]!r}: use 1-128 letters, digits, '_', '.' or '-'"
         )
     return value
+
+
+MIN_PREFIX = 4
+
+
+def resolve_prefix(ids: list[str], given: str, what: str = "id") -> str:
+    """The one id in ``ids`` equal to ``given`` or starting with it.
+
+    Raises:
+        InvalidOperationError: the prefix is shorter than 4 characters or malformed.
+        NotFoundError: nothing matches.
+        AmbiguousIdError: several match.
+    """
+    from aether.errors import AmbiguousIdError, NotFoundError
+
+    check_id(given, what)
+    if given in ids:
+        return given
+    if len(given) < MIN_PREFIX:
+        raise InvalidOperationError(f"a {what} prefix needs at least {MIN_PREFIX} characters")
+    matches = [i for i in ids if i.startswith(given)]
+    if not matches:
+        raise NotFoundError(f"no {what} {given!r}")
+    if len(matches) > 1:
+        raise AmbiguousIdError(f"{what} prefix {given!r} matches {len(matches)}; give more")
+    return matches[0]

@@ -44,6 +44,8 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("daily:", "daily"),
     ("longterm:", "longterm"),
     ("belief:", "beliefs"),
+    ("beliefs:", "beliefs"),
+    ("tasks", "tasks"),
     ("chat:", "chat"),
     ("episode:", "episodes"),
     ("memory:", "memory index"),
@@ -106,6 +108,14 @@ class Keyspace:
     def belief(self, belief_id: str) -> str:
         """JSON: one belief."""
         return self._k("belief", belief_id)
+
+    def belief_history(self, belief_id: str) -> str:
+        """LIST: a belief's changes (JSON: create, reinforce, contradict, forget, prune)."""
+        return self._k("beliefs", "history", belief_id)
+
+    def tasks(self) -> str:
+        """HASH: task id -> task (JSON: title, status, priority, due, created, done)."""
+        return self._k("tasks")
 
     def scratchpad(self, pad_id: str) -> str:
         """STRING with TTL (default 3600 s): ephemeral working memory."""

@@ -22,13 +22,14 @@ from zoneinfo import ZoneInfo
 
 import structlog
 
-from aether.config import ContextSettings, ModelWindow
+from aether.config import BeliefSettings, ContextSettings, ModelWindow
 from aether.context.session import WindowView, read_view
 from aether.context.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
 from aether.context.window import Message, render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
+from aether.memory.beliefs import effective_confidence
 from aether.memory.chat import ChatSessions
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch, SearchHit
@@ -41,6 +42,9 @@ STANDALONE_INDEX = 0.15
 STANDALONE_HISTORY = 0.15
 OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
 HIDDEN_STATUSES = frozenset({"forgotten", "invalidated", "pruned"})
+# A remembered statement's log entry is represented by the beliefs drawn from it (which
+# carry confidence, supersession and forgetting); the raw entry stays out of contexts.
+REMEMBER_TAG = "remember"
 MEMORIES_HEADER = "# Relevant memories"
 INDEX_HEADER = "# Memory index"
 MIN_MAX_TOKENS = 64
@@ -96,6 +100,7 @@ class ScoredMemory:
     recency: float
     importance: float
     doc: dict[str, Any] = field(repr=False, default_factory=dict)
+    uncertain: bool = False
 
 
 @dataclass
@@ -147,18 +152,31 @@ class AssembledContext:
 
 
 def score_memory(hit: SearchHit, top_relevance: float, now: float,
-                 settings: ContextSettings, half_life_days: float) -> ScoredMemory:  # fmt: skip
-    """Seed 000's scoring of one search hit."""
+                 settings: ContextSettings, half_life_days: float,
+                 beliefs: BeliefSettings) -> ScoredMemory | None:  # fmt: skip
+    """Seed 000's scoring of one search hit; ``None`` for a belief that is only a question.
+
+    A belief's importance is its effective confidence (seed 004's tiers: from 0.8 it is
+    known, from 0.5 it enters marked uncertain, below it is an open question and stays out).
+    """
     doc = hit.doc
     relevance = hit.relevance / top_relevance if top_relevance > 0 else 0.0
     age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
     recency = math.pow(0.5, age_days / half_life_days)
-    importance = float(doc.get("confidence", doc.get("score", 0.5)) or 0.0)
+    uncertain = False
+    if doc.get("kind") == "belief":
+        # to 3 decimals: a belief just reinforced to 0.8 is "known", not a hair under it
+        importance = round(effective_confidence(doc, now, beliefs.half_life_days), 3)
+        if importance < beliefs.uncertain_at:
+            return None
+        uncertain = importance < beliefs.context_at
+    else:
+        importance = float(doc.get("score", 0.5) or 0.0)
     score = (settings.relevance_weight * relevance + settings.recency_weight * recency
              + settings.importance_weight * importance)  # fmt: skip
     score *= OUTCOME_FACTOR.get(str(doc.get("outcome", "")), 1.0)
     return ScoredMemory(hit.key, hit.content, round(score, 6), round(relevance, 6),
-                        round(recency, 6), round(importance, 6), doc)  # fmt: skip
+                        round(recency, 6), round(importance, 6), doc, uncertain)  # fmt: skip
 
 
 def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
@@ -167,8 +185,7 @@ def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
     day = datetime.fromtimestamp(float(doc.get("timestamp", 0)), tz=UTC).strftime("%Y-%m-%d")
     kind = doc.get("kind", "")
     label = "" if kind == "daily" else f" ({kind})"
-    confidence = doc.get("confidence")
-    if kind == "belief" and confidence is not None and float(confidence) < 0.8:
+    if memory.uncertain:
         label += " (uncertain)"
     content = " ".join(memory.content.split())
     line = f"- [{day}]{label} {content}"
@@ -183,6 +200,7 @@ class ContextAssembler:
         identity: the identity store (the system prompt is built from Redis).
         settings: the context settings.
         search: the memory search (default: a new one over ``layer``).
+        beliefs: the belief tiers (default: 0.8 known, 0.5 uncertain).
     """
 
     _warned = False
@@ -193,8 +211,10 @@ class ContextAssembler:
         identity: IdentityStore,
         settings: ContextSettings,
         search: MemorySearch | None = None,
+        beliefs: BeliefSettings | None = None,
     ) -> None:
         self.layer = layer
+        self.beliefs = beliefs or BeliefSettings()
         self.identity = identity
         self.settings = settings
         self.search = search or MemorySearch(layer)
@@ -297,19 +317,23 @@ class ContextAssembler:
                             error=str(e))  # fmt: skip
             return Section("memories", "", 0, budget), []
         shown = " ".join(" ".join(str(m.get("content") or "").split()) for m in history)
-        visible = [h for h in hits if h.doc.get("status") not in HIDDEN_STATUSES]
+        visible = [h for h in hits if h.doc.get("status") not in HIDDEN_STATUSES
+                   and not (h.doc.get("kind") == "daily"
+                            and REMEMBER_TAG in (h.doc.get("tags") or []))]  # fmt: skip
         top = max((h.relevance for h in visible), default=0.0)
         visible = [h for h in visible if h.relevance >= self.settings.min_relevance * top]
         half_life = self.layer.settings.recency_half_life_days
-        scored = [score_memory(h, top, now, self.settings, half_life) for h in visible]
+        scoring = (top, now, self.settings, half_life, self.beliefs)
+        scored = [m for h in visible if (m := score_memory(h, *scoring))]
         scored.sort(key=lambda m: m.score, reverse=True)
         per_item = max(40, budget // 4)
         lines: list[str] = []
         chosen: list[ScoredMemory] = []
         used = 0
         for memory in scored:
-            if " ".join(memory.content.split()) in shown:
-                continue
+            said = " ".join(memory.content.split())
+            if said in shown or any(said == " ".join(c.content.split()) for c in chosen):
+                continue  # already in the history, or the same words as a chosen memory
             line = memory_line(memory, per_item)
             cost = count_tokens(line) + 1
             if used + cost > budget:

@@ -16,8 +16,8 @@ import structlog
 
 from aether.context.tokens import count_tokens, truncate_to_tokens
 from aether.errors import LLMError
+from aether.llm import TextModel
 from aether.memory.stopwords import STOPWORDS
-from aether.runtime.llm import LLMClient
 
 log = structlog.get_logger(__name__)
 
@@ -109,7 +109,7 @@ class LLMSummarizer:
 
     _fell_back = False
 
-    def __init__(self, llm: LLMClient, fallback: ExtractiveSummarizer | None = None) -> None:
+    def __init__(self, llm: TextModel, fallback: ExtractiveSummarizer | None = None) -> None:
         self.llm = llm
         self.fallback = fallback or ExtractiveSummarizer()
 

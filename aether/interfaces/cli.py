@@ -13,6 +13,7 @@ import typer
 from aether.config import load_settings
 from aether.errors import AetherError
 from aether.interfaces import (
+    cli_beliefs,
     cli_checkpoint,
     cli_context,
     cli_daemon,
@@ -39,6 +40,7 @@ app.add_typer(cli_memory.app, name="memory")
 app.add_typer(cli_context.app, name="context")
 app.add_typer(cli_daemon.maintenance_app, name="maintenance")
 cli_daemon.register(app)
+cli_beliefs.register(app)
 
 
 @app.callback()

@@ -41,9 +41,9 @@ def preview(
             layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
             search = MemorySearch(layer)
             await search.ensure_index()
-            assembled = await ContextAssembler(layer, store, st.settings.context, search).assemble(
-                query, max_tokens, session=session
-            )
+            assembler = ContextAssembler(layer, store, st.settings.context, search,
+                                         st.settings.beliefs)  # fmt: skip
+            assembled = await assembler.assemble(query, max_tokens, session=session)
             return {
                 "query": query,
                 "max_tokens": max_tokens,

@@ -229,9 +229,9 @@ def maintenance_run(
             checkpoints = Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep)
             llm = LLMClient.from_settings(st.settings)
             try:
-                report = await MaintenanceEngine(layer, checkpoints, llm, actor="cli").run(
-                    dry_run=dry_run
-                )
+                engine = MaintenanceEngine(layer, checkpoints, llm, actor="cli",
+                                           beliefs=st.settings.beliefs)  # fmt: skip
+                report = await engine.run(dry_run=dry_run)
             finally:
                 if llm is not None:
                     await llm.aclose()

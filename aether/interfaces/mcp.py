@@ -192,7 +192,8 @@ def build_server(services: Services) -> MCPServer[Any]:
         query: str, max_tokens: int = 2000, session: str | None = None
     ) -> dict[str, Any]:
         """The context aether would send a model for ``query``, within ``max_tokens``."""
-        assembler = ContextAssembler(layer, services.identity, services.settings.context, search)
+        assembler = ContextAssembler(layer, services.identity, services.settings.context, search,
+                                     services.settings.beliefs)  # fmt: skip
 
         async def work() -> dict[str, Any]:
             await search.ensure_index()
@@ -219,6 +220,7 @@ async def serve_stdio(settings: Settings) -> None:
     client = await connect(settings)
     try:
         services = Services.open(settings, client)
+        await MemorySearch(services.layer).ensure_index()
         directory = settings.identity_dir or default_identity_dir()
         await services.identity.ensure(directory, actor="mcp")  # first use: bootstrap
         await build_server(services).run_stdio_async()

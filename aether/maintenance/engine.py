@@ -9,7 +9,8 @@ Steps, in order, each reporting what it did (or, with ``dry_run``, would do):
 3. ``scratchpad_ttls``: every scratchpad must expire; one without a TTL gets the default.
 4. ``reflect``: distill the daily entries written since the last reflection into
    long-term memories (LLM: one lasting fact per line; otherwise one extractive note).
-5. ``beliefs``: decay and prune beliefs (once the belief lifecycle exists).
+5. ``beliefs``: prune beliefs whose decayed confidence fell under 0.1 (decay itself is
+   computed at read time). A checkpoint is taken first.
 
 A run holds ``ns:lock:job:maintenance.running`` so two never overlap (a daemon's
 scheduled run and a person's ``aether maintenance run``).
@@ -27,14 +28,16 @@ from typing import Any
 import structlog
 
 from aether.checkpoints.manager import Checkpoints
+from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
 from aether.context.tokens import truncate_to_tokens
 from aether.errors import ConcurrentAdminError, LLMError
+from aether.llm import TextModel
+from aether.memory.beliefs import Beliefs
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import build_memory
 from aether.memory.topics import count_ops
-from aether.runtime.llm import LLMClient
 from aether.store.codec import text
 from aether.store.state import Mutation
 
@@ -88,15 +91,18 @@ class MaintenanceEngine:
         checkpoints: for the checkpoint before destructive steps, and pruning.
         llm: summaries and distillation when given; extractive otherwise.
         actor: who the journal says made the changes.
+        beliefs: the belief lifecycle's settings (the pruning threshold).
     """
 
     def __init__(
         self,
         layer: MemoryLayer,
         checkpoints: Checkpoints,
-        llm: LLMClient | None = None,
+        llm: TextModel | None = None,
         actor: str = "maintenance",
+        beliefs: BeliefSettings | None = None,
     ) -> None:
+        self.belief_settings = beliefs or BeliefSettings()
         self.layer = layer
         self.keys = layer.keys
         self.client = layer.client
@@ -269,11 +275,27 @@ class MaintenanceEngine:
         step.detail = f"distilled {len(docs)} entries into {len(memories)} memories"
         return step
 
-    async def beliefs(self, dry_run: bool) -> StepReport:
-        """Step 5: decay and prune beliefs (nothing to do while none exist)."""
+    async def beliefs(self, dry_run: bool, now: datetime | None = None) -> StepReport:
+        """Step 5: prune beliefs whose decayed confidence fell under the threshold.
+
+        Decay itself is computed at read time; pruning is a status change (journaled), and
+        a checkpoint is taken first.
+        """
         step = StepReport("beliefs")
-        count = 0
-        async for _ in self.client.scan_iter(match=self.keys.belief("*"), count=1000):
-            count += 1
-        step.detail = "no beliefs yet" if not count else f"{count} beliefs; decay is read-time"
+        beliefs = Beliefs(self.layer, self.belief_settings)
+        when = (now or datetime.now(UTC)).timestamp()
+        limit = self.belief_settings.prune_below
+        active = await beliefs.select("active", when)
+        doomed = [b["id"] for b in active if b["effective_confidence"] < limit]
+        if dry_run or not doomed:
+            step.changed, step.items = len(doomed), doomed
+            verb = "would prune" if dry_run else "pruned"
+            step.detail = f"{len(active)} active beliefs; {verb} {len(doomed)} under {limit}"
+            return step
+        cp = await self.checkpoints.create(label="before pruning beliefs", reason="pre-maintenance",
+                                           actor=self.actor)  # fmt: skip
+        step.checkpoint = cp.id
+        step.items = await beliefs.prune(limit, when)
+        step.changed = len(step.items)
+        step.detail = f"{len(active)} active beliefs; pruned {step.changed} under {limit}"
         return step

@@ -36,6 +36,7 @@ def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
         {"name": "tags", "type": "tag", "path": "$.tags[*]",
          "attrs": {"separator": TAG_SEPARATOR}},
         {"name": "session", "type": "tag", "path": "$.session"},
+        {"name": "status", "type": "tag", "path": "$.status"},
         {"name": "hash", "type": "tag", "path": "$.hash"},
         {"name": "timestamp", "type": "numeric", "path": "$.timestamp",
          "attrs": {"sortable": True}},
@@ -73,4 +74,24 @@ async def ensure_index(client: Redis, keys: Keyspace, dims: int | None) -> Async
         await index.delete(drop=False)  # keeps the documents; they are indexed again
     await index.create(overwrite=False)
     await client.set(keys.memory_index_schema(), fingerprint)
+    await _wait_indexed(index)
     return index
+
+
+async def _wait_indexed(index: AsyncSearchIndex, timeout_s: float = 120.0) -> None:
+    """Wait while a new index scans the documents that existed before it.
+
+    Documents written after creation are indexed as they are written; those already
+    there are scanned in the background, and a search meanwhile would miss them.
+    """
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        info = await index.info()
+        if not int(float(info.get("indexing", 0) or 0)):
+            return
+        await asyncio.sleep(0.05)
+    log.warning("the memory index is still scanning documents; searches may miss some",
+                index=index.name)  # fmt: skip

@@ -23,7 +23,7 @@ MAX_TAGS = 32
 # The fields a search hit carries (never the embedding): fewer paths, faster reads.
 HIT_FIELDS: tuple[str, ...] = (
     "id", "kind", "content", "source", "tags", "score", "session", "timestamp",
-    "status", "confidence", "outcome",
+    "status", "confidence", "reinforced_at", "type", "outcome",
 )  # fmt: skip
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
 

@@ -84,7 +84,8 @@ class AgentRuntime:
         self.actor = actor
         self.identity = IdentityStore(layer.store, checkpoints)
         self.search = MemorySearch(layer)
-        self.assembler = ContextAssembler(layer, self.identity, settings.context, self.search)
+        self.assembler = ContextAssembler(layer, self.identity, settings.context, self.search,
+                                          settings.beliefs)  # fmt: skip
         self.chats = ChatSessions(layer)
         self.episodes = Episodes(layer)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)

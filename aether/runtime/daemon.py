@@ -30,6 +30,7 @@ from aether.ids import check_id
 from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
 from aether.memory.layer import MemoryLayer
+from aether.memory.tasks import Tasks
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.inbox import Inbox, InboxMessage
 from aether.runtime.llm import LLMClient
@@ -40,6 +41,7 @@ log = structlog.get_logger(__name__)
 HEARTBEAT_SESSION = "heartbeat"
 HEARTBEAT_CHECKS = ["inbox", "tasks", "failures", "memory"]
 CLAIM_EVERY_S = 30.0
+OPEN_TASKS_SHOWN = 10
 RETRY_PAUSE_S = 2.0
 NO_LLM = "no LLM configured (set AETHER_LLM_BASE_URL and AETHER_LLM_MODEL); message stored"
 
@@ -188,9 +190,13 @@ class Daemon:
         if self.llm is None:
             return
         depth = await self.inbox.depth()
+        tasks = (await Tasks(self.layer).list("open"))[:OPEN_TASKS_SHOWN]
+        listed = "\n".join(f"- [{t['id']}] p{t['priority']} {t['title']}"
+                           + (f" (due {t['due']})" if t["due"] else "") for t in tasks)  # fmt: skip
         prompt = (f"Heartbeat tick. Work through your heartbeat instructions. Focus of this "
                   f"tick: {check}. Inbox: {depth['waiting']} waiting, {depth['pending']} in "
-                  "progress. Use your tools; reply with one line on what you did.")  # fmt: skip
+                  "progress.\nOpen tasks:\n" + (listed or "- none") + "\n"
+                  "Use your tools; reply with one line on what you did.")  # fmt: skip
         try:
             await self.runtime(HEARTBEAT_SESSION).step(prompt)
         except AetherError as e:
@@ -198,7 +204,8 @@ class Daemon:
 
     async def maintenance(self) -> None:
         """The scheduled maintenance run."""
-        engine = MaintenanceEngine(self.layer, self.checkpoints, self.llm, actor="daemon")
+        engine = MaintenanceEngine(self.layer, self.checkpoints, self.llm, actor="daemon",
+                                   beliefs=self.settings.beliefs)  # fmt: skip
         await engine.run()
 
     async def _listen(self, stop: asyncio.Event) -> None:

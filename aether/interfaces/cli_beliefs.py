@@ -1,0 +1,250 @@
+"""``aether remember``, ``belief ...``, ``questions`` and ``task ...``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+
+from aether.interfaces.cli_memory import memory
+from aether.interfaces.common import AppState, emit, emit_rows, run, state, wants_json
+from aether.memory.beliefs import Beliefs
+from aether.memory.tasks import Tasks
+
+belief_app = typer.Typer(help="Beliefs: confidence, decay, reinforcement, supersession.")
+task_app = typer.Typer(help="Tasks (open ones feed the heartbeat).")
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+STATUS_HELP = "active, invalidated, forgotten, pruned or all."
+THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
+
+
+def register(app: typer.Typer) -> None:
+    """Add the belief and task commands to the root app."""
+    app.command()(remember)
+    app.command()(questions)
+    app.add_typer(belief_app, name="belief")
+    app.add_typer(task_app, name="task")
+
+
+@asynccontextmanager
+async def beliefs(st: AppState) -> AsyncIterator[Beliefs]:
+    """The beliefs of the invocation's namespace (with the LLM when one is configured)."""
+    from aether.runtime.llm import LLMClient
+
+    llm = LLMClient.from_settings(st.settings)
+    async with memory(st) as layer:
+        try:
+            yield Beliefs(layer, st.settings.beliefs, llm)
+        finally:
+            if llm is not None:
+                await llm.aclose()
+
+
+def _when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def _line(b: dict[str, Any]) -> str:
+    return (f"{b['id']}  {b['effective_confidence']:.2f}  {b.get('status', ''):<11} "
+            f"{b.get('type', ''):<7} {b['content']}")  # fmt: skip
+
+
+def remember(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="What to remember.")],
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeat).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Log TEXT and fold its beliefs into memory (create, reinforce or supersede)."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with beliefs(st) as b:
+            report = await b.remember(text, tags=tag)
+        return {"entry": report.entry["id"], "beliefs": [
+            {"action": o.action, "id": o.belief["id"], "statement": o.belief["content"],
+             "previous": o.previous["id"] if o.previous else None,
+             "similarity": round(o.similarity, 4)} for o in report.outcomes]}  # fmt: skip
+
+    data = run(ctx, body)
+    emit(data, wants_json(ctx, json_), lambda: [print(
+        f"{o['action']} {o['id']}" + (f" (was {o['previous']})" if o["previous"] else "")
+        + f": {o['statement']}") for o in data["beliefs"]])  # fmt: skip
+
+
+@belief_app.command("list")
+def belief_list(
+    ctx: typer.Context,
+    status: Annotated[
+        str, typer.Option("--status", help="active, invalidated, forgotten, pruned or all.")
+    ] = "active",
+    json_: JsonOpt = False,
+) -> None:
+    """Beliefs, highest effective confidence first."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with beliefs(st) as b:
+            return await b.select(None if status == "all" else status)
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_), _line)
+
+
+@belief_app.command("show")
+def belief_show(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> None:
+    """One belief (by id or unique prefix)."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with beliefs(st) as b:
+            doc = await b.get(belief_id)
+            return {**doc, "effective_confidence": round(b.effective(doc), 4)}
+
+    doc = run(ctx, body)
+    emit(doc, wants_json(ctx, json_), lambda: [print(f"{k}: {v}") for k, v in doc.items()])
+
+
+@belief_app.command("history")
+def belief_history(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> None:
+    """A belief's changes: create, reinforce, contradict, forget, prune."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with beliefs(st) as b:
+            return await b.history(belief_id)
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda e: (
+        f"{_when(e['at'])}  {e['type']:<10} "
+        + " ".join(f"{k}={v}" for k, v in e.items() if k not in ("type", "at"))))  # fmt: skip
+
+
+@belief_app.command("forget")
+def belief_forget(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> None:
+    """Forget a belief (soft: it stays in history, never reaches a context)."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with beliefs(st) as b:
+            return await b.forget(belief_id)
+
+    doc = run(ctx, body)
+    emit({"forgotten": doc["id"]}, wants_json(ctx, json_), lambda: print(f"forgot {doc['id']}"))
+
+
+@belief_app.command("prune")
+def belief_prune(
+    ctx: typer.Context,
+    threshold: Annotated[
+        float | None, typer.Option("--threshold", help="Effective confidence under which to prune.")
+    ] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Prune active beliefs whose effective confidence fell under the threshold (0.1)."""
+    st = state(ctx)
+
+    async def body() -> list[str]:
+        async with beliefs(st) as b:
+            return await b.prune(threshold)
+
+    ids = run(ctx, body)
+    emit({"pruned": ids}, wants_json(ctx, json_), lambda: print(f"pruned {len(ids)} beliefs"))
+
+
+@belief_app.command("reflect")
+def belief_reflect(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Near-duplicate clusters and stale beliefs."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with beliefs(st) as b:
+            return await b.reflect()
+
+    data = run(ctx, body)
+
+    def render() -> None:
+        print(f"{data['active']} active beliefs")
+        for cluster in data["duplicates"]:
+            print("near-duplicates: " + ", ".join(cluster))
+        print(f"stale (open questions): {', '.join(data['stale']) or 'none'}")
+
+    emit(data, wants_json(ctx, json_), render)
+
+
+@belief_app.command("stats")
+def belief_stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Counts by status and type, mean effective confidence, the confidence tiers."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with beliefs(st) as b:
+            return await b.stats()
+
+    data = run(ctx, body)
+    emit(data, wants_json(ctx, json_), lambda: [print(f"{k}: {v}") for k, v in data.items()])
+
+
+def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Open questions: beliefs whose effective confidence is under 0.5."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with beliefs(st) as b:
+            return await b.questions()
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_),
+              lambda b: f"{b['id']}  {b['effective_confidence']:.2f}  {b['content']}?")  # fmt: skip
+
+
+def _task_line(t: dict[str, Any]) -> str:
+    return f"{t['id']}  p{t['priority']}  {t['status']:<4}  {t['due'] or '-':<10}  {t['title']}"
+
+
+@task_app.command("add")
+def task_add(
+    ctx: typer.Context,
+    title: str,
+    priority: Annotated[int, typer.Option("--priority", "-p", help="1 (highest) to 5.")] = 3,
+    due: Annotated[str | None, typer.Option("--due", help="YYYY-MM-DD.")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Add an open task."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with memory(st) as layer:
+            return await Tasks(layer).add(title, priority, due)
+
+    task = run(ctx, body)
+    emit(task, wants_json(ctx, json_), lambda: print(task["id"]))
+
+
+@task_app.command("list")
+def task_list(
+    ctx: typer.Context,
+    status: Annotated[str, typer.Option("--status", help="open, done or all.")] = "open",
+    json_: JsonOpt = False,
+) -> None:
+    """Tasks: open ones by priority and due date."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            return await Tasks(layer).list(None if status == "all" else status)
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_), _task_line)
+
+
+@task_app.command("done")
+def task_done(ctx: typer.Context, task_id: str, json_: JsonOpt = False) -> None:
+    """Mark a task done (by id or unique prefix)."""
+    st = state(ctx)
+
+    async def body() -> dict[str, Any]:
+        async with memory(st) as layer:
+            return await Tasks(layer).done(task_id)
+
+    task = run(ctx, body)
+    emit(task, wants_json(ctx, json_), lambda: print(f"done {task['id']}: {task['title']}"))

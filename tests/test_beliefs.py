@@ -1,0 +1,275 @@
+"""Beliefs: reinforce, contradict/supersede, decay, forget, prune, tiers, index, tasks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import BeliefSettings, Settings
+from aether.context.assembly import ContextAssembler
+from aether.errors import AmbiguousIdError, InvalidOperationError, NotFoundError
+from aether.identity.bootstrap import default_identity_dir
+from aether.identity.profile import IdentityStore
+from aether.memory.beliefs import Beliefs, effective_confidence, heuristic_contradiction
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch
+from aether.memory.tasks import Tasks
+from aether.memory.topics import MemoryIndex, count_ops
+from aether.runtime.llm import LLMClient
+from aether.store.state import Mutation
+from tests.openai_server import ScriptedOpenAI, completion
+
+T0 = 1_790_000_000.0
+DAY = 86_400.0
+
+
+@pytest.fixture(params=["none", "openai"])
+def embedder(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """Full-text only (lexical similarity), or vectors from the scripted server."""
+    if request.param == "none":
+        yield None
+        return
+    with ScriptedOpenAI(dims=256) as server:
+        yield server.base_url
+
+
+async def _beliefs(
+    settings: Settings, client: Redis, base_url: str | None = None, llm: LLMClient | None = None
+) -> Beliefs:
+    if base_url is None:
+        s = settings.model_copy(update={"embeddings": "none"})
+    else:
+        s = settings.model_copy(update={"embeddings": "openai", "embedding": settings.embedding
+                                        .model_copy(update={"model": "bow", "base_url": base_url,
+                                                            "dims": 256})})  # fmt: skip
+    layer = MemoryLayer.open(s, client)
+    await MemorySearch(layer).ensure_index()
+    return Beliefs(layer, s.beliefs, llm)
+
+
+def test_effective_confidence_halves_in_30_days() -> None:
+    doc = {"confidence": 0.8, "reinforced_at": T0}
+    assert effective_confidence(doc, T0, 30) == pytest.approx(0.8)
+    assert effective_confidence(doc, T0 + 30 * DAY, 30) == pytest.approx(0.4)
+    assert effective_confidence(doc, T0 + 60 * DAY, 30) == pytest.approx(0.2)
+
+
+def test_the_contradiction_heuristic() -> None:
+    assert heuristic_contradiction("I like coffee", "I don't like coffee")
+    assert heuristic_contradiction("The server has 16 GB", "The server has 32 GB")
+    assert heuristic_contradiction("Deploys never run on Fridays", "Deploys run on Fridays")
+    assert not heuristic_contradiction("I like coffee", "I really like coffee")
+    assert not heuristic_contradiction("The server has 16 GB", "The server has 16 GB of RAM")
+
+
+async def test_reinforcement_raises_confidence_and_resets_decay(
+    settings: Settings, client: Redis, embedder: str | None
+) -> None:
+    b = await _beliefs(settings, client, embedder)
+    first = await b.remember("The staging server runs Debian on ARM hardware", now=T0)
+    [created] = first.outcomes
+    assert created.action == "created" and created.belief["confidence"] == pytest.approx(0.6)
+    later = T0 + 15 * DAY
+    decayed = b.effective(await b.get(created.belief["id"]), later)
+    assert decayed == pytest.approx(0.6 * 0.5**0.5, rel=1e-3)
+    again = await b.remember("The staging server runs Debian on ARM hardware", now=later)
+    [outcome] = again.outcomes
+    assert outcome.action == "reinforced" and outcome.belief["id"] == created.belief["id"]
+    doc = await b.get(created.belief["id"])
+    assert doc["reinforced_at"] == later  # the decay timer starts again
+    assert b.effective(doc, later) == pytest.approx(decayed + 0.1, rel=1e-3)
+    assert b.effective(doc, later) > decayed
+    assert doc["evidence"] == [first.entry["id"], again.entry["id"]]
+    history = await b.history(doc["id"])
+    assert [e["type"] for e in history] == ["create", "reinforce"]
+
+
+async def test_a_contradiction_supersedes_and_both_stay_in_history(
+    settings: Settings, client: Redis, embedder: str | None
+) -> None:
+    b = await _beliefs(settings, client, embedder)
+    old = (await b.remember("The staging server has 16 GB of memory", now=T0)).outcomes[0]
+    new = (await b.remember("The staging server has 32 GB of memory", now=T0 + DAY)).outcomes[0]
+    assert new.action == "superseded" and new.previous is not None
+    assert new.previous["id"] == old.belief["id"]
+    old_doc, new_doc = await b.get(old.belief["id"]), await b.get(new.belief["id"])
+    assert old_doc["status"] == "invalidated" and old_doc["superseded_by"] == new_doc["id"]
+    assert new_doc["status"] == "active" and new_doc["supersedes"] == old_doc["id"]
+    assert old_doc["content"] == "The staging server has 16 GB of memory"  # never overwritten
+    assert [e["type"] for e in await b.history(old_doc["id"])] == ["create", "contradict"]
+    created = (await b.history(new_doc["id"]))[0]
+    assert created["type"] == "create" and created["supersedes"] == old_doc["id"]
+    assert [x["id"] for x in await b.select("active")] == [new_doc["id"]]
+    assert [x["id"] for x in await b.select("invalidated")] == [old_doc["id"]]
+    unrelated = (await b.remember("Lunch is served at noon in the canteen")).outcomes[0]
+    assert unrelated.action == "created"
+
+
+async def test_llm_extracts_fact_and_insight_and_checks_contradictions(
+    settings: Settings, client: Redis
+) -> None:
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["messages"][-1]["content"]
+        if "Extract" in prompt:
+            return completion(json.dumps([
+                {"statement": "Alice moved to Lisbon", "type": "fact", "tags": ["alice"]},
+                {"statement": "Moving cities is stressful", "type": "insight"}]))  # fmt: skip
+        return completion('{"contradicts": true}')
+
+    with ScriptedOpenAI(responder=model) as server:
+        llm = LLMClient(server.base_url, "scripted", max_retries=0)
+        b = await _beliefs(settings, client, llm=llm)
+        report = await b.remember("Alice told me she moved to Lisbon; it was stressful")
+        assert [(o.action, o.belief["type"]) for o in report.outcomes] == [
+            ("created", "fact"), ("created", "insight")]  # fmt: skip
+        assert "alice" in report.outcomes[0].belief["tags"]
+        again = await b.remember("Alice moved to Lisbon")
+        assert again.outcomes[0].action == "superseded"  # the model said it contradicts
+        server.failing = True  # extraction falls back to the statement itself
+        fallback = await b.remember("Bob plays the cello")
+        assert [o.belief["content"] for o in fallback.outcomes] == ["Bob plays the cello"]
+        await llm.aclose()
+
+
+async def _assembler(b: Beliefs, client: Redis) -> ContextAssembler:
+    identity = IdentityStore(b.layer.store, Checkpoints(client, b.layer.keys))
+    await identity.ensure(default_identity_dir())
+    return ContextAssembler(b.layer, identity, Settings().context, beliefs=BeliefSettings())
+
+
+async def test_confidence_tiers_and_forgotten_beliefs_in_context(
+    settings: Settings, client: Redis
+) -> None:
+    b = await _beliefs(settings, client)
+    now = time.time()
+    known = (await b.remember("The backup bucket is named falcon-archive", now=now)).outcomes[0]
+    await b.remember("The backup bucket is named falcon-archive", now=now)  # 0.7
+    await b.remember("The backup bucket is named falcon-archive", now=now)  # 0.8: known
+    shaky = (await b.remember("The backup job starts at midnight", now=now)).outcomes[0]
+    old = (await b.remember("The backup vault uses zstd compression",
+                            now=now - 40 * DAY)).outcomes[0]  # fmt: skip
+    gone = (await b.remember("The backup password hint is platypus", now=now)).outcomes[0]
+    await b.forget(gone.belief["id"][:10])
+    with pytest.raises(InvalidOperationError, match="forgotten"):
+        await b.forget(gone.belief["id"])
+    assembler = await _assembler(b, client)
+
+    async def context(query: str) -> str:
+        return (await assembler.assemble(query, 2000)).text()
+
+    assert "- [" in await context("backup bucket name")
+    assert "(belief) The backup bucket is named falcon-archive" in await context("backup bucket")
+    assert "(belief) (uncertain) The backup job starts at midnight" in await context("backup job")
+    assert "zstd" not in await context("backup vault zstd compression")  # an open question
+    assert "platypus" not in await context("backup password hint platypus")  # forgotten
+    assert [q["id"] for q in await b.questions(now)] == [old.belief["id"]]
+    stats = await b.stats(now)
+    assert stats["by_status"]["forgotten"] == 1 and stats["in_context"] == 1
+    assert stats["uncertain"] == 1 and stats["open_questions"] == 1
+    assert [e["type"] for e in await b.history(gone.belief["id"])] == ["create", "forget"]
+    assert shaky.belief["id"] != known.belief["id"]
+
+
+async def test_prune_reflect_and_ids_by_prefix(settings: Settings, client: Redis) -> None:
+    b = await _beliefs(settings, client)
+    now = time.time()
+    stale = (await b.remember("The old office wifi is called moonbase",
+                              now=now - 120 * DAY)).outcomes[0]  # fmt: skip
+    fresh = (await b.remember("The new office wifi is called sunbase", now=now)).outcomes[0]
+    with pytest.raises(InvalidOperationError):
+        await b.prune(1.5)
+    assert await b.prune(0.1, now) == [stale.belief["id"]]
+    assert (await b.get(stale.belief["id"]))["status"] == "pruned"
+    assert [e["type"] for e in await b.history(stale.belief["id"])] == ["create", "prune"]
+    report = await b.reflect(now)
+    assert report["active"] == 1 and report["duplicates"] == []
+    with pytest.raises(NotFoundError):
+        await b.get("ZZZZZZZZ")
+    with pytest.raises(InvalidOperationError, match="at least"):
+        await b.get(fresh.belief["id"][:2])
+    same_ms = fresh.belief["id"][:8]
+    if stale.belief["id"].startswith(same_ms):
+        with pytest.raises(AmbiguousIdError):
+            await b.get(same_ms)
+
+
+async def test_the_memory_index_stays_within_budget_at_10k_beliefs(
+    settings: Settings, client: Redis
+) -> None:
+    b = await _beliefs(settings, client)
+    topics = ["docker", "kubernetes", "postgres", "billing", "garden", "travel", "family",
+              "music", "health", "finance", "reading", "cooking"]  # fmt: skip
+    for start in range(0, 10_000, 1000):
+        m = Mutation()
+        docs = [b._build(f"Belief {i} about {topics[i % len(topics)]} number {i % 97}",
+                         "fact", "E1", [topics[i % len(topics)]], T0)
+                for i in range(start, start + 1000)]  # fmt: skip
+        for doc in docs:
+            m.json_set(b.keys.belief(doc["id"]), doc)
+        count_ops(m, b.keys, docs)
+        await b.layer.store.apply(m, "test.bulk")
+    for budget in (100, 200, 300):
+        table = await MemoryIndex(b.layer).read(budget)
+        assert table.tokens <= budget
+        assert "10,000 beliefs" in table.text
+    table = await MemoryIndex(b.layer).read(300)
+    assert table.rows >= 10 and "| docker | 834 |" in table.text
+
+
+async def test_tasks(settings: Settings, client: Redis) -> None:
+    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    tasks = Tasks(layer)
+    low = await tasks.add("water the plants", priority=5)
+    high = await tasks.add("renew the TLS certificate", priority=1, due="2026-12-01")
+    assert [t["id"] for t in await tasks.list()] == [high["id"], low["id"]]
+    done = await tasks.done(high["id"][:12])
+    assert done["status"] == "done" and done["done_at"]
+    assert [t["id"] for t in await tasks.list()] == [low["id"]]
+    assert [t["id"] for t in await tasks.list("done")] == [high["id"]]
+    for bad in ({"title": " "}, {"title": "x", "priority": 0}, {"title": "x", "due": "soon"}):
+        with pytest.raises(InvalidOperationError):
+            await tasks.add(**bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidOperationError, match="already done"):
+        await tasks.done(high["id"])
+    with pytest.raises(NotFoundError):
+        await tasks.done("ZZZZZZZZZZ")
+
+
+def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    first = json.loads(cli("remember", "The NAS has 8 TB of disks", "--json").stdout)
+    assert first["beliefs"][0]["action"] == "created"
+    second = json.loads(cli("remember", "The NAS has 12 TB of disks", "--json").stdout)
+    assert second["beliefs"][0]["action"] == "superseded"
+    old_id = first["beliefs"][0]["id"]
+    listed = json.loads(cli("belief", "list", "--status", "all", "--json").stdout)
+    assert {b["status"] for b in listed} == {"active", "invalidated"}
+    history = cli("belief", "history", old_id[:12])
+    assert history.returncode == 0 and "contradict" in history.stdout
+    new_id = second["beliefs"][0]["id"]
+    assert cli("belief", "forget", new_id).returncode == 0
+    assert cli("belief", "list").returncode == 2  # no active beliefs: no results
+    bad = cli("belief", "forget", "nope!")
+    assert bad.returncode == 1 and "invalid belief" in bad.stderr
+    assert cli("belief", "list", "--status", "weird").returncode == 1
+    stats = json.loads(cli("belief", "stats", "--json").stdout)
+    assert stats["by_status"]["forgotten"] == 1
+    assert cli("questions").returncode == 2
+    task = json.loads(cli("task", "add", "call the plumber", "-p", "2", "--json").stdout)
+    assert "call the plumber" in cli("task", "list").stdout
+    assert cli("task", "done", task["id"]).returncode == 0
+    assert cli("task", "list").returncode == 2
+    assert cli("task", "add", "x", "--priority", "9").returncode == 1
