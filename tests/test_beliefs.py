@@ -175,6 +175,10 @@ async def test_confidence_tiers_and_forgotten_beliefs_in_context(
     assert stats["by_status"]["forgotten"] == 1 and stats["in_context"] == 1
     assert stats["uncertain"] == 1 and stats["open_questions"] == 1
     assert [e["type"] for e in await b.history(gone.belief["id"])] == ["create", "forget"]
+    incremental = (await MemoryIndex(b.layer).read(300)).text
+    assert "3 beliefs" in incremental  # forgotten ones are not counted
+    await MemoryIndex(b.layer).rebuild()
+    assert (await MemoryIndex(b.layer).read(300)).text == incremental
     assert shaky.belief["id"] != known.belief["id"]
 
 
@@ -230,7 +234,7 @@ async def test_tasks(settings: Settings, client: Redis) -> None:
     low = await tasks.add("water the plants", priority=5)
     high = await tasks.add("renew the TLS certificate", priority=1, due="2026-12-01")
     assert [t["id"] for t in await tasks.list()] == [high["id"], low["id"]]
-    done = await tasks.done(high["id"][:12])
+    done = await tasks.done(high["id"][:25])  # ids made in one millisecond share 25
     assert done["status"] == "done" and done["done_at"]
     assert [t["id"] for t in await tasks.list()] == [low["id"]]
     assert [t["id"] for t in await tasks.list("done")] == [high["id"]]

@@ -48,6 +48,10 @@ def _op(keys: Keyspace) -> st.SearchStrategy[tuple[str, Any]]:
         ),
         st.tuples(st.just("zrem"), st.tuples(name, st.lists(value, min_size=1, max_size=3))),
         st.tuples(st.just("zincrby"), st.tuples(name, st.integers(-3, 5), value)),
+        st.tuples(
+            st.just("zaddgt"),
+            st.tuples(name, st.dictionaries(value, score, min_size=1, max_size=5)),
+        ),
         st.tuples(st.just("sadd"), st.tuples(name, st.lists(value, min_size=1, max_size=20))),
         st.tuples(st.just("set"), st.tuples(name, value)),
         st.tuples(st.just("del"), st.tuples(kinds, name)),
@@ -78,6 +82,8 @@ def _mutation(keys: Keyspace, kind: str, args: Any) -> Mutation:
         return m.zadd(key["zset"](args[0]), args[1])
     if kind == "zrem":
         return m.zrem(key["zset"](args[0]), *args[1])
+    if kind == "zaddgt":
+        return m.zadd(key["zset"](args[0]), args[1], gt=True)
     if kind == "zincrby":
         return m.zincrby(key["zset"](args[0]), args[1], args[2])
     if kind == "sadd":

@@ -40,7 +40,7 @@ def count_ops(m: Mutation, keys: Keyspace, docs: Iterable[dict[str, Any]], sign:
     for tag, n in tags.items():
         m.zincrby(keys.memory_topics(), sign * n, tag)
     if sign > 0 and seen:
-        m.zadd(keys.memory_topics_seen(), seen)
+        m.zadd(keys.memory_topics_seen(), seen, gt=True)
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,10 @@ class MemoryIndex:
         docs: list[dict[str, Any]] = []
         for start in range(0, len(keys), 500):
             batch = await self.layer.get_docs(keys[start : start + 500],
-                                              ("kind", "tags", "timestamp"))  # fmt: skip
-            docs += [d for d in batch if d and d.get("kind")]
+                                              ("kind", "tags", "timestamp", "status"))  # fmt: skip
+            # beliefs count while active, as the incremental counters do
+            docs += [d for d in batch if d and d.get("kind")
+                     and d.get("status", "active") == "active"]  # fmt: skip
         m = Mutation()
         for key in (self.keys.memory_counts(), self.keys.memory_topics(),
                     self.keys.memory_topics_seen()):  # fmt: skip

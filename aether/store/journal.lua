@@ -16,7 +16,7 @@ when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '5'
+local VERSION = '6'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -90,8 +90,10 @@ local function apply_structural(op)
     end
     return inv
   elseif cmd == 'ZADD' then
+    -- an optional leading GT flag: only raise existing scores (a "last seen" time)
+    local first = op[3] == 'GT' and 4 or 3
     local added, restored = {'ZREM', key}, {'ZADD', key}
-    for i = 3, #op, 2 do
+    for i = first, #op, 2 do
       local old = redis.call('ZSCORE', key, op[i + 1])
       if old then
         restored[#restored + 1] = old
@@ -100,7 +102,11 @@ local function apply_structural(op)
         added[#added + 1] = op[i + 1]
       end
     end
-    call_chunked('ZADD', key, args_of(op), 2)
+    if first == 4 then
+      for i = 4, #op, 2 do redis.call('ZADD', key, 'GT', op[i], op[i + 1]) end
+    else
+      call_chunked('ZADD', key, args_of(op), 2)
+    end
     local inv = {}
     if #added > 2 then inv[#inv + 1] = added end
     if #restored > 2 then inv[#inv + 1] = restored end

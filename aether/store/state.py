@@ -125,9 +125,9 @@ class Mutation:
             raise InvalidOperationError("cap must be >= 1")
         return self.add("RPUSHCAP", key, cap, *values)
 
-    def zadd(self, key: str, mapping: Mapping[str, float]) -> Mutation:
-        """ZADD members with scores."""
-        flat: list[Arg] = []
+    def zadd(self, key: str, mapping: Mapping[str, float], *, gt: bool = False) -> Mutation:
+        """ZADD members with scores (``gt``: an existing score only ever rises)."""
+        flat: list[Arg] = ["GT"] if gt else []
         for member, score in mapping.items():
             flat.extend((score, member))
         return self.add("ZADD", key, *flat)
