@@ -216,6 +216,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
     llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
+    archetype: Literal["general", "coding"] = Field(
+        default="general", description="the domain: extractors and context strategy"
+    )
     context: ContextSettings = Field(default_factory=ContextSettings)
     beliefs: BeliefSettings = Field(default_factory=BeliefSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)

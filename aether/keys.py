@@ -46,6 +46,16 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("belief:", "beliefs"),
     ("beliefs:", "beliefs"),
     ("tasks", "tasks"),
+    ("event:", "events"),
+    ("timeline:", "events"),
+    ("entity:", "graph"),
+    ("entities:", "graph"),
+    ("rel:", "graph"),
+    ("relation:", "graph"),
+    ("decision:", "decisions"),
+    ("failure:", "failures"),
+    ("pattern", "failures"),
+    ("repo", "repositories"),
     ("chat:", "chat"),
     ("episode:", "episodes"),
     ("memory:", "memory index"),
@@ -147,7 +157,69 @@ class Keyspace:
 
     def memory_prefixes(self) -> list[str]:
         """Key prefixes of the documents the memory index covers."""
-        return [self._k("daily", "entry", ""), self._k("longterm", ""), self._k("belief", "")]
+        return [self._k("daily", "entry", ""), self._k("longterm", ""), self._k("belief", ""),
+                self._k("event", ""), self._k("decision", ""), self._k("failure", "")]  # fmt: skip
+
+    # relational memory (seeds 000 and 003)
+    def event(self, event_id: str) -> str:
+        """JSON: an event (type, actor, content, outcome, parent, duration, keywords, scope)."""
+        return self._k("event", event_id)
+
+    def timeline(self, session: str) -> str:
+        """ZSET: a session's event ids by time."""
+        return self._k("timeline", session)
+
+    def entity(self, entity_id: str) -> str:
+        """HASH: an entity (type, name, aliases, salience, mentions, first/last seen, scope)."""
+        return self._k("entity", entity_id)
+
+    def entity_names(self) -> str:
+        """ZSET by name: ``lower-case name or alias, US (0x1f), entity id``."""
+        return self._k("entities", "names")
+
+    def relations_out(self, entity_id: str) -> str:
+        """ZSET: ``type, US, target id`` -> weight, the entity's outgoing relations."""
+        return self._k("rel", "out", entity_id)
+
+    def relations_in(self, entity_id: str) -> str:
+        """ZSET: ``type, US, source id`` -> weight, the entity's incoming relations."""
+        return self._k("rel", "in", entity_id)
+
+    def relation(self, relation_id: str) -> str:
+        """HASH: a relation (type, source, target, weight, evidence event ids)."""
+        return self._k("relation", relation_id)
+
+    def decision(self, decision_id: str) -> str:
+        """JSON: a decision and its outcome."""
+        return self._k("decision", decision_id)
+
+    def failure(self, failure_id: str) -> str:
+        """JSON: a failure with its pattern key."""
+        return self._k("failure", failure_id)
+
+    def failure_patterns(self) -> str:
+        """ZSET: failure pattern key -> occurrences."""
+        return self._k("patterns")
+
+    def failure_pattern(self, pattern: str) -> str:
+        """HASH: one failure pattern (count, first/last seen, detected_at, example)."""
+        return self._k("pattern", pattern)
+
+    def repos(self) -> str:
+        """ZSET: indexed repository ids by last index time."""
+        return self._k("repos")
+
+    def repo(self, repo_id: str) -> str:
+        """HASH: a repository's root, languages and last index."""
+        return self._k("repo", repo_id)
+
+    def repo_files(self, repo_id: str) -> str:
+        """ZSET: a repository's file paths -> time indexed."""
+        return self._k("repo", repo_id, "files")
+
+    def repo_file(self, repo_id: str, path_id: str) -> str:
+        """JSON: one file (language, content hash, imports, resolved imports, symbols)."""
+        return self._k("repo", repo_id, "file", path_id)
 
     def memory_index(self) -> str:
         """FT index over daily entries, long-term memories and beliefs."""

@@ -261,7 +261,8 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["tokens"] <= 600
-    assert {s["name"] for s in data["sections"]} == {"system", "index", "history", "memories"}
+    assert {s["name"] for s in data["sections"]} == {"system", "index", "history", "graph",
+                                                     "memories"}  # fmt: skip
     assert "vault path ops/vpn" in data["text"]
     human = cli("context", "preview", "VPN", "--max-tokens", "600")
     assert human.returncode == 0 and "memories" in human.stdout

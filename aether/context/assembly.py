@@ -23,12 +23,14 @@ from zoneinfo import ZoneInfo
 import structlog
 
 from aether.config import BeliefSettings, ContextSettings, ModelWindow
+from aether.context.relational import graph_context
 from aether.context.session import WindowView, read_view
 from aether.context.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
 from aether.context.window import Message, render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
+from aether.memory.archetypes.base import Archetype
 from aether.memory.beliefs import effective_confidence
 from aether.memory.chat import ChatSessions
 from aether.memory.layer import MemoryLayer
@@ -47,6 +49,7 @@ HIDDEN_STATUSES = frozenset({"forgotten", "invalidated", "pruned"})
 REMEMBER_TAG = "remember"
 MEMORIES_HEADER = "# Relevant memories"
 INDEX_HEADER = "# Memory index"
+GRAPH_HEADER = "# Memory graph"
 MIN_MAX_TOKENS = 64
 
 
@@ -115,12 +118,15 @@ class AssembledContext:
     history: Section
     history_messages: list[Message]
     chosen: list[ScoredMemory]
+    graph: Section = field(default_factory=lambda: Section("graph", "", 0, 0))
 
     def system_message(self) -> Message:
-        """Identity, memory index and relevant memories, as one system message."""
+        """Identity, memory index, memory graph and relevant memories, as one message."""
         parts = [self.system.text]
         if self.index.text:
             parts.append(f"{INDEX_HEADER}\n{self.index.text}")
+        if self.graph.text:
+            parts.append(f"{GRAPH_HEADER}\n{self.graph.text}")
         if self.memories.text:
             parts.append(f"{MEMORIES_HEADER}\n{self.memories.text}")
         return {"role": "system", "content": "\n\n".join(p for p in parts if p)}
@@ -141,7 +147,7 @@ class AssembledContext:
 
     def sections(self) -> list[Section]:
         """The sections, in order."""
-        return [self.system, self.index, self.history, self.memories]
+        return [self.system, self.index, self.history, self.graph, self.memories]
 
     def text(self) -> str:
         """The whole context as plain text (for people and for recall checks)."""
@@ -201,6 +207,8 @@ class ContextAssembler:
         settings: the context settings.
         search: the memory search (default: a new one over ``layer``).
         beliefs: the belief tiers (default: 0.8 known, 0.5 uncertain).
+        archetype: its strategy splits the memory budget into recent events, entities,
+            relations (the memory graph) and semantic hits; ``None``: semantic only.
     """
 
     _warned = False
@@ -212,7 +220,9 @@ class ContextAssembler:
         settings: ContextSettings,
         search: MemorySearch | None = None,
         beliefs: BeliefSettings | None = None,
+        archetype: Archetype | None = None,
     ) -> None:
+        self.archetype = archetype
         self.layer = layer
         self.beliefs = beliefs or BeliefSettings()
         self.identity = identity
@@ -265,6 +275,14 @@ class ContextAssembler:
         room = budgets.total - ctx.tokens - count_tokens(MEMORIES_HEADER) - 4
         if budgets.history is None:
             room = min(room, budgets.memories)
+        if self.archetype is not None and room > 0:
+            share = 100 - self.archetype.strategy.budget["semantic"]
+            found = await graph_context(self.layer, self.archetype, query, room * share // 100,
+                                        session, when.timestamp())  # fmt: skip
+            if found.text:
+                ctx.graph = Section("graph", found.text, found.tokens, room * share // 100,
+                                    sum(found.counts.values()))  # fmt: skip
+                room -= found.tokens + count_tokens(GRAPH_HEADER) + 4
         ctx.memories, ctx.chosen = await self._memories(query, room, history_messages,
                                                         when.timestamp())  # fmt: skip
         while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:

@@ -10,6 +10,7 @@ from rich.table import Table
 from aether.context.assembly import ContextAssembler, ScoredMemory
 from aether.interfaces.cli_identity import identity_dir, identity_store
 from aether.interfaces.common import console, emit, redis_client, run, state, wants_json
+from aether.memory.archetypes import archetype
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
 
@@ -42,7 +43,8 @@ def preview(
             search = MemorySearch(layer)
             await search.ensure_index()
             assembler = ContextAssembler(layer, store, st.settings.context, search,
-                                         st.settings.beliefs)  # fmt: skip
+                                         st.settings.beliefs,
+                                         archetype(st.settings.archetype))  # fmt: skip
             assembled = await assembler.assemble(query, max_tokens, session=session)
             return {
                 "query": query,

@@ -39,6 +39,7 @@ from aether.errors import (
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.ids import check_id
+from aether.memory.archetypes import archetype
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
@@ -192,8 +193,9 @@ def build_server(services: Services) -> MCPServer[Any]:
         query: str, max_tokens: int = 2000, session: str | None = None
     ) -> dict[str, Any]:
         """The context aether would send a model for ``query``, within ``max_tokens``."""
-        assembler = ContextAssembler(layer, services.identity, services.settings.context, search,
-                                     services.settings.beliefs)  # fmt: skip
+        settings = services.settings
+        assembler = ContextAssembler(layer, services.identity, settings.context, search,
+                                     settings.beliefs, archetype(settings.archetype))  # fmt: skip
 
         async def work() -> dict[str, Any]:
             await search.ensure_index()

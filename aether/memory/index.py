@@ -37,6 +37,8 @@ def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
          "attrs": {"separator": TAG_SEPARATOR}},
         {"name": "session", "type": "tag", "path": "$.session"},
         {"name": "status", "type": "tag", "path": "$.status"},
+        {"name": "scope", "type": "tag", "path": "$.scope"},
+        {"name": "pattern", "type": "tag", "path": "$.pattern"},
         {"name": "hash", "type": "tag", "path": "$.hash"},
         {"name": "timestamp", "type": "numeric", "path": "$.timestamp",
          "attrs": {"sortable": True}},

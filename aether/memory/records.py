@@ -16,14 +16,14 @@ from typing import Any, Literal
 from aether.errors import InvalidOperationError
 
 Source = Literal["user", "agent", "system"]
-Kind = Literal["daily", "longterm", "belief"]
+Kind = Literal["daily", "longterm", "belief", "event", "decision", "failure"]
 SOURCES: tuple[str, ...] = ("user", "agent", "system")
-KINDS: tuple[str, ...] = ("daily", "longterm", "belief")
+KINDS: tuple[str, ...] = ("daily", "longterm", "belief", "event", "decision", "failure")
 MAX_TAGS = 32
 # The fields a search hit carries (never the embedding): fewer paths, faster reads.
 HIT_FIELDS: tuple[str, ...] = (
     "id", "kind", "content", "source", "tags", "score", "session", "timestamp",
-    "status", "confidence", "reinforced_at", "type", "outcome",
+    "status", "confidence", "reinforced_at", "type", "outcome", "scope", "pattern",
 )  # fmt: skip
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
 

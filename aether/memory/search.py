@@ -30,6 +30,7 @@ from aether.memory.daily import DailyLog
 from aether.memory.index import ensure_index, search_index
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import HIT_FIELDS, check_kind, check_source, check_tags, check_timestamp
+from aether.memory.scopes import check_scope
 from aether.memory.stopwords import STOPWORDS
 
 log = structlog.get_logger(__name__)
@@ -64,9 +65,12 @@ def build_filter(
     tags: list[str] | None = None,
     since: datetime | float | None = None,
     session: str | None = None,
+    scopes: list[str] | None = None,
 ) -> FilterExpression | None:
     """A redisvl filter from validated values (``None`` when unfiltered)."""
     parts: list[FilterExpression] = []
+    if scopes:
+        parts.append(Tag("scope") == [check_scope(s) for s in scopes])
     if kind:
         parts.append(Tag("kind") == check_kind(kind))
     if source:
@@ -126,6 +130,7 @@ class MemorySearch:
         session: str | None = None,
         limit: int = 10,
         now: float | None = None,
+        scopes: list[str] | None = None,
     ) -> list[SearchHit]:
         """The ``limit`` most relevant memories for ``query``.
 
@@ -136,7 +141,7 @@ class MemorySearch:
 
         if not 1 <= limit <= 1000:
             raise InvalidOperationError("limit must be between 1 and 1000")
-        flt = build_filter(kind, source, tags, since, session)
+        flt = build_filter(kind, source, tags, since, session, scopes)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
         try:

@@ -21,7 +21,8 @@ from aether.memory.layer import MemoryLayer
 from aether.store.codec import text
 from aether.store.state import Mutation
 
-KIND_LABELS = {"daily": "daily entries", "longterm": "long-term memories", "belief": "beliefs"}
+KIND_LABELS = {"daily": "daily entries", "longterm": "long-term memories", "belief": "beliefs",
+               "event": "events", "decision": "decisions", "failure": "failures"}  # fmt: skip
 MAX_ROWS = 60
 
 

@@ -27,6 +27,7 @@ from aether.errors import InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
+from aether.memory.archetypes import archetype
 from aether.memory.chat import ChatSessions
 from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
@@ -85,7 +86,8 @@ class AgentRuntime:
         self.identity = IdentityStore(layer.store, checkpoints)
         self.search = MemorySearch(layer)
         self.assembler = ContextAssembler(layer, self.identity, settings.context, self.search,
-                                          settings.beliefs)  # fmt: skip
+                                          settings.beliefs,
+                                          archetype(settings.archetype))  # fmt: skip
         self.chats = ChatSessions(layer)
         self.episodes = Episodes(layer)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)

@@ -16,7 +16,7 @@ when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '6'
+local VERSION = '7'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -421,7 +421,57 @@ local function fn_reply(keys, args)
   return redis.call('XADD', keys[2], 'MAXLEN', '~', args[3], '*', unpack(fields))
 end
 
+-- Breadth-first expansion of the entity graph, in one call: up to `depth` hops along
+-- outgoing and incoming relations (the `per` heaviest of each node), at most `maxn` nodes.
+-- ARGV: key prefix, depth, per, maxn, seed ids... Returns {edges, nodes}: an edge is
+-- {source, type, target, weight, hop}; a node is {id, hop, HGETALL of the entity}.
+local function fn_expand(keys, args)
+  local prefix, depth, per, maxn = args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4])
+  local seen, order, frontier, edges = {}, {}, {}, {}
+  for i = 5, #args do
+    if seen[args[i]] == nil then
+      seen[args[i]] = 0
+      order[#order + 1] = args[i]
+      frontier[#frontier + 1] = args[i]
+    end
+  end
+  for hop = 1, depth do
+    local nextf = {}
+    for _, id in ipairs(frontier) do
+      for _, dir in ipairs({'out', 'in'}) do
+        local rows = redis.call('ZREVRANGE', prefix .. 'rel:' .. dir .. ':' .. id, 0, per - 1,
+          'WITHSCORES')
+        for j = 1, #rows, 2 do
+          local member, weight = rows[j], rows[j + 1]
+          local sep = string.find(member, '\31', 1, true)
+          if sep then
+            local rtype, other = string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
+            if dir == 'out' then
+              edges[#edges + 1] = {id, rtype, other, weight, hop}
+            else
+              edges[#edges + 1] = {other, rtype, id, weight, hop}
+            end
+            if seen[other] == nil and #order < maxn then
+              seen[other] = hop
+              order[#order + 1] = other
+              nextf[#nextf + 1] = other
+            end
+          end
+        end
+      end
+    end
+    frontier = nextf
+  end
+  local nodes = {}
+  for _, id in ipairs(order) do
+    nodes[#nodes + 1] = {id, seen[id], redis.call('HGETALL', prefix .. 'entity:' .. id)}
+  end
+  return {edges, nodes}
+end
+
 redis.register_function('aether_version', function() return VERSION end)
+redis.register_function{function_name = 'aether_expand', callback = fn_expand,
+  flags = {'no-writes'}}
 redis.register_function('aether_reply', fn_reply)
 redis.register_function('aether_apply', fn_apply)
 redis.register_function('aether_checkpoint', fn_checkpoint)

@@ -1,0 +1,139 @@
+"""The archetype's part of a context (seeds 000 and 003).
+
+Known failure patterns, recent events, salient entities and the relations around them.
+The memory budget is split as the archetype's strategy says (recent / semantic /
+entities / relations); each part is ranked with seed 000's scoring: recency
+``exp(-age_hours / 24)``, relevance (the share of the query's words an item holds) and
+salience, times 1.2 for a success and 0.8 for a failure. What a part leaves unused goes
+to the semantic part (hybrid search), which the assembler fills last.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from aether.context.tokens import count_tokens, truncate_to_tokens
+from aether.memory.archetypes.base import Archetype, ContextStrategy
+from aether.memory.decisions import FailureMemory, pattern_line
+from aether.memory.events import Events
+from aether.memory.graph import Graph
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import query_tokens
+
+OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
+LINE_TOKENS = 60
+SEED_ENTITIES = 5
+
+
+@dataclass
+class GraphContext:
+    """The rendered relational sections and what each holds."""
+
+    text: str
+    tokens: int
+    counts: dict[str, int]
+
+
+def relevance(query_words: set[str], text: str) -> float:
+    """The share of the query's words that ``text`` holds."""
+    if not query_words:
+        return 0.0
+    return len(query_words & set(query_tokens(text))) / len(query_words)
+
+
+def seed_score(strategy: ContextStrategy, *, age_s: float, rel: float, salience: float,
+               outcome: str | None = None) -> float:  # fmt: skip
+    """Seed 000's score of one item."""
+    score = math.exp(-max(0.0, age_s) / 3600 / 24) * strategy.recency_weight
+    score += rel * strategy.relevance_weight + salience * strategy.salience_weight
+    return score * OUTCOME_FACTOR.get(outcome or "", 1.0)
+
+
+def _fill(title: str, lines: list[str], budget: int) -> tuple[list[str], int]:
+    """The header and as many lines as fit ``budget`` tokens."""
+    if not lines or budget <= 20:
+        return [], 0
+    out = [f"## {title}"]
+    used = count_tokens(out[0]) + 1
+    for line in lines:
+        line = truncate_to_tokens(line, LINE_TOKENS)
+        cost = count_tokens(line) + 1
+        if used + cost > budget:
+            break
+        out.append(line)
+        used += cost
+    return (out, used) if len(out) > 1 else ([], 0)
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+async def graph_context(
+    layer: MemoryLayer, archetype: Archetype, query: str, budget: int,
+    session: str | None, now: float,
+) -> GraphContext:  # fmt: skip
+    """The relational sections within ``budget`` tokens (the semantic share excluded)."""
+    strategy = archetype.strategy
+    shares = strategy.budget
+    words = set(query_tokens(query))
+    total_share = max(1, 100 - shares["semantic"])
+    part = {name: budget * shares[name] // total_share for name in ("recent", "entities",
+                                                                    "relations")}  # fmt: skip
+    blocks: list[str] = []
+    counts: dict[str, int] = {}
+    used_total = 0
+
+    patterns = await FailureMemory(layer).patterns()
+    lines, used = _fill("Known failure patterns", [pattern_line(p) for p in patterns],
+                        min(budget // 5, 200))  # fmt: skip
+    blocks += lines
+    used_total += used
+    counts["patterns"] = max(0, len(lines) - 1)
+
+    recent: list[dict[str, Any]] = []
+    if session:
+        recent = await Events(layer, archetype).recent(session, 30)
+    scored = sorted(recent, key=lambda e: seed_score(
+        strategy, age_s=now - float(e["timestamp"]), rel=relevance(words, str(e["content"])),
+        salience=0.5, outcome=e.get("outcome")), reverse=True)  # fmt: skip
+    event_lines = [f"- [{_when(float(e['timestamp']))}] {e['type']}"
+                   + (f" ({e['outcome']})" if e.get("outcome") else "")
+                   + f": {' '.join(str(e.get('summary') or e['content']).split())}"
+                   for e in scored]  # fmt: skip
+    lines, used = _fill("Recent events", event_lines, part["recent"])
+    blocks += lines
+    used_total += used
+    counts["events"] = max(0, len(lines) - 1)
+
+    graph = Graph(layer)
+    entities = await graph.find(query, limit=20) if words else []
+    entities.sort(key=lambda d: seed_score(
+        strategy, age_s=now - d["last_seen"],
+        rel=relevance(words, " ".join([d["name"], *d["aliases"]])),
+        salience=d["salience"]), reverse=True)  # fmt: skip
+    entity_lines = [f"- {d['type']} {d['name']} ({d['mention_count']} mentions, salience "
+                    f"{d['salience']:.2f})" for d in entities]  # fmt: skip
+    lines, used = _fill("Entities", entity_lines, part["entities"])
+    blocks += lines
+    used_total += used
+    counts["entities"] = max(0, len(lines) - 1)
+
+    seeds = [d["id"] for d in entities[:SEED_ENTITIES]]
+    expansion = await graph.expand(seeds, depth=2) if seeds else None
+    relation_lines: list[str] = []
+    if expansion is not None:
+        names = {eid: node["name"] for eid, node in expansion.nodes.items()}
+        for source, kind, target, weight, hop in expansion.edges:
+            if source in names and target in names:
+                relation_lines.append(f"- {names[source]} {kind} {names[target]}"
+                                      f" (weight {weight:g}, hop {hop})")  # fmt: skip
+    lines, used = _fill("Relations", relation_lines, part["relations"])
+    blocks += lines
+    used_total += used
+    counts["relations"] = max(0, len(lines) - 1)
+    text = "\n".join(blocks)
+    return GraphContext(text, count_tokens(text) if text else 0, counts)

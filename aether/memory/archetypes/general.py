@@ -1,0 +1,51 @@
+"""The general archetype: names and keywords of any event, and what co-occurs."""
+
+from __future__ import annotations
+
+import re
+from itertools import combinations
+from types import MappingProxyType
+from typing import Any
+
+from aether.memory.archetypes.base import ContextStrategy, ToolSpec
+from aether.memory.graph import EntityIn, RelationIn
+
+# Capitalised words not opening a sentence: "met Alice Smith in Lisbon" -> Alice Smith, Lisbon
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+MAX_NAMES = 8
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """An event's text: its content."""
+    return str(event.get("content") or "")
+
+
+def names_and_keywords(event: dict[str, Any]) -> list[EntityIn]:
+    """People, places and things named in the text, and the event's keywords as topics."""
+    found = list(dict.fromkeys(_NAME.findall(event_text(event))))[:MAX_NAMES]
+    entities = [EntityIn("name", name, salience=0.3) for name in found]
+    entities += [EntityIn("topic", k.lower(), salience=0.2) for k in event.get("keywords") or []]
+    return entities
+
+
+def co_occurrence(event: dict[str, Any], entities: list[EntityIn]) -> list[RelationIn]:
+    """Entities named in one event are related."""
+    ids = list(dict.fromkeys(e.id for e in entities))
+    return [RelationIn("co_occurs", a, b, 0.5) for a, b in combinations(ids, 2)]
+
+
+class GeneralArchetype:
+    """For any agent: conversations, actions, observations."""
+
+    name = "general"
+    description = "General-purpose agent: names, topics and what appears together"
+    event_types = ("message", "action", "observation", "tool_call", "error", "decision")
+    entity_types = ("name", "topic")
+    relation_types = ("co_occurs",)
+    extractors = MappingProxyType(dict.fromkeys(event_types, names_and_keywords))
+    relation_extractors = MappingProxyType(dict.fromkeys(event_types, co_occurrence))
+    strategy = ContextStrategy()
+    tools = (
+        ToolSpec("memory_search", "Search memory"),
+        ToolSpec("memory_log", "Write to the daily log"),
+    )

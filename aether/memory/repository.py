@@ -1,0 +1,316 @@
+"""Repository intelligence (seed 003): a map of a repository's files and their imports.
+
+``index(root)`` lists the repository's files (``git ls-files`` when it is a git
+checkout, else a walk that skips VCS, virtual-env and build folders), keeps those in a
+supported language, and stores one document per file (``ns:repo:<rid>:file:<pid>``:
+language, content hash, size, imports, symbols) plus the path list. A re-index reads
+every file but parses and writes only those whose content hash changed, and removes
+the vanished ones. Imports are resolved to files when queried, against the current file
+list, so a re-index never has to revisit unchanged importers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from aether.errors import InvalidOperationError, NotFoundError
+from aether.memory.code.extract import extract
+from aether.memory.code.model import language_of
+from aether.memory.code.modules import module_of, resolve_import
+from aether.memory.layer import MemoryLayer
+from aether.store.codec import byte_map, text, texts
+from aether.store.state import Mutation
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
+                       ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build", "target",
+                       ".tox", ".next", "vendor"})  # fmt: skip
+MAX_FILE_BYTES = 1024 * 1024
+WRITE_BATCH = 200
+FILE_FIELDS = ("path", "language", "hash", "imports", "module", "is_test", "symbols")
+
+
+def repo_id(root: Path) -> str:
+    """A readable, stable id for the repository at ``root``."""
+    resolved = root.resolve()
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in resolved.name)[:40] or "repo"
+    return f"{slug}-{hashlib.sha1(str(resolved).encode()).hexdigest()[:8]}"
+
+
+def path_id(path: str) -> str:
+    """The key part of one file's document."""
+    return hashlib.sha1(path.encode()).hexdigest()[:16]
+
+
+def list_files(root: Path) -> list[str]:
+    """The repository's files in supported languages, as POSIX paths relative to ``root``."""
+    paths: list[str] = []
+    if (root / ".git").exists():
+        try:
+            out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached",
+                                  "--others", "--exclude-standard"], capture_output=True,
+                                 check=True, timeout=60)  # fmt: skip
+            paths = [p for p in out.stdout.decode(errors="replace").split("\0") if p]
+        except (OSError, subprocess.SubprocessError):
+            paths = []
+    if not paths:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            rel = Path(folder).relative_to(root)
+            paths += [(rel / f).as_posix() for f in sorted(files)]
+    return sorted(p for p in paths if language_of(p) and (root / p).is_file())
+
+
+@dataclass
+class IndexReport:
+    """What an index run did."""
+
+    repo: str
+    root: str
+    files: int
+    changed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    languages: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class RepoGraph:
+    """The import graph of one repository, resolved to its files."""
+
+    files: dict[str, dict[str, Any]]
+    imports: dict[str, set[str]]
+    importers: dict[str, set[str]]
+
+
+class Repositories:
+    """Indexed repositories of one namespace."""
+
+    def __init__(self, layer: MemoryLayer) -> None:
+        self.layer = layer
+        self.keys = layer.keys
+        self.client = layer.client
+
+    async def index(self, root: Path, progress: Callable[[int], None] | None = None) -> IndexReport:
+        """Index (or re-index) the repository at ``root``.
+
+        Raises:
+            InvalidOperationError: ``root`` is not a directory.
+        """
+        if not root.is_dir():
+            raise InvalidOperationError(f"{root} is not a directory")
+        start = time.perf_counter()
+        rid = repo_id(root)
+        paths = await asyncio.to_thread(list_files, root)
+        report = IndexReport(rid, str(root.resolve()), len(paths))
+        known = set(texts(await self.client.zrange(self.keys.repo_files(rid), 0, -1)))
+        stored_hash: dict[str, str] = {}
+        known_list = sorted(known)
+        for begin in range(0, len(known_list), 500):
+            batch = known_list[begin : begin + 500]
+            docs = await self.layer.get_docs(
+                [self.keys.repo_file(rid, path_id(p)) for p in batch], ("hash",)
+            )
+            stored_hash.update({p: d["hash"] for p, d in zip(batch, docs, strict=True) if d})
+        pending: list[dict[str, Any]] = []
+        for path in paths:
+            data = await asyncio.to_thread(_read, root / path)
+            digest = hashlib.sha1(data).hexdigest()
+            language = language_of(path) or "other"
+            report.languages[language] = report.languages.get(language, 0) + 1
+            if stored_hash.get(path) == digest:
+                report.unchanged += 1
+            else:
+                pending.append(_file_doc(path, data, digest))
+                report.changed.append(path)
+            if progress is not None:
+                progress(1)
+            if len(pending) >= WRITE_BATCH:
+                await self._write(rid, pending)
+                pending = []
+        if pending:
+            await self._write(rid, pending)
+        report.removed = sorted(known - set(paths))
+        for begin in range(0, len(report.removed), WRITE_BATCH):
+            m = Mutation()
+            for path in report.removed[begin : begin + WRITE_BATCH]:
+                m.delete(self.keys.repo_file(rid, path_id(path)))
+                m.zrem(self.keys.repo_files(rid), path)
+            await self.layer.store.apply(m, "repo.index.remove")
+        report.seconds = round(time.perf_counter() - start, 3)
+        if report.changed or report.removed or not known:
+            meta: dict[str, str | float] = {
+                "id": rid, "root": report.root, "files": report.files,
+                "indexed_at": time.time(), "languages": json.dumps(report.languages)}  # fmt: skip
+            m = Mutation().hset(self.keys.repo(rid), meta)
+            m.zadd(self.keys.repos(), {rid: time.time()})
+            await self.layer.store.apply(m, "repo.index")
+        return report
+
+    async def _write(self, rid: str, docs: list[dict[str, Any]]) -> None:
+        m = Mutation()
+        now = time.time()
+        for doc in docs:
+            m.json_set(self.keys.repo_file(rid, path_id(doc["path"])), doc)
+        m.zadd(self.keys.repo_files(rid), {doc["path"]: now for doc in docs})
+        await self.layer.store.apply(m, "repo.index.files")
+
+    async def repos(self) -> list[dict[str, str]]:
+        """Indexed repositories, most recently indexed first."""
+        ids = texts(await self.client.zrevrange(self.keys.repos(), 0, -1))
+        out = []
+        for rid in ids:
+            meta = {
+                text(k): text(v)
+                for k, v in byte_map(await self.client.hgetall(self.keys.repo(rid))).items()
+            }
+            if meta:
+                out.append(meta)
+        return out
+
+    async def locate(self, file: Path) -> tuple[str, str]:
+        """(repository id, path in it) of a file in an indexed repository.
+
+        Raises:
+            NotFoundError: no indexed repository holds the file.
+        """
+        target = file.resolve()
+        for meta in await self.repos():
+            root = Path(meta["root"])
+            if target.is_relative_to(root):
+                return meta["id"], target.relative_to(root).as_posix()
+        raise NotFoundError(f"{file} is in no indexed repository: run 'aether repo index PATH'")
+
+    async def graph(self, rid: str) -> RepoGraph:
+        """The repository's files and their resolved imports."""
+        paths = texts(await self.client.zrange(self.keys.repo_files(rid), 0, -1))
+        files: dict[str, dict[str, Any]] = {}
+        for begin in range(0, len(paths), 500):
+            batch = paths[begin : begin + 500]
+            docs = await self.layer.get_docs([self.keys.repo_file(rid, path_id(p)) for p in batch],
+                                             FILE_FIELDS)  # fmt: skip
+            files.update({p: d for p, d in zip(batch, docs, strict=True) if d})
+        by_module: dict[str, list[str]] = {}
+        for path, doc in files.items():
+            if doc.get("module"):
+                by_module.setdefault(doc["module"], []).append(path)
+        imports: dict[str, set[str]] = {p: set() for p in files}
+        importers: dict[str, set[str]] = {p: set() for p in files}
+        for path, doc in files.items():
+            for spec in doc.get("imports", []):
+                for target in _resolve(path, spec, doc["language"], files, by_module):
+                    if target != path:
+                        imports[path].add(target)
+                        importers[target].add(path)
+        return RepoGraph(files, imports, importers)
+
+    async def _graph_for(self, file: Path) -> tuple[RepoGraph, str]:
+        rid, path = await self.locate(file)
+        graph = await self.graph(rid)
+        if path not in graph.files:
+            raise NotFoundError(f"{path} is not an indexed source file of {rid}")
+        return graph, path
+
+    async def deps(self, file: Path) -> list[dict[str, Any]]:
+        """What the file depends on, directly and transitively (with the depth)."""
+        graph, path = await self._graph_for(file)
+        return _walk(path, graph.imports)
+
+    async def affected(self, file: Path) -> list[dict[str, Any]]:
+        """What a change to the file can affect: its importers, transitively."""
+        graph, path = await self._graph_for(file)
+        found = _walk(path, graph.importers)
+        for row in found:
+            row["test"] = bool(graph.files[row["path"]].get("is_test"))
+        return found
+
+    async def related(self, file: Path, limit: int = 10) -> list[dict[str, Any]]:
+        """Files most related to ``file``: imports either way, shared imports, same folder."""
+        graph, path = await self._graph_for(file)
+        scores: dict[str, float] = {}
+        for other in graph.imports[path] | graph.importers[path]:
+            scores[other] = scores.get(other, 0.0) + 3.0
+        mine = graph.imports[path]
+        for other in graph.files:
+            if other == path:
+                continue
+            shared = len(mine & graph.imports[other])
+            if shared:
+                scores[other] = scores.get(other, 0.0) + shared
+            if PurePosixPath(other).parent == PurePosixPath(path).parent:
+                scores[other] = scores.get(other, 0.0) + 0.5
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [{"path": p, "score": round(s, 2)} for p, s in ranked]
+
+
+def _read(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.read(MAX_FILE_BYTES + 1)
+
+
+def _file_doc(path: str, data: bytes, digest: str) -> dict[str, Any]:
+    language = language_of(path) or "other"
+    doc: dict[str, Any] = {"path": path, "language": language, "hash": digest,
+                           "size": len(data), "imports": [], "symbols": [], "is_test": False,
+                           "module": module_of(path, language) or "", "error": ""}  # fmt: skip
+    if len(data) > MAX_FILE_BYTES:
+        doc["error"] = "too large to parse"
+        return doc
+    facts = extract(path, data.decode("utf-8", errors="replace"))
+    if facts is not None:
+        doc.update({"imports": facts.imports, "is_test": facts.is_test, "error": facts.error or "",
+                    "symbols": [f"{s.kind}:{s.parent + '.' if s.parent else ''}{s.name}"
+                                for s in facts.symbols]})  # fmt: skip
+    return doc
+
+
+def _resolve(path: str, spec: str, language: str, files: dict[str, dict[str, Any]],
+             by_module: dict[str, list[str]]) -> list[str]:  # fmt: skip
+    """The repository files an import means (none for external packages)."""
+    module = resolve_import(path, spec, language)
+    if module in by_module:
+        return by_module[module]
+    if language == "python":
+        # "import a.b.c" may name a function or class of module a.b: walk up
+        parts = module.split(".")
+        while len(parts) > 1:
+            parts = parts[:-1]
+            if ".".join(parts) in by_module:
+                return by_module[".".join(parts)]
+        return []
+    if language == "go":
+        suffix = "/" + spec.strip("/")
+        return [p for p in files if files[p]["language"] == "go"
+                and ("/" + str(PurePosixPath(p).parent)).endswith(suffix)]  # fmt: skip
+    if language == "rust":
+        parts = [x for x in spec.replace("crate::", "").replace("self::", "").split("::") if x]
+        for n in range(len(parts), 0, -1):
+            stem = "/".join(parts[:n])
+            for candidate in (f"src/{stem}.rs", f"src/{stem}/mod.rs", f"{stem}.rs",
+                              str(PurePosixPath(path).parent / f"{stem}.rs")):  # fmt: skip
+                if candidate in files:
+                    return [candidate]
+    return []
+
+
+def _walk(start: str, edges: dict[str, set[str]]) -> list[dict[str, Any]]:
+    seen = {start: 0}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        for nxt in sorted(edges.get(current, ())):
+            if nxt not in seen:
+                seen[nxt] = seen[current] + 1
+                queue.append(nxt)
+    return [{"path": p, "depth": d} for p, d in sorted(seen.items(), key=lambda kv: (kv[1], kv[0]))
+            if p != start]  # fmt: skip
