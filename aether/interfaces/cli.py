@@ -20,6 +20,7 @@ from aether.interfaces import (
     cli_identity,
     cli_memory,
     cli_redis,
+    cli_repo,
 )
 from aether.interfaces.common import AppState, emit, fail, state, wants_json
 from aether.logging import configure_logging
@@ -41,6 +42,7 @@ app.add_typer(cli_context.app, name="context")
 app.add_typer(cli_daemon.maintenance_app, name="maintenance")
 cli_daemon.register(app)
 cli_beliefs.register(app)
+cli_repo.register(app)
 
 
 @app.callback()

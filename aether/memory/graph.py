@@ -41,9 +41,9 @@ def relation_id(kind: str, source: str, target: str) -> str:
     return hashlib.sha1(f"{kind}{SEP}{source}{SEP}{target}".encode()).hexdigest()[:20]
 
 
-def salience_of(mentions: int, given: float) -> float:
-    """Importance: what the extractor said, rising with mentions (half at 5, 3/4 at 10)."""
-    return round(max(given, 1 - math.pow(0.5, mentions / 5)), 4)
+def salience_of(mentions: int, base: float) -> float:
+    """Importance: the extractor's base, closing half the gap to 1 every 5 mentions."""
+    return round(base + (1 - base) * (1 - math.pow(0.5, mentions / 5)), 4)
 
 
 @dataclass
@@ -148,7 +148,7 @@ class Graph:
         pipe = self.client.pipeline(transaction=False)
         for eid in merged:
             pipe.hmget(self.keys.entity(eid), ["first_seen", "mention_count", "aliases",
-                                               "properties", "salience"])  # fmt: skip
+                                               "properties", "base_salience"])  # fmt: skip
         for rid in rels:
             pipe.hmget(self.keys.relation(rid), ["weight", "evidence"])
         endpoints = {x for r in rels.values() for x in (r.source, r.target)} - set(merged)
@@ -162,13 +162,14 @@ class Graph:
             known = json.loads(aliases) if aliases else []
             all_aliases = list(dict.fromkeys([*known, *[a for a in e.aliases if a != e.name]]))
             properties = {**(json.loads(props) if props else {}), **e.properties}
-            given = max(e.salience, float(sal) if sal else 0.0)
+            base = max(e.salience, float(sal) if sal else 0.0)
             m.hset(self.keys.entity(eid), {
                 "id": eid, "type": e.type, "name": e.name.strip(), "scope": e.scope,
                 "aliases": json.dumps(all_aliases[:20], ensure_ascii=False),
                 "properties": json.dumps(properties, ensure_ascii=False, default=str),
                 "first_seen": float(first) if first else when, "last_seen": when,
-                "mention_count": mentions, "salience": salience_of(mentions, given),
+                "mention_count": mentions, "salience": salience_of(mentions, base),
+                "base_salience": base,
             })  # fmt: skip
             names = {e.name.strip().lower(), *[a.lower() for a in all_aliases[:20]]}
             m.zadd(self.keys.entity_names(), {f"{n}{SEP}{eid}": 0 for n in names})

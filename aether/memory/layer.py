@@ -71,6 +71,8 @@ class MemoryLayer:
                     partial.append(None)
                     continue
                 values = json.loads(item)
+                if isinstance(values, list):  # one path: JSON.GET answers its array alone
+                    values = {paths[0]: values}
                 partial.append({p[2:]: v[0] for p, v in values.items() if v})
             return partial
         raw = await command(self.client, "JSON.MGET", *keys, "$")

@@ -289,9 +289,15 @@ def _resolve(path: str, spec: str, language: str, files: dict[str, dict[str, Any
                 return by_module[".".join(parts)]
         return []
     if language == "go":
-        suffix = "/" + spec.strip("/")
-        return [p for p in files if files[p]["language"] == "go"
-                and ("/" + str(PurePosixPath(p).parent)).endswith(suffix)]  # fmt: skip
+        # an import path ends with the package's folder (after the module path of go.mod)
+        wanted = "/" + spec.strip("/")
+        dirs = {str(PurePosixPath(p).parent) for p in files if files[p]["language"] == "go"}
+        matching = [d for d in dirs if d != "." and wanted.endswith("/" + d)]
+        if not matching:
+            return []
+        best = max(matching, key=len)
+        return sorted(p for p in files if str(PurePosixPath(p).parent) == best
+                      and files[p]["language"] == "go")  # fmt: skip
     if language == "rust":
         parts = [x for x in spec.replace("crate::", "").replace("self::", "").split("::") if x]
         for n in range(len(parts), 0, -1):

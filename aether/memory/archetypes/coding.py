@@ -58,9 +58,21 @@ def file_entities(event: dict[str, Any]) -> list[EntityIn]:
     own = module_of(path, facts.language)
     if own:
         entities.append(EntityIn("module", own, properties={"path": path}))
-    for spec in facts.imports:
-        entities.append(EntityIn("module", resolve_import(path, spec, facts.language)))
+    imported, tested = _modules(facts)
+    entities += [EntityIn("module", name) for name in dict.fromkeys([*imported, *tested])]
     return entities
+
+
+def _modules(facts: CodeFacts) -> tuple[list[str], list[str]]:
+    """(modules the file imports, modules it tests)."""
+    imported = [resolve_import(facts.path, spec, facts.language) for spec in facts.imports]
+    tested: list[str] = []
+    if facts.is_test:
+        tested = list(imported)
+        sibling = _tested_sibling(facts.path, facts.language)
+        if sibling and sibling not in tested:
+            tested.append(sibling)
+    return imported, tested
 
 
 def file_relations(event: dict[str, Any], entities: list[EntityIn]) -> list[RelationIn]:
@@ -82,17 +94,12 @@ def file_relations(event: dict[str, Any], entities: list[EntityIn]) -> list[Rela
     own = module_of(path, facts.language)
     if own:
         relations.append(RelationIn("implements", file_id, entity_id("module", own, scope)))
-    targets = [entity_id("module", resolve_import(path, spec, facts.language), scope)
-               for spec in facts.imports]  # fmt: skip
-    relations += [RelationIn("imports", file_id, t) for t in targets]
+    imported, tested = _modules(facts)
+    relations += [RelationIn("imports", file_id, entity_id("module", m, scope)) for m in imported]
+    relations += [RelationIn("tests", file_id, entity_id("module", m, scope)) for m in tested]
     for caller, callee in facts.calls:
         if caller in by_name and callee in by_name and caller != callee:
             relations.append(RelationIn("calls", by_name[caller], by_name[callee]))
-    if facts.is_test:
-        relations += [RelationIn("tests", file_id, t) for t in targets]
-        sibling = _tested_sibling(path, facts.language)
-        if sibling:
-            relations.append(RelationIn("tests", file_id, entity_id("module", sibling, scope)))
     return relations
 
 
@@ -100,6 +107,8 @@ def _tested_sibling(path: str, language: str) -> str | None:
     """``test_foo.py`` tests module ``foo`` beside it; ``x.test.ts`` tests ``x``."""
     p = PurePosixPath(path)
     if language == "python" and p.stem.startswith("test_"):
+        if "tests" in p.parts[:-1]:  # tests/ beside the package: what it imports is tested
+            return None
         return module_of(str(p.with_name(p.stem[5:] + ".py")), "python")
     for marker in (".test", ".spec", "_test"):
         if p.stem.endswith(marker):

@@ -1,0 +1,136 @@
+"""``aether repo ...`` (repository intelligence) and ``aether graph ...`` (entities)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+
+from aether.interfaces.cli_memory import memory
+from aether.interfaces.common import emit, emit_rows, err_console, run, state, wants_json
+from aether.memory.graph import Graph
+from aether.memory.repository import Repositories
+
+repo_app = typer.Typer(help="Repository intelligence: file map, imports, dependents.")
+graph_app = typer.Typer(help="The entity graph: find entities, expand around them.")
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+FileArg = Annotated[Path, typer.Argument(help="A file of an indexed repository.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the repo and graph commands to the root app."""
+    app.add_typer(repo_app, name="repo")
+    app.add_typer(graph_app, name="graph")
+
+
+@repo_app.command("index")
+def repo_index(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="The repository's root.")] = Path("."),
+    json_: JsonOpt = False,
+) -> None:
+    """Map a repository's source files; a re-index touches only changed files."""
+    st = state(ctx)
+    as_json = wants_json(ctx, json_)
+
+    async def body() -> dict[str, Any]:
+        async with memory(st) as layer:
+            repos = Repositories(layer)
+            with Progress(console=err_console, transient=True, disable=as_json) as bar:
+                task = bar.add_task("indexing", total=None)
+                report = await repos.index(path, lambda n: bar.advance(task, n))
+            return report.__dict__
+
+    data = run(ctx, body)
+    emit(data, as_json, lambda: print(_summary(data)))
+
+
+def _summary(data: dict[str, Any]) -> str:
+    languages = ", ".join(f"{k} {v}" for k, v in sorted(data["languages"].items()))
+    return (f"{data['repo']}: {data['files']} files ({languages}); {len(data['changed'])} "
+            f"indexed, {data['unchanged']} unchanged, {len(data['removed'])} removed in "
+            f"{data['seconds']} s")  # fmt: skip
+
+
+@repo_app.command("list")
+def repo_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    """Indexed repositories."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, str]]:
+        async with memory(st) as layer:
+            return await Repositories(layer).repos()
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_),
+              lambda r: f"{r['id']}  {r['files']} files  {r['root']}")  # fmt: skip
+
+
+def _query(ctx: typer.Context, file: Path, what: str, json_: bool) -> None:
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            repos = Repositories(layer)
+            found: list[dict[str, Any]] = await getattr(repos, what)(file)
+            return found
+
+    rows = run(ctx, body)
+    emit_rows(rows, wants_json(ctx, json_), lambda r: "  ".join(
+        [r["path"], *[f"{k}={v}" for k, v in r.items() if k != "path"]]))  # fmt: skip
+
+
+@repo_app.command("related")
+def repo_related(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> None:
+    """Files most related to FILE (imports either way, shared imports, same folder)."""
+    _query(ctx, file, "related", json_)
+
+
+@repo_app.command("deps")
+def repo_deps(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> None:
+    """What FILE depends on, transitively."""
+    _query(ctx, file, "deps", json_)
+
+
+@repo_app.command("affected")
+def repo_affected(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> None:
+    """What a change to FILE can affect (its importers, transitively; tests marked)."""
+    _query(ctx, file, "affected", json_)
+
+
+@graph_app.command("find")
+def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
+    """Entities whose name or alias starts with a word of QUERY."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            return await Graph(layer).find(query, limit=20)
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda d: (
+        f"{d['id']}  {d['type']:<13} {d['name']}  ({d['mention_count']} mentions, "
+        f"salience {d['salience']:.2f})"))  # fmt: skip
+
+
+@graph_app.command("expand")
+def graph_expand(
+    ctx: typer.Context,
+    query: str,
+    depth: Annotated[int, typer.Option("--depth", help="Hops, 1-4.")] = 2,
+    json_: JsonOpt = False,
+) -> None:
+    """The relations within DEPTH hops of the entities QUERY finds."""
+    st = state(ctx)
+
+    async def body() -> list[dict[str, Any]]:
+        async with memory(st) as layer:
+            graph = Graph(layer)
+            seeds = [d["id"] for d in await graph.find(query, limit=5)]
+            found = await graph.expand(seeds, depth=depth)
+            names = {eid: node["name"] for eid, node in found.nodes.items()}
+            return [{"source": names.get(s, s), "type": t, "target": names.get(d, d),
+                     "weight": w, "hop": h} for s, t, d, w, h in found.edges]  # fmt: skip
+
+    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda e: (
+        f"{e['hop']}  {e['source']} --{e['type']}--> {e['target']} ({e['weight']:g})"))  # fmt: skip
