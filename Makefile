@@ -5,7 +5,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.installed-dev
 RUNSTAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean compose-tool
 
 # torch is pinned by the `local` extra to the CPU build these machines carry.
 $(STAMP): pyproject.toml
@@ -28,7 +28,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint
+# The compose file is validated with Debian's docker-compose 1.29 (no engine needed).
+compose-tool:
+	@command -v docker-compose >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; \
+	  else echo "docker-compose 1.29 is needed: sudo apt-get install docker-compose" >&2; exit 1; fi; }
+
+test: lint compose-tool
 	$(VENV)/bin/pytest
 
 bench: $(STAMP)

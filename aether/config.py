@@ -201,6 +201,14 @@ class Settings(BaseSettings):
     )
     redis_appendfsync: Literal["always", "everysec", "no"] = "everysec"
     postgres_dsn: SecretStr | None = Field(default=None, description="unset = no archive")
+    mongo_url: SecretStr | None = Field(
+        default=None, description="tool registry + agent ledger in MongoDB (unset = Redis)"
+    )
+    qdrant_url: str | None = Field(default=None, description="mirror vectors to this Qdrant")
+    qdrant_path: Path | None = Field(default=None, description="or to a local-mode Qdrant here")
+    qdrant_search: bool = Field(
+        default=False, description="search vectors in Qdrant instead of the Redis index"
+    )
     embeddings: Literal["local", "openai", "none"] = Field(
         default="local", description="local = all-MiniLM-L6-v2 offline; none = full-text only"
     )
@@ -216,6 +224,10 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
     llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
+    llm_price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M prompt tokens")
+    llm_price_out_per_mtok: float = Field(
+        default=0.0, ge=0, description="USD per 1M completion tokens"
+    )
     archetype: Literal["general", "coding"] = Field(
         default="general", description="the domain: extractors and context strategy"
     )
@@ -278,7 +290,7 @@ class Settings(BaseSettings):
             data["llm_api_key"] = "***"
         if self.mcp.token is not None:
             data["mcp"]["token"] = "***"
-        for name in ("redis_url", "postgres_dsn"):
+        for name in ("redis_url", "postgres_dsn", "mongo_url"):
             secret = getattr(self, name)
             data[name] = None if secret is None else _mask_url(secret.get_secret_value())
         return data

@@ -34,6 +34,7 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "memory:idx:",
     "daemon:",
     "rpc:",
+    "ledger",
 )
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
@@ -56,6 +57,7 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("failure:", "failures"),
     ("pattern", "failures"),
     ("repo", "repositories"),
+    ("registry", "registry"),
     ("chat:", "chat"),
     ("episode:", "episodes"),
     ("memory:", "memory index"),
@@ -126,6 +128,22 @@ class Keyspace:
     def tasks(self) -> str:
         """HASH: task id -> task (JSON: title, status, priority, due, created, done)."""
         return self._k("tasks")
+
+    def registry(self) -> str:
+        """ZSET: registered tool name -> its latest version."""
+        return self._k("registry")
+
+    def registry_tool(self, name: str) -> str:
+        """LIST: every version of one registered tool (JSON), oldest first."""
+        return self._k("registry", name)
+
+    def registry_lock(self, name: str) -> str:
+        """STRING with TTL: held while one tool is being registered."""
+        return self._k("lock", "registry", name)
+
+    def ledger(self) -> str:
+        """STREAM: the agent ledger, append-only (actions, LLM calls, tokens, cost)."""
+        return self._k("ledger")
 
     def scratchpad(self, pad_id: str) -> str:
         """STRING with TTL (default 3600 s): ephemeral working memory."""

@@ -58,21 +58,22 @@ async def _up(st: AppState) -> None:
     settings = st.settings
     if settings.mcp.port and settings.mcp.token is None:
         raise ConfigError("AETHER_MCP__PORT is set: set AETHER_MCP__TOKEN too (bearer token)")
+    # first of all, so that a SIGTERM during start-up is a clean stop, not a kill
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     client = await connect(settings)
     identity = await cli_identity.identity_store(st, client, actor="daemon").ensure(
         cli_identity.identity_dir(st)
     )
     layer = MemoryLayer.open(settings, client, actor="daemon")
     await MemorySearch(layer).ensure_index()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     started = datetime.now(UTC).isoformat()
     about = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": started,
              "consumer": settings.daemon.consumer}  # fmt: skip
     tasks = [asyncio.create_task(embedding_service.announce(client, layer.keys, stop, about))]
-    if layer.embedder is not None:
+    if layer.embedder is not None and not stop.is_set():
         await layer.embedder.embed_many(["aether warm-up"])  # the model loads once, here
         tasks.append(asyncio.create_task(
             embedding_service.serve(client, layer.keys, layer.embedder, stop)))  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 
@@ -13,6 +13,9 @@ from aether.keys import Keyspace
 from aether.memory.embeddings import CachedEmbedder, make_embedder
 from aether.store.codec import command
 from aether.store.state import Store
+
+if TYPE_CHECKING:
+    from aether.memory.qdrant_mirror import QdrantMirror
 
 VECTOR_DECIMALS = 6
 
@@ -25,11 +28,15 @@ class MemoryLayer:
         store: the journaled store every state change goes through.
         settings: memory limits and defaults.
         embedder: the cached embedder, or ``None`` for full-text only.
+        mirror: the Qdrant mirror every vector is also written to, when configured.
+        qdrant_search: whether the vector half of search asks the mirror.
     """
 
     store: Store
     settings: MemorySettings
     embedder: CachedEmbedder | None = None
+    mirror: QdrantMirror | None = None
+    qdrant_search: bool = False
 
     @classmethod
     def open(
@@ -41,7 +48,13 @@ class MemoryLayer:
         """
         keys = Keyspace(settings.namespace)
         embedder = make_embedder(settings, client, keys, via_daemon=via_daemon)
-        return cls(Store(client, keys, actor), settings.memory, embedder)
+        mirror = None
+        if embedder is not None and (settings.qdrant_url or settings.qdrant_path):
+            from aether.memory.qdrant_mirror import QdrantMirror
+
+            mirror = QdrantMirror(settings, keys, embedder.dims)
+        return cls(Store(client, keys, actor), settings.memory, embedder, mirror,
+                   settings.qdrant_search and mirror is not None)  # fmt: skip
 
     @property
     def client(self) -> Redis:
@@ -93,6 +106,8 @@ class MemoryLayer:
         for doc, vector in zip(docs, vectors, strict=True):
             # 6 decimals keep cosine ranking intact and halve the JSON text the journal holds
             doc["embedding"] = [round(x, VECTOR_DECIMALS) for x in vector]
+        if self.mirror is not None:
+            await self.mirror.upsert(docs)
 
     async def embed(self, text: str) -> list[float] | None:
         """The text's vector, or ``None`` without an embedder."""

@@ -144,15 +144,19 @@ class MemorySearch:
         flt = build_filter(kind, source, tags, since, session, scopes)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
+        criteria = {"kind": kind, "source": source, "tags": tags, "session": session,
+                    "since": check_timestamp(since) if since is not None else None,
+                    "scopes": [check_scope(x) for x in scopes or []]}  # fmt: skip
         try:
-            ranked = await self._candidates(query, tokens, flt, pool)
+            ranked = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
         return await self._rank(ranked, limit, now or time.time())
 
     async def _candidates(
-        self, query: str, tokens: list[str], flt: FilterExpression | None, pool: int
-    ) -> dict[str, list[tuple[str, float]]]:
+        self, query: str, tokens: list[str], flt: FilterExpression | None, pool: int,
+        criteria: dict[str, Any],
+    ) -> dict[str, list[tuple[str, float]]]:  # fmt: skip
         """Candidates of each signal: (key, similarity) best first."""
         out: dict[str, list[tuple[str, float]]] = {}
         vector = await self.layer.embed(query) if query.strip() else None
@@ -162,13 +166,17 @@ class MemorySearch:
                              filter_expression=flt, num_results=pool, stopwords=None)  # fmt: skip
             text.no_content()  # ids and scores only: documents are fetched for the shortlist
             tasks["text"] = self.index.search(text.query, query_params=text.params)
-        if vector is not None:
+        if vector is not None and self.layer.qdrant_search and self.layer.mirror is not None:
+            tasks["qdrant"] = self.layer.mirror.search(vector, pool, criteria)
+        elif vector is not None:
             knn = VectorQuery(vector, "embedding", filter_expression=flt, num_results=pool,
                               return_fields=[])  # fmt: skip
             tasks["vector"] = self.index.search(knn.query, query_params=knn.params)
         results = await asyncio.gather(*tasks.values())
         for name, rows in zip(tasks, results, strict=True):
-            if name == "text":
+            if name == "qdrant":
+                out["vector"] = rows
+            elif name == "text":
                 out[name] = [(doc.id, float(doc.score)) for doc in rows.docs]
             else:
                 out[name] = [(doc.id, 1.0 - float(doc.vector_distance)) for doc in rows.docs]
@@ -194,6 +202,9 @@ class MemorySearch:
         docs = await self.layer.get_docs(shortlist, HIT_FIELDS)
         settings = self.layer.settings
         hits = []
+        vanished = [key for key, doc in zip(shortlist, docs, strict=True) if doc is None]
+        if vanished and self.layer.mirror is not None:  # deleted or rolled back in Redis
+            await self.layer.mirror.delete([key.rsplit(":", 1)[1] for key in vanished])
         for key, doc in zip(shortlist, docs, strict=True):
             if doc is None:
                 continue

@@ -10,6 +10,7 @@ calling the model (a conversation held elsewhere, a replay).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,7 +34,8 @@ from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
 from aether.memory.toolcache import ToolSchemaCache
-from aether.runtime.llm import LLMClient, ToolCall
+from aether.registry.model import AgentLedger, new_entry
+from aether.runtime.llm import Completion, LLMClient, ToolCall
 from aether.runtime.tools import Tool, Toolbox, ToolRun, builtin_tools
 
 log = structlog.get_logger(__name__)
@@ -65,6 +67,7 @@ class AgentRuntime:
         session: the chat session this runtime talks in.
         llm: the model (``None``: ``step`` raises; everything else works).
         actor: who the journal says made the changes.
+        ledger: where each model call (tokens, cost) and tool call is recorded, if anywhere.
     """
 
     def __init__(
@@ -76,7 +79,9 @@ class AgentRuntime:
         session: str = "main",
         llm: LLMClient | None = None,
         actor: str = "agent",
+        ledger: AgentLedger | None = None,
     ) -> None:
+        self.ledger = ledger
         self.settings = settings
         self.layer = layer
         self.checkpoints = checkpoints
@@ -198,12 +203,19 @@ class AgentRuntime:
             result.context_tokens = ctx.tokens + count_tool_schemas(schemas)
             result.memories = len(ctx.chosen)
             last = round_ == rounds - 1
+            started = time.perf_counter()
             completion = await llm.chat(ctx.messages(), tools=None if last else schemas or None,
                                         max_tokens=reserve)  # fmt: skip
             result.llm_calls += 1
+            await self._ledger_llm(llm.model, completion, (time.perf_counter() - started) * 1000)
             if completion.tool_calls and not last:
                 runs = [await self.toolbox.run(call) for call in completion.tool_calls]
                 await self._record_tools(completion.content, completion.tool_calls, runs)
+                for run in runs:
+                    await self._ledger_append("tool_call", summary=run.name,
+                                              duration_ms=run.duration_ms,
+                                              detail={"arguments": run.arguments,
+                                                      "success": run.success})  # fmt: skip
                 result.tool_runs += runs
                 continue
             result.reply = completion.content
@@ -227,6 +239,21 @@ class AgentRuntime:
         parts = [call.as_message_part() for call in calls]
         results = [{"tool_call_id": r.call_id, "content": r.output, "name": r.name} for r in runs]
         await self.chats.append_tool_exchange(self.session, content, parts, results)
+
+    async def _ledger_llm(self, model: str, completion: Completion, duration_ms: float) -> None:
+        prices = self.settings
+        cost = (completion.prompt_tokens * prices.llm_price_in_per_mtok
+                + completion.completion_tokens * prices.llm_price_out_per_mtok) / 1e6  # fmt: skip
+        await self._ledger_append("llm_call", model=model, duration_ms=duration_ms,
+                                  prompt_tokens=completion.prompt_tokens,
+                                  completion_tokens=completion.completion_tokens,
+                                  cost_usd=round(cost, 8),
+                                  summary=completion.finish_reason)  # fmt: skip
+
+    async def _ledger_append(self, kind: str, **fields: Any) -> None:
+        if self.ledger is not None:
+            await self.ledger.append(new_entry(kind, actor=self.actor, session=self.session,
+                                               **fields))  # fmt: skip
 
     @staticmethod
     def _collect(result: StepResult, report: EnforceReport) -> None:

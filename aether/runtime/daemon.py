@@ -31,6 +31,7 @@ from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
 from aether.memory.layer import MemoryLayer
 from aether.memory.tasks import Tasks
+from aether.registry.factory import open_registry
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.inbox import Inbox, InboxMessage
 from aether.runtime.llm import LLMClient
@@ -66,6 +67,7 @@ class Daemon:
         self.checkpoints = Checkpoints(self.client, self.keys, keep=settings.checkpoints.keep)
         self.heartbeat_state = HeartbeatState(self.client, self.keys)
         self.schedule = Schedule(self.client, self.keys)
+        self.services = open_registry(settings, self.client, actor="daemon")
         self._runtimes: dict[str, AgentRuntime] = {}
         self._attempts: dict[str, int] = {}
         self.answered = 0
@@ -76,12 +78,14 @@ class Daemon:
         if session not in self._runtimes:
             self._runtimes[session] = AgentRuntime(self.settings, self.layer, self.checkpoints,
                                                    session=session, llm=self.llm,
-                                                   actor="daemon")  # fmt: skip
+                                                   actor="daemon",
+                                                   ledger=self.services.ledger)  # fmt: skip
         return self._runtimes[session]
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set, then shut down (see the module docs)."""
         await self.inbox.ensure_group()
+        await self.register_tools()
         if self.llm is None:
             log.warning("no LLM configured: the autonomous loop is paused; inbox messages are "
                         "stored and answered with that notice, maintenance runs")  # fmt: skip
@@ -101,6 +105,17 @@ class Daemon:
             events.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await events
+            await self.services.close()
+
+    async def register_tools(self) -> None:
+        """Record the agent's tools in the registry (a changed schema is a new version)."""
+        try:
+            for schema in self.runtime(self.settings.daemon.session).toolbox.schemas():
+                fn = schema["function"]
+                await self.services.registry.register(fn["name"], fn["description"],
+                                                      fn["parameters"])  # fmt: skip
+        except AetherError as e:
+            log.warning("tool registry unavailable; tools not recorded", error=str(e))
 
     async def _finish(self, inbox: asyncio.Task[None]) -> None:
         """Give the message in hand the grace period, then cancel (it stays pending)."""

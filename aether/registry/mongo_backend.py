@@ -1,0 +1,136 @@
+"""The registry and the ledger in MongoDB (``AETHER_MONGO_URL``).
+
+Through pymongo's asyncio client. Collections ``<namespace>_tools`` (one document per
+tool version; a unique index on name + version settles concurrent registrations) and
+``<namespace>_ledger`` (insert-only).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from aether.errors import ConcurrentAdminError, NotFoundError, StoreError
+from aether.registry.model import LedgerEntry, ToolRecord, check_tool, totals_of
+
+RETRIES = 5
+
+
+class MongoBackend:
+    """One connection, both collections."""
+
+    def __init__(self, url: str, namespace: str) -> None:
+        self.client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+            url, serverSelectionTimeoutMS=5000
+        )
+        db = self.client.get_default_database(default="aether")
+        safe = namespace.replace("{", "").replace("}", "").replace(".", "_")
+        self.tools = db[f"{safe}_tools"]
+        self.ledger = db[f"{safe}_ledger"]
+        self._ready = False
+
+    async def ready(self) -> None:
+        """Create the indexes (once)."""
+        if self._ready:
+            return
+        try:
+            await self.tools.create_index([("name", ASCENDING), ("version", ASCENDING)],
+                                          unique=True)  # fmt: skip
+            await self.ledger.create_index([("at", DESCENDING)])
+        except PyMongoError as e:
+            raise StoreError(f"MongoDB unavailable: {e}") from e
+        self._ready = True
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self.client.close()
+
+
+def _record(doc: dict[str, Any]) -> ToolRecord:
+    return ToolRecord(doc["name"], doc["version"], doc["description"],
+                      json.loads(doc["schema"]), doc["registered_at"])  # fmt: skip
+
+
+class MongoToolRegistry:
+    """Versioned tools in MongoDB."""
+
+    def __init__(self, backend: MongoBackend) -> None:
+        self.backend = backend
+
+    async def register(self, name: str, description: str, schema: dict[str, Any]) -> ToolRecord:
+        """Register a tool (see :class:`aether.registry.model.ToolRegistry`)."""
+        import time
+
+        canonical = check_tool(name, description, schema)
+        await self.backend.ready()
+        for _ in range(RETRIES):
+            last = await self.backend.tools.find_one({"name": name}, sort=[("version", -1)])
+            if last and last["schema"] == canonical and last["description"] == description.strip():
+                return _record(last)
+            version = 1 if last is None else int(last["version"]) + 1
+            doc = {"name": name, "version": version, "description": description.strip(),
+                   "schema": canonical, "registered_at": time.time()}  # fmt: skip
+            try:
+                await self.backend.tools.insert_one(doc)
+                return _record(doc)
+            except DuplicateKeyError:
+                continue  # another registration took this version: look again
+        raise ConcurrentAdminError(f"tool {name!r} is being registered by someone else")
+
+    async def versions(self, name: str) -> list[ToolRecord]:
+        """Every version, oldest first."""
+        await self.backend.ready()
+        docs = [d async for d in self.backend.tools.find({"name": name}, sort=[("version", 1)])]
+        if not docs:
+            raise NotFoundError(f"no tool {name!r} in the registry")
+        return [_record(d) for d in docs]
+
+    async def get(self, name: str, version: int | None = None) -> ToolRecord:
+        """The latest (or given) version."""
+        every = await self.versions(name)
+        if version is None:
+            return every[-1]
+        found = [r for r in every if r.version == version]
+        if not found:
+            raise NotFoundError(f"tool {name!r} has no version {version}")
+        return found[0]
+
+    async def tools(self) -> list[ToolRecord]:
+        """The latest version of every tool, by name."""
+        await self.backend.ready()
+        names = sorted(await self.backend.tools.distinct("name"))
+        return [await self.get(name) for name in names]
+
+
+class MongoAgentLedger:
+    """The append-only ledger as a MongoDB collection."""
+
+    def __init__(self, backend: MongoBackend) -> None:
+        self.backend = backend
+
+    async def append(self, entry: LedgerEntry) -> LedgerEntry:
+        """Add an entry."""
+        await self.backend.ready()
+        await self.backend.ledger.insert_one({"_id": entry.id, **asdict(entry)})
+        return entry
+
+    async def entries(
+        self, kind: str | None = None, since: float | None = None, limit: int = 100
+    ) -> list[LedgerEntry]:
+        """Entries, newest first."""
+        await self.backend.ready()
+        query: dict[str, Any] = {}
+        if kind is not None:
+            query["kind"] = kind
+        if since is not None:
+            query["at"] = {"$gte": since}
+        cursor = self.backend.ledger.find(query, sort=[("at", -1), ("_id", -1)], limit=limit)
+        return [LedgerEntry(**{k: v for k, v in d.items() if k != "_id"}) async for d in cursor]
+
+    async def totals(self, since: float | None = None) -> dict[str, float]:
+        """Sums since a time."""
+        return totals_of(await self.entries(since=since, limit=0))
