@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -48,6 +49,7 @@ def up(ctx: typer.Context) -> None:
 
 
 async def _up(st: AppState) -> None:
+    from aether.memory.embeddings import preload_local_model
     from aether.memory.layer import MemoryLayer
     from aether.memory.search import MemorySearch
     from aether.runtime import embedding_service
@@ -73,8 +75,15 @@ async def _up(st: AppState) -> None:
     about = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": started,
              "consumer": settings.daemon.consumer}  # fmt: skip
     tasks = [asyncio.create_task(embedding_service.announce(client, layer.keys, stop, about))]
+    if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
+        # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not
+        # held up by it (asyncio's own worker threads are waited for at exit)
+        loader = threading.Thread(target=preload_local_model, name="model-load", daemon=True)
+        loader.start()
+        while loader.is_alive() and not stop.is_set():
+            await asyncio.sleep(0.1)
     if layer.embedder is not None and not stop.is_set():
-        await layer.embedder.embed_many(["aether warm-up"])  # the model loads once, here
+        await layer.embedder.embed_many(["aether warm-up"])
         tasks.append(asyncio.create_task(
             embedding_service.serve(client, layer.keys, layer.embedder, stop)))  # fmt: skip
     llm = LLMClient.from_settings(settings)

@@ -50,6 +50,11 @@ def _local_vectorizer() -> Any:
     return HFTextVectorizer(model=local_model_path())
 
 
+def preload_local_model() -> None:
+    """Load all-MiniLM-L6-v2 and run it once (blocking; the daemon does it in a thread)."""
+    _local_vectorizer().embed("aether warm-up")
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2, offline, 384 dimensions."""
 
