@@ -129,6 +129,22 @@ class AgentLedger(Protocol):
         ...
 
 
+def pick_version(every: list[ToolRecord], name: str, version: int | None) -> ToolRecord:
+    """The latest record, or the one of ``version``.
+
+    Raises:
+        NotFoundError: the tool has no such version.
+    """
+    from aether.errors import NotFoundError
+
+    if version is None:
+        return every[-1]
+    found = [r for r in every if r.version == version]
+    if not found:
+        raise NotFoundError(f"tool {name!r} has no version {version}")
+    return found[0]
+
+
 def totals_of(entries: list[LedgerEntry]) -> dict[str, float]:
     """Sums over ledger entries."""
     calls = [e for e in entries if e.kind == "llm_call"]

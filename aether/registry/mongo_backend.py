@@ -15,7 +15,13 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from aether.errors import ConcurrentAdminError, NotFoundError, StoreError
-from aether.registry.model import LedgerEntry, ToolRecord, check_tool, totals_of
+from aether.registry.model import (
+    LedgerEntry,
+    ToolRecord,
+    check_tool,
+    pick_version,
+    totals_of,
+)
 
 RETRIES = 5
 
@@ -91,13 +97,7 @@ class MongoToolRegistry:
 
     async def get(self, name: str, version: int | None = None) -> ToolRecord:
         """The latest (or given) version."""
-        every = await self.versions(name)
-        if version is None:
-            return every[-1]
-        found = [r for r in every if r.version == version]
-        if not found:
-            raise NotFoundError(f"tool {name!r} has no version {version}")
-        return found[0]
+        return pick_version(await self.versions(name), name, version)
 
     async def tools(self) -> list[ToolRecord]:
         """The latest version of every tool, by name."""

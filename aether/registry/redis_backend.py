@@ -17,7 +17,13 @@ from typing import Any
 
 from aether.errors import ConcurrentAdminError, NotFoundError
 from aether.keys import Keyspace
-from aether.registry.model import LedgerEntry, ToolRecord, check_tool, totals_of
+from aether.registry.model import (
+    LedgerEntry,
+    ToolRecord,
+    check_tool,
+    pick_version,
+    totals_of,
+)
 from aether.store.codec import byte_map, text, texts
 from aether.store.state import Mutation, Store
 
@@ -72,13 +78,7 @@ class RedisToolRegistry:
 
     async def get(self, name: str, version: int | None = None) -> ToolRecord:
         """The latest (or given) version."""
-        every = await self.versions(name)
-        if version is None:
-            return every[-1]
-        found = [r for r in every if r.version == version]
-        if not found:
-            raise NotFoundError(f"tool {name!r} has no version {version}")
-        return found[0]
+        return pick_version(await self.versions(name), name, version)
 
     async def tools(self) -> list[ToolRecord]:
         """The latest version of every tool, by name."""

@@ -99,35 +99,33 @@ class EmbeddedRedis:
         os.chmod(self.password_path, 0o600)
         return self.password_path.read_text().strip()
 
-    def _pid(self) -> int | None:
+    def _written_pid(self) -> int | None:
         try:
-            pid = int(self.pid_path.read_text().strip())
+            return int(self.pid_path.read_text().strip())
         except (OSError, ValueError):
             return None
+
+    @staticmethod
+    def _alive(pid: int) -> bool:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return None
+            return False
         except PermissionError:
-            return pid
-        return pid
+            return True
+        return True
+
+    def _pid(self) -> int | None:
+        pid = self._written_pid()
+        return pid if pid is not None and self._alive(pid) else None
 
     def _exited(self) -> bool:
         """Whether the server wrote its pid and has since died.
 
         A half-written pidfile, seen while the server starts, is not an exit.
         """
-        try:
-            pid = int(self.pid_path.read_text().strip())
-        except (OSError, ValueError):
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        pid = self._written_pid()
+        return pid is not None and not self._alive(pid)
 
     def _responds(self, endpoint: Endpoint) -> bool:
         if not endpoint.unix_socket.exists():
