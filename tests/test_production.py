@@ -5,6 +5,7 @@ ledger on every available backend, and the Qdrant mirror's search contract."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -321,3 +322,37 @@ def test_docs_keep_a_scaling_note() -> None:
         assert needle in text
     assert re.search(r"AETHER_QDRANT_(URL|SEARCH)", text)
     assert Keyspace("{aether}").journal().startswith("{aether}:")
+
+
+def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> None:
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    assert cli("tools", "list").returncode == 2  # nothing registered yet
+    assert cli("ledger", "list").returncode == 2
+
+    async def seed() -> None:
+        from aether.store.client import connect
+
+        settings = Settings(home=Path(env["AETHER_HOME"]), namespace=namespace)
+        client = await connect(settings)
+        services = open_registry(settings, client)
+        await services.registry.register("weather", "Weather for a city.", SCHEMA)
+        await services.ledger.append(new_entry("llm_call", model="m", prompt_tokens=5,
+                                               completion_tokens=2, cost_usd=0.01))  # fmt: skip
+        await client.aclose()
+
+    asyncio.run(seed())
+    listed = cli("tools", "list")
+    assert listed.returncode == 0 and "weather  v1" in listed.stdout
+    shown = json.loads(cli("tools", "show", "weather", "--json").stdout)
+    assert shown["schema"] == SCHEMA
+    assert cli("tools", "show", "nope").returncode == 1
+    assert "llm_call" in cli("ledger", "list", "--since", "1h").stdout
+    totals = json.loads(cli("ledger", "totals", "--json").stdout)
+    assert totals["llm_calls"] == 1 and totals["cost_usd"] == 0.01
+    bad = cli("ledger", "list", "--kind", "gossip")
+    assert bad.returncode == 1 and "--kind" in bad.stderr

@@ -20,6 +20,7 @@ from aether.interfaces import (
     cli_identity,
     cli_memory,
     cli_redis,
+    cli_registry,
     cli_repo,
 )
 from aether.interfaces.common import AppState, emit, fail, state, wants_json
@@ -43,6 +44,7 @@ app.add_typer(cli_daemon.maintenance_app, name="maintenance")
 cli_daemon.register(app)
 cli_beliefs.register(app)
 cli_repo.register(app)
+cli_registry.register(app)
 
 
 @app.callback()
