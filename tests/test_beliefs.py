@@ -18,6 +18,7 @@ from aether.context.assembly import ContextAssembler
 from aether.errors import AmbiguousIdError, InvalidOperationError, NotFoundError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
+from aether.ids import resolve_prefix
 from aether.memory.beliefs import Beliefs, effective_confidence, heuristic_contradiction
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
@@ -199,10 +200,12 @@ async def test_prune_reflect_and_ids_by_prefix(settings: Settings, client: Redis
         await b.get("ZZZZZZZZ")
     with pytest.raises(InvalidOperationError, match="at least"):
         await b.get(fresh.belief["id"][:2])
-    same_ms = fresh.belief["id"][:8]
-    if stale.belief["id"].startswith(same_ms):
-        with pytest.raises(AmbiguousIdError):
-            await b.get(same_ms)
+    a, z = stale.belief["id"], fresh.belief["id"]
+    unique = z[: max(4, next(i for i, (x, y) in enumerate(zip(a, z, strict=True)) if x != y) + 1)]
+    assert (await b.get(unique))["id"] == z
+    with pytest.raises(AmbiguousIdError):
+        resolve_prefix([stale.belief["id"], stale.belief["id"][:-1] + "Z"], stale.belief["id"][:-1],
+                       "belief")  # fmt: skip
 
 
 async def test_the_memory_index_stays_within_budget_at_10k_beliefs(

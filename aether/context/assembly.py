@@ -348,9 +348,10 @@ class ContextAssembler:
         lines: list[str] = []
         chosen: list[ScoredMemory] = []
         used = 0
+        taken: set[str] = set()
         for memory in scored:
             said = " ".join(memory.content.split())
-            if said in shown or any(said == " ".join(c.content.split()) for c in chosen):
+            if said in shown or said in taken:
                 continue  # already in the history, or the same words as a chosen memory
             line = memory_line(memory, per_item)
             cost = count_tokens(line) + 1
@@ -358,6 +359,7 @@ class ContextAssembler:
                 continue
             lines.append(line)
             chosen.append(memory)
+            taken.add(said)
             used += cost
         text = "\n".join(lines)
         return Section("memories", text, count_tokens(text) if text else 0, budget,

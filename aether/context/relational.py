@@ -52,10 +52,10 @@ def seed_score(strategy: ContextStrategy, *, age_s: float, rel: float, salience:
     return score * OUTCOME_FACTOR.get(outcome or "", 1.0)
 
 
-def _fill(title: str, lines: list[str], budget: int) -> tuple[list[str], int]:
-    """The header and as many lines as fit ``budget`` tokens."""
+def _fill(title: str, lines: list[str], budget: int) -> list[str]:
+    """The header and as many lines as fit ``budget`` tokens (nothing when none fits)."""
     if not lines or budget <= 20:
-        return [], 0
+        return []
     out = [f"## {title}"]
     used = count_tokens(out[0]) + 1
     for line in lines:
@@ -65,7 +65,7 @@ def _fill(title: str, lines: list[str], budget: int) -> tuple[list[str], int]:
             break
         out.append(line)
         used += cost
-    return (out, used) if len(out) > 1 else ([], 0)
+    return out if len(out) > 1 else []
 
 
 def _when(ts: float) -> str:
@@ -85,14 +85,14 @@ async def graph_context(
                                                                     "relations")}  # fmt: skip
     blocks: list[str] = []
     counts: dict[str, int] = {}
-    used_total = 0
+
+    def add(name: str, lines: list[str]) -> None:
+        blocks.extend(lines)
+        counts[name] = max(0, len(lines) - 1)
 
     patterns = await FailureMemory(layer).patterns()
-    lines, used = _fill("Known failure patterns", [pattern_line(p) for p in patterns],
-                        min(budget // 5, 200))  # fmt: skip
-    blocks += lines
-    used_total += used
-    counts["patterns"] = max(0, len(lines) - 1)
+    add("patterns", _fill("Known failure patterns", [pattern_line(p) for p in patterns],
+                          min(budget // 5, 200)))  # fmt: skip
 
     recent: list[dict[str, Any]] = []
     if session:
@@ -104,10 +104,7 @@ async def graph_context(
                    + (f" ({e['outcome']})" if e.get("outcome") else "")
                    + f": {' '.join(str(e.get('summary') or e['content']).split())}"
                    for e in scored]  # fmt: skip
-    lines, used = _fill("Recent events", event_lines, part["recent"])
-    blocks += lines
-    used_total += used
-    counts["events"] = max(0, len(lines) - 1)
+    add("events", _fill("Recent events", event_lines, part["recent"]))
 
     graph = Graph(layer)
     entities = await graph.find(query, limit=20) if words else []
@@ -117,10 +114,7 @@ async def graph_context(
         salience=d["salience"]), reverse=True)  # fmt: skip
     entity_lines = [f"- {d['type']} {d['name']} ({d['mention_count']} mentions, salience "
                     f"{d['salience']:.2f})" for d in entities]  # fmt: skip
-    lines, used = _fill("Entities", entity_lines, part["entities"])
-    blocks += lines
-    used_total += used
-    counts["entities"] = max(0, len(lines) - 1)
+    add("entities", _fill("Entities", entity_lines, part["entities"]))
 
     seeds = [d["id"] for d in entities[:SEED_ENTITIES]]
     expansion = await graph.expand(seeds, depth=2) if seeds else None
@@ -131,9 +125,6 @@ async def graph_context(
             if source in names and target in names:
                 relation_lines.append(f"- {names[source]} {kind} {names[target]}"
                                       f" (weight {weight:g}, hop {hop})")  # fmt: skip
-    lines, used = _fill("Relations", relation_lines, part["relations"])
-    blocks += lines
-    used_total += used
-    counts["relations"] = max(0, len(lines) - 1)
+    add("relations", _fill("Relations", relation_lines, part["relations"]))
     text = "\n".join(blocks)
     return GraphContext(text, count_tokens(text) if text else 0, counts)

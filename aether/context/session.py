@@ -158,13 +158,16 @@ class SessionWindow:
             await self._save(view, evicted, "context.slide")
         return view
 
-    async def enforce(self, fixed_tokens: int) -> tuple[WindowView, EnforceReport]:
+    async def enforce(
+        self, fixed_tokens: int, view: WindowView | None = None
+    ) -> tuple[WindowView, EnforceReport]:
         """Apply the thresholds for a request whose non-history part costs ``fixed_tokens``.
 
+        ``view``: the window as its caller just read it with :meth:`view` (else read here).
         Returns the window to send and what was done. Each action happens once per
         crossing; after a compression usage is checked to be under the proactive level.
         """
-        view = await self.view()
+        view = view or await self.view()
         usage = self.usage(fixed_tokens, view)
         report = EnforceReport(usage_before=usage, usage_after=usage)
         actions, flags = self.thresholds.due(usage, view.flags)

@@ -354,14 +354,14 @@ class Beliefs:
         self._event(m, doc["id"], "create", now, evidence=doc["evidence"],
                     confidence=doc["confidence"], supersedes=doc["supersedes"])  # fmt: skip
         if superseding is not None:
-            self._status_ops(m, superseding, "invalidated", now)
+            self._status_ops(m, superseding, "invalidated")
             key = self.keys.belief(superseding["id"])
             m.json_set(key, doc["id"], "$.superseded_by")
             self._event(m, superseding["id"], "contradict", now, by=doc["id"],
                         evidence=doc["evidence"], similarity=round(similarity, 4))  # fmt: skip
         await self.layer.store.apply(m, "belief.create")
 
-    def _status_ops(self, m: Mutation, doc: dict[str, Any], status: str, now: float) -> None:
+    def _status_ops(self, m: Mutation, doc: dict[str, Any], status: str) -> None:
         key = self.keys.belief(doc["id"])
         m.json_set(key, status, "$.status")
         if doc.get("status") == "active":  # the memory index counts active beliefs
@@ -394,7 +394,7 @@ class Beliefs:
             raise InvalidOperationError(f"belief {doc['id']} is {doc.get('status')}, not active")
         when = now or time.time()
         m = Mutation()
-        self._status_ops(m, doc, "forgotten", when)
+        self._status_ops(m, doc, "forgotten")
         self._event(m, doc["id"], "forget", when)
         await self.layer.store.apply(m, "belief.forget")
         return {**doc, "status": "forgotten"}
@@ -409,7 +409,7 @@ class Beliefs:
         for start in range(0, len(doomed), 200):
             m = Mutation()
             for doc in doomed[start : start + 200]:
-                self._status_ops(m, doc, "pruned", when)
+                self._status_ops(m, doc, "pruned")
                 self._event(m, doc["id"], "prune", when,
                             effective_confidence=doc["effective_confidence"])  # fmt: skip
             await self.layer.store.apply(m, "belief.prune")

@@ -148,23 +148,22 @@ class AgentRuntime:
         """Record a message without calling the model, then apply the thresholds."""
         await self.chats.append(self.session, role, content, name=name, timestamp=timestamp)
         window = await self.session_window()
-        fixed = await self._fixed_tokens(window)
-        _, report = await window.enforce(fixed)
-        return report
-
-    async def _fixed_tokens(self, window: SessionWindow) -> int:
-        """Tokens of the system prompt, memory index and tools (no query, no memories)."""
+        view = await window.view()
         budgets = Budgets.for_window(self.settings.context, self.window)
-        ctx = await self.assembler.assemble("", budgets=budgets, view=await window.view())
-        return ctx.fixed_tokens + count_tool_schemas(self.toolbox.schemas())
+        ctx = await self.assembler.assemble("", budgets=budgets, view=view)
+        # the system prompt, memory index and tools (no query: no memories)
+        fixed = ctx.fixed_tokens + count_tool_schemas(self.toolbox.schemas())
+        _, report = await window.enforce(fixed, view)
+        return report
 
     async def context(self, query: str) -> tuple[AssembledContext, EnforceReport]:
         """The request for ``query`` with the thresholds applied to the session window."""
         window = await self.session_window()
         budgets = Budgets.for_window(self.settings.context, self.window)
-        ctx = await self.assembler.assemble(query, budgets=budgets, view=await window.view())
+        view = await window.view()
+        ctx = await self.assembler.assemble(query, budgets=budgets, view=view)
         tools = count_tool_schemas(self.toolbox.schemas())
-        view, report = await window.enforce(ctx.fixed_tokens + tools)
+        view, report = await window.enforce(ctx.fixed_tokens + tools, view)
         ctx.history_messages = view.messages(window.zone)
         tokens = sum(count_message(m) for m in ctx.history_messages)
         ctx.history = Section("history", "", tokens, tokens, len(ctx.history_messages))

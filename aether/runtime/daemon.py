@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any
 
 import structlog
 from redis.asyncio import Redis
@@ -71,7 +70,6 @@ class Daemon:
         self._runtimes: dict[str, AgentRuntime] = {}
         self._attempts: dict[str, int] = {}
         self.answered = 0
-        self.events_seen: list[dict[str, Any]] = []
 
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once)."""
@@ -236,7 +234,6 @@ class Daemon:
                     event = json.loads(text(message["data"]))
                 except (ValueError, TypeError):
                     continue
-                self.events_seen.append(event)
                 log.info("event", type=event.get("type"))
         finally:
             await pubsub.unsubscribe()
