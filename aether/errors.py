@@ -1,8 +1,11 @@
 """The AetherError hierarchy: every error aether raises on purpose derives from AetherError.
 
-Interfaces catch AetherError, print its message as one line and exit 1; anything else is
-a bug and keeps its traceback.
+Interfaces catch AetherError and print its message as one line; anything else is a bug
+or a driver's error: its traceback goes to the log file and the user sees
+:func:`describe`'s one line.
 """
+
+import redis
 
 
 class AetherError(Exception):
@@ -27,6 +30,10 @@ class StoreError(AetherError):
 
 class InvalidOperationError(StoreError):
     """A state operation is malformed (unknown command, key outside the namespace...)."""
+
+
+class ConflictError(InvalidOperationError):
+    """A write that must create a key found it already there (nothing was changed)."""
 
 
 class NotFoundError(AetherError):
@@ -71,3 +78,15 @@ class LLMNotConfiguredError(LLMError):
 
 class ContextError(AetherError):
     """The context cannot be built within the model's window."""
+
+
+def describe(error: BaseException) -> str:
+    """One line for an error that is not an AetherError (a bug, or a driver's error)."""
+    if isinstance(error, AetherError):
+        return str(error)
+    if isinstance(error, redis.ConnectionError | redis.TimeoutError):
+        return f"Redis is unreachable: {error}"
+    if isinstance(error, redis.RedisError):
+        return f"Redis refused the request: {error}"
+    text = " ".join(str(error).split())[:300]
+    return f"unexpected {type(error).__name__}{': ' + text if text else ''}"

@@ -7,13 +7,16 @@ file under ``$AETHER_HOME/logs``. Library code only binds context
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
+import os
 import sys
 
 import structlog
 
 from aether.config import Settings
+from aether.files import FILE_MODE, log_tightened, private_dir, tighten_home
 
 _SHARED: list[structlog.types.Processor] = [
     structlog.contextvars.merge_contextvars,
@@ -22,6 +25,25 @@ _SHARED: list[structlog.types.Processor] = [
     structlog.processors.TimeStamper(fmt="iso", utc=True),
     structlog.processors.StackInfoRenderer(),
 ]
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log file created owner-only (0600), the rotated ones too.
+
+    Logs quote memories and messages: they are as private as the memory itself.
+    """
+
+    def _open(self) -> io.TextIOWrapper:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        os.fchmod(fd, FILE_MODE)
+        stream = os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+        assert isinstance(stream, io.TextIOWrapper)
+        return stream
+
+
+def _not_file_only(record: logging.LogRecord) -> bool:
+    """Keep ``file_only=True`` events (a traceback shown as one line) off the console."""
+    return not (isinstance(record.msg, dict) and record.msg.get("file_only"))
 
 
 def configure_logging(
@@ -57,10 +79,12 @@ def configure_logging(
     console = logging.StreamHandler(out)  # type: ignore[arg-type]
     console.setFormatter(console_formatter)
     console.setLevel(console_level or settings.log.console_level)
+    console.addFilter(_not_file_only)
     handlers: list[logging.Handler] = [console]
+    tightened = tighten_home(settings.home)
     try:
-        settings.log_dir.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.handlers.RotatingFileHandler(
+        private_dir(settings.log_dir)
+        file_handler = PrivateRotatingFileHandler(
             settings.log_dir / "aether.log",
             maxBytes=settings.log.file_max_bytes,
             backupCount=settings.log.file_backups,
@@ -81,3 +105,4 @@ def configure_logging(
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
+    log_tightened(settings.home, tightened)

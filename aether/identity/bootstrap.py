@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aether
 from aether.errors import IdentityError
+from aether.files import contain
 from aether.identity.markdown import IdentityDoc, read_file
 
 USER_FILE = "USER.md"
@@ -31,6 +32,22 @@ def default_identity_dir() -> Path:
     raise IdentityError("no default identity directory found; pass one explicitly")
 
 
+def _readable(directory: Path, path: Path) -> bool:
+    """Whether ``path`` is a regular file inside ``directory`` (a link out is refused).
+
+    Raises:
+        IdentityError: the file is a symlink leaving the directory, or not a regular file.
+    """
+    if not path.exists() and not path.is_symlink():
+        return False
+    verdict = contain(directory, path)
+    if verdict.reason == "outside_root":
+        raise IdentityError(f"{path.name}: its real path leaves {directory}; nothing written")
+    if verdict.reason == "not_regular":
+        raise IdentityError(f"{path.name}: not a regular file; nothing written")
+    return verdict.ok
+
+
 def load_directory(directory: Path) -> IdentitySource:
     """Read and validate every identity file of ``directory``; nothing is written.
 
@@ -40,13 +57,12 @@ def load_directory(directory: Path) -> IdentitySource:
     """
     if not directory.is_dir():
         raise IdentityError(f"identity directory {directory} does not exist")
-    agent_paths = sorted(directory.glob("AETHER*.md"))
-    if (directory / CORE_FILE).is_file():
-        agent_paths.append(directory / CORE_FILE)
+    named = [*sorted(directory.glob("AETHER*.md")), directory / CORE_FILE]
+    agent_paths = [p for p in named if _readable(directory, p)]
     if not agent_paths:
         raise IdentityError(f"{directory} holds no AETHER*.md or {CORE_FILE}")
     user_path = directory / USER_FILE
-    paths = agent_paths + ([user_path] if user_path.is_file() else [])
+    paths = agent_paths + ([user_path] if _readable(directory, user_path) else [])
     docs = [read_file(p) for p in paths]
     agent: dict[str, str] = {}
     origin: dict[str, str] = {}

@@ -1,17 +1,32 @@
 """The ``aether`` command line (typer).
 
 Exit codes: 0 success, 1 error (one line on stderr, or ``{"error": ...}`` with --json),
-2 no results.
+2 no results, 64 usage error (EX_USAGE: an unknown command or option, a value out of
+range). No traceback reaches a user: :class:`AetherGroup` turns every exception into the
+one-line error, logs the traceback to the log file, and prints it only with ``--debug``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Annotated, Any, NoReturn
 
+import structlog
 import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.22 vendors click as typer._click; older versions use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from aether.config import load_settings
-from aether.errors import AetherError
+from aether.errors import AetherError, describe
+from aether.files import PRIVATE_UMASK
 from aether.interfaces import (
     cli_beliefs,
     cli_checkpoint,
@@ -23,11 +38,74 @@ from aether.interfaces import (
     cli_registry,
     cli_repo,
 )
-from aether.interfaces.common import AppState, emit, fail, state, wants_json
+from aether.interfaces.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    AppState,
+    emit,
+    fail,
+    state,
+    wants_json,
+)
 from aether.logging import configure_logging
+
+log = structlog.get_logger("aether.cli")
+
+
+class AetherGroup(TyperGroup):
+    """The root group: every way out of the CLI is one line (or one JSON object) + exit code."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> NoReturn:
+        """Run the CLI; exit with its code, every error as one line (64: a usage error)."""
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in argv
+        try:
+            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as e:
+            typer.echo(e.ctx.get_help() if e.ctx else e.format_message())
+            sys.exit(EXIT_OK)
+        except click_errors.UsageError as e:
+            _usage_error(e, as_json)
+        except click_errors.ClickException as e:
+            _error_exit(e.format_message(), as_json)
+        except typer.Abort:
+            _error_exit("aborted; nothing changed", as_json)
+        except AetherError as e:  # raised outside a command body (settings, start-up)
+            _error_exit(str(e), as_json)
+        except Exception as e:  # the one place every bug becomes one line
+            log.error("unexpected error", exc_info=True, argv=argv[:20], file_only=True)
+            if "--debug" in argv:
+                traceback.print_exc()
+            hint = "" if "--debug" in argv else " (the traceback is in the log; --debug shows it)"
+            _error_exit(describe(e) + hint, as_json)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _usage_error(error: click_errors.UsageError, as_json: bool) -> NoReturn:
+    if as_json:
+        print(json.dumps({"error": error.format_message(), "usage": True}))
+    else:
+        error.show()
+    sys.exit(EXIT_USAGE)
+
+
+def _error_exit(message: str, as_json: bool) -> NoReturn:
+    try:
+        fail(message, as_json)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+
 
 app = typer.Typer(
     name="aether",
+    cls=AetherGroup,
     help="A Redis Stack-native memory runtime for long-running autonomous agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -51,6 +129,9 @@ cli_registry.register(app)
 def root(
     ctx: typer.Context,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON (every command).")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Print the traceback of an unexpected error.")
+    ] = False,
 ) -> None:
     """Build the settings once and configure logging."""
     try:
@@ -82,7 +163,8 @@ def config_show(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: everything it writes is owner-only (umask 077)."""
+    os.umask(PRIVATE_UMASK)
     app()
 
 

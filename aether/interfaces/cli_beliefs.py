@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import AppState, emit, emit_rows, run, state, wants_json
 from aether.memory.beliefs import Beliefs
@@ -138,7 +139,8 @@ def belief_forget(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) ->
 def belief_prune(
     ctx: typer.Context,
     threshold: Annotated[
-        float | None, typer.Option("--threshold", help="Effective confidence under which to prune.")
+        float | None,
+        ranges.CONFIDENCE.option("--threshold", help="Effective confidence under which to prune."),
     ] = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -206,7 +208,9 @@ def _task_line(t: dict[str, Any]) -> str:
 def task_add(
     ctx: typer.Context,
     title: str,
-    priority: Annotated[int, typer.Option("--priority", "-p", help="1 (highest) to 5.")] = 3,
+    priority: Annotated[
+        int, ranges.PRIORITY.option("--priority", "-p", help="1 (highest) to 5.")
+    ] = 3,
     due: Annotated[str | None, typer.Option("--due", help="YYYY-MM-DD.")] = None,
     json_: JsonOpt = False,
 ) -> None:

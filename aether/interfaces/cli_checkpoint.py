@@ -9,6 +9,7 @@ from rich.table import Table
 
 from aether.checkpoints.manager import Checkpoints
 from aether.checkpoints.model import Checkpoint
+from aether.interfaces import ranges
 from aether.interfaces.common import (
     AppState,
     confirm,
@@ -187,7 +188,7 @@ def undo(ctx: typer.Context, json_: JsonOpt = False) -> None:
 @app.command()
 def prune(
     ctx: typer.Context,
-    keep: Annotated[int | None, typer.Option("--keep", help="Checkpoints to keep.")] = None,
+    keep: Annotated[int | None, ranges.KEEP.option("--keep", help="Checkpoints to keep.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal."""

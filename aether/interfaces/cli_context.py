@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from aether.context.assembly import ContextAssembler, ScoredMemory
+from aether.interfaces import ranges
 from aether.interfaces.cli_identity import identity_dir, identity_store
 from aether.interfaces.common import console, emit, redis_client, run, state, wants_json
 from aether.memory.archetypes import archetype
@@ -26,7 +27,7 @@ def _scored(memory: ScoredMemory) -> dict[str, Any]:
 def preview(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What the context is for.")],
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="The budget.")] = 2000,
+    max_tokens: Annotated[int, ranges.MAX_TOKENS.option("--max-tokens", help="The budget.")] = 2000,
     session: Annotated[
         str | None, typer.Option("--session", help="Include this chat session's history.")
     ] = None,

@@ -17,7 +17,7 @@ import structlog
 import typer
 
 from aether.errors import ConfigError
-from aether.interfaces import cli_identity
+from aether.interfaces import cli_identity, ranges
 from aether.interfaces.common import (
     EXIT_ERROR,
     AppState,
@@ -58,8 +58,12 @@ async def _up(st: AppState) -> None:
     from aether.store.client import connect
 
     settings = st.settings
-    if settings.mcp.port and settings.mcp.token is None:
-        raise ConfigError("AETHER_MCP__PORT is set: set AETHER_MCP__TOKEN too (bearer token)")
+    if settings.mcp.port and (
+        settings.mcp.token is None or not settings.mcp.token.get_secret_value().strip()
+    ):
+        raise ConfigError(
+            "AETHER_MCP__PORT is set: set AETHER_MCP__TOKEN to a non-empty bearer token"
+        )
     # first of all, so that a SIGTERM during start-up is a clean stop, not a kill
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -138,6 +142,7 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
     async def body() -> dict[str, Any]:
         from aether.identity.flags import HeartbeatState
         from aether.runtime.inbox import Inbox
+        from aether.server.security import security_report
         from aether.store.codec import byte_map, text
 
         async with redis_client(st.settings) as client:
@@ -148,6 +153,7 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
             last = {text(k): text(v) for k, v in
                     byte_map(await client.hgetall(keys.daemon_maintenance())).items()}  # fmt: skip
             memory: Any = await client.info("memory")
+            security = await security_report(st.settings, client)
             return {
                 "alive": presence is not None,
                 "daemon": json.loads(presence) if presence else None,
@@ -157,6 +163,7 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
                 "outbox": await client.xlen(keys.outbox()),
                 "last_maintenance": last.get("at"),
                 "redis_memory": memory.get("used_memory_human"),
+                "security": security,
             }
 
     data = run(ctx, body)
@@ -170,6 +177,14 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
               f"outbox: {data['outbox']}")  # fmt: skip
         print(f"last maintenance: {data['last_maintenance'] or 'never'}")
         print(f"redis memory: {data['redis_memory']}")
+        sec = data["security"]
+        print(
+            f"security: home {sec['home_mode']}, data files {sec['data_files_mode']}, socket "
+            f"{sec['socket_mode'] or '-'}, auth {'on' if sec['auth'] else 'OFF'}, MCP "
+            + (f"{sec['mcp']['host']}:{sec['mcp']['port']}" if sec["mcp"]["port"] else "off")
+        )
+        for warning in sec["warnings"]:
+            print(f"  warning: {warning}")
 
     emit(data, wants_json(ctx, json_), render)
     if not data["alive"]:
@@ -180,7 +195,9 @@ def send(
     ctx: typer.Context,
     message: Annotated[str, typer.Argument(help="What to say to the running agent.")],
     session: Annotated[str | None, typer.Option("--session", help="Chat session.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 120.0,
+    timeout: Annotated[
+        float, ranges.TIMEOUT_S.option("--timeout", help="Seconds to wait.")
+    ] = 120.0,
     json_: JsonOpt = False,
 ) -> None:
     """Send a message to the running agent (``ns:inbox``) and print its reply."""

@@ -12,6 +12,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import Identity, IdentityStore, Target
 from aether.identity.prompt import SystemPrompt, build_system_prompt
+from aether.interfaces import ranges
 from aether.interfaces.common import AppState, emit, redis_client, run, state, wants_json
 from aether.store.state import Store
 
@@ -116,7 +117,7 @@ def _target(value: str) -> Target:
 def prompt(
     ctx: typer.Context,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Token budget.")
+        int | None, ranges.MAX_TOKENS.option("--max-tokens", help="Token budget.")
     ] = None,
     json_: JsonOpt = False,
 ) -> None:

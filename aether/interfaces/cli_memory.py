@@ -6,6 +6,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from rich.progress import Progress
 
 from aether.checkpoints.manager import Checkpoints
 from aether.errors import InvalidOperationError
+from aether.interfaces import ranges
 from aether.interfaces.common import (
     AppState,
     confirm,
@@ -43,6 +45,16 @@ app.add_typer(scratch_app, name="scratch")
 app.add_typer(chat_app, name="chat")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+class DuplicatePolicy(StrEnum):
+    """What import does with lines that share an id."""
+
+    refuse = "refuse"
+    keep_first = "keep-first"
+    keep_last = "keep-last"
+
+
 TagsOpt = Annotated[list[str] | None, typer.Option("--tag", "--tags", help="A tag (repeat).")]
 
 
@@ -56,15 +68,22 @@ async def memory(st: AppState) -> AsyncIterator[MemoryLayer]:
 
 
 def parse_since(value: str | None) -> datetime | None:
-    """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive)."""
+    """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive).
+
+    Raises:
+        InvalidOperationError: anything else, or more than 100 years back.
+    """
     if value is None:
         return None
-    match = re.fullmatch(r"(\d+)([dhm])", value.strip())
+    match = re.fullmatch(r"(\d{1,12})([dhm])", value.strip())
     if match:
         amount, unit = int(match.group(1)), match.group(2)
-        delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount),
-                 "m": timedelta(minutes=amount)}[unit]  # fmt: skip
-        return datetime.now(UTC) - delta
+        minutes = amount * {"d": 1440, "h": 60, "m": 1}[unit]
+        if minutes > ranges.SINCE_MAX_DAYS * 1440:
+            raise InvalidOperationError(
+                f"--since {value!r} is too far back: at most {ranges.SINCE_MAX_DAYS} days"
+            )
+        return datetime.now(UTC) - timedelta(minutes=minutes)
     try:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError as e:
@@ -89,7 +108,7 @@ def log_(
     content: Annotated[str, typer.Argument(help="What happened.")],
     source: Annotated[str, typer.Option(help="user, agent or system.")] = "user",
     tags: TagsOpt = None,
-    score: Annotated[float, typer.Option(help="Importance 0-1.")] = 0.5,
+    score: Annotated[float, ranges.SCORE.option("--score", help="Importance 0-1.")] = 0.5,
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -113,7 +132,7 @@ def day(
     """List the entries of a day (exit 2 when there are none)."""
     st = state(ctx)
     try:
-        target = date.fromisoformat(when) if when else datetime.now(UTC).date()
+        target = date.fromisoformat(when) if when is not None else datetime.now(UTC).date()
     except ValueError:
         from aether.interfaces.common import fail
 
@@ -137,7 +156,7 @@ def search(
     source: Annotated[str | None, typer.Option(help="user, agent or system.")] = None,
     tags: TagsOpt = None,
     since: Annotated[str | None, typer.Option(help="7d, 12h, 30m or ISO-8601.")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 10,
+    limit: Annotated[int, ranges.LIMIT.option("--limit", help="At most this many.")] = 10,
     json_: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors + recency); exit 2 when nothing is found."""
@@ -182,28 +201,41 @@ def reindex(ctx: typer.Context) -> None:
 def import_(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="JSONL file (as written by export).")],
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Skip (and count) invalid lines.")
+    ] = False,
+    on_duplicate: Annotated[
+        DuplicatePolicy,
+        typer.Option(help="Lines sharing an id: refuse the file, or keep the first or last."),
+    ] = DuplicatePolicy.refuse,
     json_: JsonOpt = False,
 ) -> None:
-    """Import daily entries and long-term memories; exact duplicates are skipped."""
+    """Import daily entries and long-term memories; exact duplicates are skipped.
+
+    Every line is validated before anything is written: a bad line (or one id on several
+    lines) refuses the whole file, naming the line.
+    """
     st = state(ctx)
 
-    async def body() -> dict[str, int]:
-        from aether.memory.transfer import import_records, read_records
+    async def body() -> dict[str, Any]:
+        from aether.memory.transfer import import_records, read_file, with_read_report
 
         async with memory(st) as layer:
-            try:
-                with path.open(encoding="utf-8") as f:
-                    records = read_records(layer, f)
-            except (OSError, UnicodeDecodeError) as e:
-                raise InvalidOperationError(f"cannot read {path}: {e}") from e
+            read = read_file(
+                layer,
+                path,
+                on_invalid="skip" if skip_invalid else "refuse",
+                on_duplicate=on_duplicate.value,
+            )
             with Progress(console=err_console, transient=True) as bar:
-                task = bar.add_task("importing", total=len(records))
-                report = await import_records(layer, records, lambda n: bar.advance(task, n))
-            return report.__dict__
+                task = bar.add_task("importing", total=len(read.records))
+                report = await import_records(layer, read.records, lambda n: bar.advance(task, n))
+            return with_read_report(report, read).to_dict()
 
     report = run(ctx, body)
     summary = (
-        f"imported {report['imported']} of {report['read']} ({report['duplicates']} duplicates)"
+        f"imported {report['imported']} of {report['read']} ({report['duplicates']} duplicates"
+        f", {report['invalid']} invalid lines skipped, {report['duplicate_ids']} repeated ids)"
     )
     emit(report, wants_json(ctx, json_), lambda: print(summary))
 
@@ -211,10 +243,10 @@ def import_(
 @app.command()
 def export(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+    path: Annotated[Path, typer.Argument(help="JSONL file to write (owner-only).")],
     json_: JsonOpt = False,
 ) -> None:
-    """Export every daily entry and long-term memory as JSONL."""
+    """Export every daily entry and long-term memory as JSONL (all or nothing)."""
     st = state(ctx)
 
     async def body() -> int:
@@ -226,8 +258,11 @@ def export(
                 return await export_file(layer, path, lambda n: bar.advance(task, n))
 
     count = run(ctx, body)
-    emit({"exported": count, "path": str(path)}, wants_json(ctx, json_),
-         lambda: print(f"exported {count} documents to {path}"))  # fmt: skip
+    emit(
+        {"exported": count, "path": str(path)},
+        wants_json(ctx, json_),
+        lambda: print(f"exported {count} documents to {path}"),
+    )
 
 
 @longterm_app.command("add")
@@ -235,7 +270,7 @@ def longterm_add(
     ctx: typer.Context,
     content: Annotated[str, typer.Argument()],
     tags: TagsOpt = None,
-    score: Annotated[float, typer.Option(help="Importance 0-1.")] = 0.5,
+    score: Annotated[float, ranges.SCORE.option("--score", help="Importance 0-1.")] = 0.5,
     json_: JsonOpt = False,
 ) -> None:
     """Store a long-term memory."""
@@ -300,7 +335,7 @@ def scratch_set(
     ctx: typer.Context,
     pad_id: str,
     value: str,
-    ttl: Annotated[int | None, typer.Option(help="Seconds (default 3600).")] = None,
+    ttl: Annotated[int | None, ranges.TTL_S.option("--ttl", help="Seconds (default 3600).")] = None,
 ) -> None:
     """Write a scratchpad."""
     st = state(ctx)

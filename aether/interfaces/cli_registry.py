@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from aether.errors import InvalidOperationError
+from aether.interfaces import ranges
 from aether.interfaces.cli_memory import parse_since
 from aether.interfaces.common import AppState, emit, emit_rows, redis_client, run, state, wants_json
 from aether.registry.factory import RegistryAndLedger, open_registry
@@ -55,7 +56,9 @@ def tools_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
 def tools_show(
     ctx: typer.Context,
     name: str,
-    version: Annotated[int | None, typer.Option("--version", help="A given version.")] = None,
+    version: Annotated[
+        int | None, ranges.VERSION.option("--version", help="A given version.")
+    ] = None,
     json_: JsonOpt = False,
 ) -> None:
     """One tool's schema (latest version unless given)."""
@@ -81,7 +84,7 @@ def ledger_list(
         str | None, typer.Option("--kind", help="action, tool_call or llm_call.")
     ] = None,
     since: SinceOpt = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 50,
+    limit: Annotated[int, ranges.LEDGER_LIMIT.option("--limit", help="At most this many.")] = 50,
     json_: JsonOpt = False,
 ) -> None:
     """Ledger entries, newest first."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
+from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import emit, emit_rows, err_console, run, state, wants_json
 from aether.memory.graph import Graph
@@ -49,9 +50,17 @@ def repo_index(
 
 def _summary(data: dict[str, Any]) -> str:
     languages = ", ".join(f"{k} {v}" for k, v in sorted(data["languages"].items()))
-    return (f"{data['repo']}: {data['files']} files ({languages}); {len(data['changed'])} "
-            f"indexed, {data['unchanged']} unchanged, {len(data['removed'])} removed in "
-            f"{data['seconds']} s")  # fmt: skip
+    summary = (
+        f"{data['repo']}: {data['files']} files ({languages}); {len(data['changed'])} "
+        f"indexed, {data['unchanged']} unchanged, {len(data['removed'])} removed in "
+        f"{data['seconds']} s"
+    )
+    if data["skipped"]:
+        reasons = ", ".join(
+            f"{n} {r.replace('_', ' ')}" for r, n in sorted(data["skipped"].items())
+        )
+        summary += f"; skipped {sum(data['skipped'].values())} ({reasons})"
+    return summary
 
 
 @repo_app.command("list")
@@ -117,7 +126,7 @@ def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
 def graph_expand(
     ctx: typer.Context,
     query: str,
-    depth: Annotated[int, typer.Option("--depth", help="Hops, 1-4.")] = 2,
+    depth: Annotated[int, ranges.DEPTH.option("--depth", help="Hops.")] = 2,
     json_: JsonOpt = False,
 ) -> None:
     """The relations within DEPTH hops of the entities QUERY finds."""

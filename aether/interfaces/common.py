@@ -21,6 +21,7 @@ from aether.keys import Keyspace
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_NO_RESULTS = 2
+EXIT_USAGE = 64  # EX_USAGE (sysexits.h): 2 stays "the query ran and found nothing"
 
 T = TypeVar("T")
 

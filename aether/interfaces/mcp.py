@@ -12,12 +12,14 @@ One error contract: a failing tool returns ``isError`` with one JSON object
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
 from redis.asyncio import Redis
@@ -35,6 +37,7 @@ from aether.errors import (
     InvalidOperationError,
     LLMError,
     NotFoundError,
+    describe,
 )
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
@@ -45,6 +48,9 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
+
+log = structlog.get_logger(__name__)
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 def error_payload(error: Exception) -> dict[str, Any]:
@@ -100,7 +106,10 @@ def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awai
             return await fn(**kwargs)
         except (AetherError, RedisConnectionError) as e:
             payload = json.dumps(error_payload(e))
-            return CallToolResult(content=[TextContent(type="text", text=payload)], is_error=True)
+        except Exception as e:  # a bug: one contract error for the client, traceback in the log
+            log.error("tool failed unexpectedly", tool=fn.__name__, exc_info=True, file_only=True)
+            payload = json.dumps({"code": "error", "message": describe(e), "retryable": False})
+        return CallToolResult(content=[TextContent(type="text", text=payload)], is_error=True)
 
     return guarded
 
@@ -231,26 +240,59 @@ async def serve_stdio(settings: Settings) -> None:
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``."""
+    """ASGI middleware: the bearer token on every HTTP request, and a bounded body.
+
+    A request without ``Authorization: Bearer <token>`` gets 401; one whose body is over
+    :data:`MAX_BODY_BYTES` gets 413 before the MCP app sees any of it.
+    """
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Pass authorised requests on; answer others 401."""
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            import hmac
-
-            if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
-                body = json.dumps({"code": "unauthorized", "message": "bearer token required",
-                                   "retryable": False}).encode()  # fmt: skip
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-                await send({"type": "http.response.body", "body": body})
+        """Pass authorised, bounded requests on; answer others 401 or 413."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+            await _refuse(send, 401, "unauthorized", "bearer token required")
+            return
+        declared = headers.get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+            await _refuse(send, 413, "too_large", f"request body over {MAX_BODY_BYTES} bytes")
+            return
+        first, size = [], 0
+        while True:  # read the whole (bounded) body first: a chunked one has no length
+            message = await receive()
+            if message["type"] != "http.request":
+                first.append(message)
+                break
+            size += len(message.get("body", b""))
+            if size > MAX_BODY_BYTES:
+                await _refuse(send, 413, "too_large", f"request body over {MAX_BODY_BYTES} bytes")
                 return
-        await self.app(scope, receive, send)
+            first.append(message)
+            if not message.get("more_body"):
+                break
+
+        async def replay() -> Any:
+            return first.pop(0) if first else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _refuse(send: Any, status: int, code: str, message: str) -> None:
+    body = json.dumps({"code": code, "message": message, "retryable": False}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def http_app(services: Services, token: str) -> Any:

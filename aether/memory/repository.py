@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import time
 from collections import deque
@@ -24,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from aether.errors import InvalidOperationError, NotFoundError
+from aether.files import contain
 from aether.memory.code.extract import extract
 from aether.memory.code.model import language_of
 from aether.memory.code.modules import module_of, resolve_import
@@ -51,23 +53,52 @@ def path_id(path: str) -> str:
     return hashlib.sha1(path.encode()).hexdigest()[:16]
 
 
-def list_files(root: Path) -> list[str]:
-    """The repository's files in supported languages, as POSIX paths relative to ``root``."""
-    paths: list[str] = []
+@dataclass
+class Listing:
+    """The files to index, and those skipped with why (``outside_root``, ``not_regular``)."""
+
+    paths: list[str]
+    skipped: list[tuple[str, str]]
+
+
+def list_files(root: Path) -> Listing:
+    """The repository's files in supported languages, as POSIX paths relative to ``root``.
+
+    Only regular files whose real path stays inside ``root`` are listed: a symlink out of
+    the repository (a file or a directory) and a FIFO, socket or device are skipped and
+    reported, so indexing an untrusted checkout never reads a file outside it.
+    """
+    candidates: list[str] = []
+    skipped: list[tuple[str, str]] = []
     if (root / ".git").exists():
         try:
             out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached",
                                   "--others", "--exclude-standard"], capture_output=True,
                                  check=True, timeout=60)  # fmt: skip
-            paths = [p for p in out.stdout.decode(errors="replace").split("\0") if p]
+            candidates = [p for p in out.stdout.decode(errors="replace").split("\0") if p]
         except (OSError, subprocess.SubprocessError):
-            paths = []
-    if not paths:
+            candidates = []
+    if not candidates:
         for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
             rel = Path(folder).relative_to(root)
-            paths += [(rel / f).as_posix() for f in sorted(files)]
-    return sorted(p for p in paths if language_of(p) and (root / p).is_file())
+            for name in [d for d in dirs if (Path(folder) / d).is_symlink()]:
+                verdict = contain(root, rel / name)
+                reason = "outside_root" if verdict.reason == "outside_root" else "symlinked_dir"
+                skipped.append(((rel / name).as_posix(), reason))
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
+                             and not (Path(folder) / d).is_symlink())  # fmt: skip
+            candidates += [(rel / f).as_posix() for f in sorted(files)]
+    paths: list[str] = []
+    for path in sorted(candidates):
+        if not language_of(path) and not (root / path).is_symlink():
+            continue
+        verdict = contain(root, Path(path))
+        if verdict.ok:
+            if language_of(path):
+                paths.append(path)
+        elif verdict.reason != "missing":  # git lists files deleted since the last commit
+            skipped.append((path, verdict.reason or "unreadable"))
+    return Listing(paths, sorted(skipped))
 
 
 @dataclass
@@ -82,6 +113,8 @@ class IndexReport:
     removed: list[str] = field(default_factory=list)
     languages: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    skipped: dict[str, int] = field(default_factory=dict)
+    skipped_paths: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -111,8 +144,12 @@ class Repositories:
             raise InvalidOperationError(f"{root} is not a directory")
         start = time.perf_counter()
         rid = repo_id(root)
-        paths = await asyncio.to_thread(list_files, root)
+        listing = await asyncio.to_thread(list_files, root)
+        paths = listing.paths
         report = IndexReport(rid, str(root.resolve()), len(paths))
+        for path, reason in listing.skipped:
+            report.skipped[reason] = report.skipped.get(reason, 0) + 1
+            report.skipped_paths.append(path)
         known = set(texts(await self.client.zrange(self.keys.repo_files(rid), 0, -1)))
         stored_hash: dict[str, str] = {}
         known_list = sorted(known)
@@ -123,8 +160,14 @@ class Repositories:
             )
             stored_hash.update({p: d["hash"] for p, d in zip(batch, docs, strict=True) if d})
         pending: list[dict[str, Any]] = []
-        for path in paths:
-            data = await asyncio.to_thread(_read, root / path)
+        for path in list(paths):
+            data = await asyncio.to_thread(_read, root, path)
+            if data is None:  # replaced by a link or a FIFO since it was listed
+                report.skipped["not_regular"] = report.skipped.get("not_regular", 0) + 1
+                report.skipped_paths.append(path)
+                paths.remove(path)
+                report.files -= 1
+                continue
             digest = hashlib.sha1(data).hexdigest()
             language = language_of(path) or "other"
             report.languages[language] = report.languages.get(language, 0) + 1
@@ -253,8 +296,18 @@ class Repositories:
         return [{"path": p, "score": round(s, 2)} for p, s in ranked]
 
 
-def _read(path: Path) -> bytes:
-    with path.open("rb") as f:
+def _read(root: Path, path: str) -> bytes | None:
+    """The file's first bytes, or ``None`` unless it is (still) a regular file in ``root``."""
+    verdict = contain(root, Path(path))
+    if verdict.path is None:
+        return None
+    try:
+        fd = os.open(verdict.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
         return f.read(MAX_FILE_BYTES + 1)
 
 

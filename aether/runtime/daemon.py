@@ -20,10 +20,12 @@ import json
 
 import structlog
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
-from aether.errors import AetherError, InvalidOperationError, LLMError
+from aether.errors import AetherError, InvalidOperationError, LLMError, describe
 from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
 from aether.maintenance.engine import MaintenanceEngine
@@ -181,6 +183,11 @@ class Daemon:
             return await self._reply(message, "", session, error=str(e))
         except AetherError as e:
             return await self._reply(message, "", session, error=str(e))
+        except (RedisConnectionError, RedisTimeoutError):
+            raise  # Redis is away: the message stays pending and is answered once it is back
+        except Exception as e:  # noqa: BLE001 - a bug: answer in one line, traceback to the log
+            bound.error("answering failed unexpectedly", exc_info=True)
+            return await self._reply(message, "", session, error=describe(e))
         bound.info("answered", tools=len(result.tool_runs), usage=round(result.usage, 3))
         return await self._reply(message, result.reply, session)
 

@@ -4,6 +4,10 @@ Layout under ``$AETHER_HOME/redis``: ``redis.conf`` (rewritten at every start),
 ``password`` (0600, generated once), ``redis.pid``, ``redis.log`` and the AOF directory.
 The unix socket lives in ``$AETHER_HOME/run`` (0700), or in a 0700 directory under the
 system temp dir when that path would exceed the kernel's socket path limit.
+
+Everything is owner-only: the home and its folders are 0700, and redis-server runs with
+umask 077, so its AOF, RDB and log files are 0600 whatever the caller's umask. A home
+left wider by an older version is tightened at start, with a logged notice.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import structlog
 
 from aether.config import Settings
 from aether.errors import ServerError
+from aether.files import PRIVATE_UMASK, log_tightened, private_dir, tighten_home
 from aether.server.binaries import find_binaries
 
 _SOCKET_PATH_MAX = 100
@@ -91,7 +96,7 @@ class EmbeddedRedis:
         return Endpoint(self.socket_path, self._password(), self._settings.redis_port)
 
     def _password(self) -> str:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         if not self.password_path.exists():
             fd = os.open(self.password_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
@@ -149,8 +154,9 @@ class EmbeddedRedis:
 
     @contextlib.contextmanager
     def _lifecycle_lock(self) -> Iterator[None]:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.data_dir / "lifecycle.lock", "w") as lock_file:
+        private_dir(self.data_dir)
+        fd = os.open(self.data_dir / "lifecycle.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as lock_file:
             fcntl.flock(lock_file, fcntl.LOCK_EX)
             try:
                 yield
@@ -159,9 +165,7 @@ class EmbeddedRedis:
 
     def _write_conf(self, endpoint: Endpoint) -> None:
         binaries = find_binaries()
-        sock_dir = endpoint.unix_socket.parent
-        sock_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(sock_dir, 0o700)
+        private_dir(endpoint.unix_socket.parent)
         port = endpoint.port or 0
         lines = [
             f"dir {self.data_dir}",
@@ -196,6 +200,7 @@ class EmbeddedRedis:
             if current.running:
                 return current
             endpoint = current.endpoint
+            log_tightened(self._settings.home, tighten_home(self._settings.home))
             self._write_conf(endpoint)
             # a crash (SIGKILL, power loss) leaves a stale pidfile and socket behind
             for stale in (endpoint.unix_socket, self.pid_path):
@@ -208,6 +213,7 @@ class EmbeddedRedis:
                 text=True,
                 check=False,
                 timeout=_START_TIMEOUT_S,
+                umask=PRIVATE_UMASK,
             )
             if proc.returncode != 0:
                 raise ServerError(

@@ -10,13 +10,15 @@ An operation is an array {CMD, key, arg...}. Inverses are chosen to stay small:
   * RPUSH / LPUSH / RPOP / LPOP / RPUSHCAP / ZADD / ZREM / ZINCRBY on an existing key: a
     structural inverse (a trim, a pop, a re-add of the removed members);
   * anything else (hashes, JSON documents, strings, sets): the DUMP of that small key.
+A guard {ABSENT, key} changes nothing: it refuses the whole batch when the key exists, so
+a write that must create a document (and count it) can never overwrite one.
 Redis changes a list's or sorted set's internal encoding as it grows (listpack ->
 quicklist/skiplist); such a change would make the restored key differ byte-wise, so
 when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
 ]]
 
-local VERSION = '7'
+local VERSION = '8'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -28,6 +30,7 @@ local IMAGE = {
   ['JSON.ARRAPPEND'] = true, ['JSON.NUMINCRBY'] = true, ['JSON.STRAPPEND'] = true,
   SADD = true, SREM = true, RESTORE = true,
 }
+local GUARD = { ABSENT = true }
 local CHUNK = 500
 
 local function encoding(key)
@@ -160,7 +163,9 @@ end
 -- Apply an op that is replaced wholesale (DEL, RESTORE) or image-journaled.
 local function apply_plain(op)
   local cmd, key = op[1], op[2]
-  if cmd == 'RESTORE' then
+  if GUARD[cmd] then
+    return  -- a replayed guard held when it was first applied
+  elseif cmd == 'RESTORE' then
     redis.call('RESTORE', key, 0, op[3], 'REPLACE')
     force_encoding(key, op[4])
   elseif STRUCTURAL[cmd] then
@@ -195,6 +200,12 @@ local function apply_op(op)
   local cmd, key = op[1], op[2]
   if type(cmd) ~= 'string' or type(key) ~= 'string' then
     return redis.error_reply('ERR aether: malformed op')
+  end
+  if GUARD[cmd] then
+    if redis.call('EXISTS', key) == 1 then
+      return redis.error_reply('ERR aether: exists ' .. key)
+    end
+    return {}
   end
   if not STRUCTURAL[cmd] and not IMAGE[cmd] then
     return redis.error_reply('ERR aether: unsupported op ' .. cmd)
@@ -272,7 +283,7 @@ local function validate(ops, prefix)
     if string.sub(op[2], 1, #prefix) ~= prefix then
       return redis.error_reply('ERR aether: key outside the namespace: ' .. op[2])
     end
-    if not STRUCTURAL[op[1]] and not IMAGE[op[1]] then
+    if not STRUCTURAL[op[1]] and not IMAGE[op[1]] and not GUARD[op[1]] then
       return redis.error_reply('ERR aether: unsupported op ' .. tostring(op[1]))
     end
   end

@@ -23,7 +23,7 @@ import msgpack
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from aether.errors import InvalidOperationError, StoreError
+from aether.errors import ConflictError, InvalidOperationError, StoreError
 from aether.keys import Keyspace
 
 Arg = str | bytes | int | float
@@ -38,7 +38,9 @@ IMAGE_COMMANDS = frozenset(
         "JSON.STRAPPEND", "SADD", "SREM", "RESTORE",
     }
 )  # fmt: skip
-SUPPORTED_COMMANDS = STRUCTURAL_COMMANDS | IMAGE_COMMANDS
+# a guard changes nothing; it refuses the whole batch when its key exists
+GUARD_COMMANDS = frozenset({"ABSENT"})
+SUPPORTED_COMMANDS = STRUCTURAL_COMMANDS | IMAGE_COMMANDS | GUARD_COMMANDS
 MAX_MUTATION_BYTES = 16 * 1024 * 1024
 
 
@@ -85,6 +87,10 @@ class Mutation:
             raise InvalidOperationError(f"unsupported state command {cmd!r}")
         self.ops.append(Op(name, key, tuple(_arg(a) for a in args)))
         return self
+
+    def absent(self, key: str) -> Mutation:
+        """Refuse the whole batch (:class:`ConflictError`) if ``key`` exists when applied."""
+        return self.add("ABSENT", key)
 
     def set(self, key: str, value: Arg) -> Mutation:
         """SET a string key."""
@@ -177,6 +183,7 @@ class Store:
         Raises:
             InvalidOperationError: an op names a key outside the namespace's state, or the
                 server refused an op (wrong type, invalid JSON...); nothing was changed.
+            ConflictError: an :meth:`Mutation.absent` guard found its key; nothing was changed.
         """
         if not mutation.ops:
             raise InvalidOperationError("empty mutation")
@@ -204,6 +211,8 @@ class Store:
                 payload,
             )
         except ResponseError as e:
+            if str(e).startswith("aether: exists "):
+                raise ConflictError(f"state change {reason!r} refused: {e}") from e
             raise InvalidOperationError(f"state change {reason!r} refused: {e}") from e
         return _text(entry)
 
