@@ -9,6 +9,7 @@ relative to the working directory) when it exists, then defaults.
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -324,6 +325,9 @@ def load_settings(**overrides: Any) -> Settings:
 
     try:
         return Settings(**overrides)
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
+        name = os.environ.get("AETHER_CONFIG_FILE", str(DEFAULT_CONFIG_FILE))
+        raise ConfigError(f"cannot read the configuration file {name}: {e}") from e
     except ValidationError as e:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"

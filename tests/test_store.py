@@ -127,3 +127,45 @@ async def test_mutation_context_manager_applies_on_exit(
             m.hset(keys.system_flags(), {"bootstrapped": "0"})
             raise RuntimeError("abandon")
     assert await client.hget(keys.system_flags(), "bootstrapped") == b"1"
+
+
+async def test_an_absent_guard_refuses_the_whole_batch_when_its_key_exists(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    from aether.errors import ConflictError
+
+    doc = keys.longterm("m1")
+    created = Mutation().absent(doc).json_set(doc, {"content": "first"})
+    created.zincrby(keys.memory_counts(), 1, "longterm")
+    await store.apply(created, "t")
+    before_state = await dump_state(client, keys)
+    before_len = await client.xlen(keys.journal())
+    again = Mutation().zincrby(keys.memory_counts(), 1, "longterm")
+    again.absent(doc).json_set(doc, {"content": "second"})
+    with pytest.raises(ConflictError, match="exists"):
+        await store.apply(again, "t")
+    # the counter op before the guard was undone with the rest; nothing was journaled
+    assert await dump_state(client, keys) == before_state
+    assert await client.xlen(keys.journal()) == before_len
+    assert await client.zscore(keys.memory_counts(), "longterm") == 1
+
+
+async def test_a_guarded_change_rolls_back_and_replays(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    from aether.checkpoints.manager import Checkpoints
+
+    checkpoints = Checkpoints(client, keys)
+    empty = await dump_state(client, keys)
+    cp = await checkpoints.create(label="before")
+    doc = keys.longterm("m2")
+    await store.apply(Mutation().absent(doc).json_set(doc, {"content": "x"}), "t")
+    entry = [e async for e in entries_after(client, keys.journal(), "0-0")][-1]
+    assert entry.forward()[0] == [b"ABSENT", doc.encode()]
+    assert entry.inverse() == [[b"DEL", doc.encode()]]  # the guard itself has no inverse
+    await checkpoints.rollback_to(cp.id)
+    assert await dump_state(client, keys) == empty
+    # the archive's replay applies forward ops: a replayed guard changes nothing
+    fields = [v for pair in entry.fields.items() for v in pair]
+    await client.fcall("aether_replay", 1, keys.journal(), "9999999999999-0", *fields)
+    assert json.loads(await client.execute_command("JSON.GET", doc)) == {"content": "x"}

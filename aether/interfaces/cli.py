@@ -80,7 +80,8 @@ class AetherGroup(TyperGroup):
         except AetherError as e:  # raised outside a command body (settings, start-up)
             _error_exit(str(e), as_json)
         except Exception as e:  # the one place every bug becomes one line
-            log.error("unexpected error", exc_info=True, argv=argv[:20], file_only=True)
+            if structlog.is_configured():  # else it failed before logging was set up
+                log.error("unexpected error", exc_info=True, argv=argv[:20], file_only=True)
             if "--debug" in argv:
                 traceback.print_exc()
             hint = "" if "--debug" in argv else " (the traceback is in the log; --debug shows it)"

@@ -218,15 +218,16 @@ def import_(
     st = state(ctx)
 
     async def body() -> dict[str, Any]:
-        from aether.memory.transfer import import_records, read_file, with_read_report
+        from aether.memory.transfer import (
+            ImportPolicy,
+            import_records,
+            read_file,
+            with_read_report,
+        )
 
         async with memory(st) as layer:
-            read = read_file(
-                layer,
-                path,
-                on_invalid="skip" if skip_invalid else "refuse",
-                on_duplicate=on_duplicate.value,
-            )
+            policy = ImportPolicy("skip" if skip_invalid else "refuse", on_duplicate.value)
+            read = read_file(layer, path, policy)
             with Progress(console=err_console, transient=True) as bar:
                 task = bar.add_task("importing", total=len(read.records))
                 report = await import_records(layer, read.records, lambda n: bar.advance(task, n))
@@ -358,6 +359,7 @@ def scratch_get(ctx: typer.Context, pad_id: str) -> None:
 
     value = run(ctx, body)
     if value is None:
+        err_console.print(f"no scratchpad {pad_id!r} (missing or expired)", highlight=False)
         raise typer.Exit(2)
     print(value)
 
@@ -372,6 +374,7 @@ def scratch_delete(ctx: typer.Context, pad_id: str) -> None:
             return await Scratchpads(layer).delete(pad_id)
 
     if not run(ctx, body):
+        err_console.print(f"no scratchpad {pad_id!r} (missing or expired)", highlight=False)
         raise typer.Exit(2)
 
 

@@ -110,22 +110,54 @@ class MemoryIndex:
         tokens = count_tokens(rendered)
         return MemoryIndexTable(rendered, tokens, rows, int(total_topics), counts)
 
-    async def rebuild(self) -> dict[str, int]:
-        """Recount from the documents (for namespaces written before the index existed)."""
+    async def _documents(self) -> list[dict[str, Any]]:
+        """The counted fields of every memory document (beliefs while active)."""
         keys: list[str] = []
         for prefix in self.keys.memory_prefixes():
-            keys += [text(k) async for k in self.layer.client.scan_iter(match=prefix + "*",
-                                                                        count=1000)]  # fmt: skip
+            keys += [
+                text(k) async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)
+            ]
         docs: list[dict[str, Any]] = []
         for start in range(0, len(keys), 500):
-            batch = await self.layer.get_docs(keys[start : start + 500],
-                                              ("kind", "tags", "timestamp", "status"))  # fmt: skip
+            batch = await self.layer.get_docs(
+                keys[start : start + 500], ("kind", "tags", "timestamp", "status")
+            )
             # beliefs count while active, as the incremental counters do
-            docs += [d for d in batch if d and d.get("kind")
-                     and d.get("status", "active") == "active"]  # fmt: skip
+            docs += [
+                d for d in batch if d and d.get("kind") and d.get("status", "active") == "active"
+            ]
+        return docs
+
+    async def recount(self) -> dict[str, dict[str, int]]:
+        """What the counters must say, counted from the documents (nothing is written)."""
+        kinds: dict[str, int] = {}
+        topics: dict[str, int] = {}
+        for doc in await self._documents():
+            kinds[doc["kind"]] = kinds.get(doc["kind"], 0) + 1
+            for tag in doc.get("tags") or []:
+                topics[tag] = topics.get(tag, 0) + 1
+        return {"kinds": kinds, "topics": topics}
+
+    async def counters(self) -> dict[str, dict[str, int]]:
+        """What the counters say now (zero counts left out), to compare with a recount."""
+        pipe = self.layer.client.pipeline(transaction=False)
+        pipe.zrange(self.keys.memory_counts(), 0, -1, withscores=True)
+        pipe.zrange(self.keys.memory_topics(), 0, -1, withscores=True)
+        kinds, topics = await pipe.execute()
+        return {
+            "kinds": {text(k): int(v) for k, v in kinds if v},
+            "topics": {text(k): int(v) for k, v in topics if v},
+        }
+
+    async def rebuild(self) -> dict[str, int]:
+        """Recount from the documents (for namespaces written before the index existed)."""
+        docs = await self._documents()
         m = Mutation()
-        for key in (self.keys.memory_counts(), self.keys.memory_topics(),
-                    self.keys.memory_topics_seen()):  # fmt: skip
+        for key in (
+            self.keys.memory_counts(),
+            self.keys.memory_topics(),
+            self.keys.memory_topics_seen(),
+        ):
             m.delete(key)
         count_ops(m, self.keys, docs)
         await self.layer.store.apply(m, "memory.index.rebuild")

@@ -18,6 +18,8 @@ document twice, even when another writer races the import.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +48,19 @@ ID_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 Progress = Callable[[int], None]
 OnInvalid = Literal["refuse", "skip"]
 OnDuplicate = Literal["refuse", "keep-first", "keep-last"]
-ON_INVALID: tuple[str, ...] = ("refuse", "skip")
-ON_DUPLICATE: tuple[str, ...] = ("refuse", "keep-first", "keep-last")
+
+
+@dataclass(frozen=True)
+class ImportPolicy:
+    """What an import does with bad lines and with lines that share an id.
+
+    Attributes:
+        on_invalid: ``refuse`` the whole file (default) or ``skip`` and count bad lines.
+        on_duplicate: ``refuse`` the file (default), or keep the first or last line of an id.
+    """
+
+    on_invalid: OnInvalid = "refuse"
+    on_duplicate: OnDuplicate = "refuse"
 
 
 class ImportLine(BaseModel):
@@ -201,17 +214,13 @@ def parse_line(layer: MemoryLayer, raw_line: str) -> dict[str, Any]:
 
 
 def read_records(
-    layer: MemoryLayer,
-    source: TextIO,
-    *,
-    on_invalid: OnInvalid = "refuse",
-    on_duplicate: OnDuplicate = "refuse",
+    layer: MemoryLayer, source: TextIO, policy: ImportPolicy = ImportPolicy()
 ) -> ReadResult:
     """Parse and validate every line; nothing is written.
 
     Raises:
-        InvalidOperationError: with ``on_invalid="refuse"``, the first bad line (its number
-            and reason); with ``on_duplicate="refuse"``, ids given on several lines.
+        InvalidOperationError: unless the policy skips them, the first bad line (its number
+            and reason); unless it keeps one, ids given on several lines.
     """
     limit = max_line_bytes(layer)
     result = ReadResult()
@@ -221,17 +230,17 @@ def read_records(
         if text_line is None or not text_line.strip():
             if text_line is None:
                 reason = f"line is over {limit} characters"
-                if on_invalid == "refuse":
+                if policy.on_invalid == "refuse":
                     raise InvalidOperationError(f"line {number}: {reason}; nothing was imported")
                 result.invalid.append((number, reason))
             continue
         try:
             numbered.append((number, parse_line(layer, text_line)))
         except AetherError as e:
-            if on_invalid == "refuse":
+            if policy.on_invalid == "refuse":
                 raise InvalidOperationError(f"line {number}: {e}; nothing was imported") from e
             result.invalid.append((number, str(e)))
-    result.records = _resolve_duplicate_ids(numbered, on_duplicate, result)
+    result.records = _resolve_duplicate_ids(numbered, policy.on_duplicate, result)
     return result
 
 
@@ -334,23 +343,23 @@ async def import_records(
     return ImportReport(len(records), imported, duplicates)
 
 
-def read_file(
-    layer: MemoryLayer,
-    path: Path,
-    *,
-    on_invalid: OnInvalid = "refuse",
-    on_duplicate: OnDuplicate = "refuse",
-) -> ReadResult:
+def read_file(layer: MemoryLayer, path: Path, policy: ImportPolicy = ImportPolicy()) -> ReadResult:
     """Validate a JSONL file (see :func:`read_records`).
 
     Raises:
         InvalidOperationError: the file cannot be read, or a line is bad; nothing written.
     """
-    if path.is_dir():
-        raise InvalidOperationError(f"cannot read {path}: it is a directory")
     try:
-        with path.open(encoding="utf-8") as f:
-            return read_records(layer, f, on_invalid=on_invalid, on_duplicate=on_duplicate)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise InvalidOperationError(f"cannot read {path}: {e.strerror or e}") from e
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InvalidOperationError(f"cannot read {path}: not a regular file")
+    try:
+        with os.fdopen(fd, encoding="utf-8") as f:
+            return read_records(layer, f, policy)
     except UnicodeDecodeError as e:
         raise InvalidOperationError(f"cannot read {path}: not UTF-8 text (byte {e.start})") from e
     except OSError as e:
@@ -361,16 +370,14 @@ async def import_file(
     layer: MemoryLayer,
     path: Path,
     progress: Progress | None = None,
-    *,
-    on_invalid: OnInvalid = "refuse",
-    on_duplicate: OnDuplicate = "refuse",
+    policy: ImportPolicy = ImportPolicy(),
 ) -> ImportReport:
     """Validate then import a JSONL file.
 
     Raises:
         InvalidOperationError: the file is missing or a line is bad; nothing is written.
     """
-    read = read_file(layer, path, on_invalid=on_invalid, on_duplicate=on_duplicate)
+    read = read_file(layer, path, policy)
     report = await import_records(layer, read.records, progress)
     return with_read_report(report, read)
 
