@@ -90,3 +90,33 @@ def describe(error: BaseException) -> str:
         return f"Redis refused the request: {error}"
     text = " ".join(str(error).split())[:300]
     return f"unexpected {type(error).__name__}{': ' + text if text else ''}"
+
+
+def error_code(error: BaseException) -> tuple[str, bool]:
+    """The stable code of an error and whether trying again may succeed.
+
+    One table for every interface: the CLI's ``{"error": {"code", "message"}}`` and MCP's
+    ``{"code", "message", "retryable"}``. Codes: ``busy`` (another admin action; retryable),
+    ``ambiguous``, ``not_found``, ``invalid``, ``checkpoint``, ``identity``, ``llm``,
+    ``config``, ``server``, ``archive``, ``unavailable`` (Redis unreachable; retryable),
+    ``error`` (anything else).
+    """
+    table: list[tuple[type[BaseException] | tuple[type[BaseException], ...], str, bool]] = [
+        (ConcurrentAdminError, "busy", True),
+        (AmbiguousIdError, "ambiguous", False),
+        (NotFoundError, "not_found", False),
+        (InvalidOperationError, "invalid", False),
+        (CheckpointError, "checkpoint", False),
+        (IdentityError, "identity", False),
+        (LLMError, "llm", False),
+        (ConfigError, "config", False),
+        ((ServerError, IncompatibleServerError), "server", False),
+        (ArchiveError, "archive", False),
+        ((redis.ConnectionError, redis.TimeoutError), "unavailable", True),
+    ]
+    for kinds, code, retryable in table:
+        if isinstance(error, kinds):
+            if isinstance(error, LLMError):
+                retryable = error.retryable
+            return code, retryable
+    return "error", False

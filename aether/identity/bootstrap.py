@@ -32,6 +32,23 @@ def default_identity_dir() -> Path:
     raise IdentityError("no default identity directory found; pass one explicitly")
 
 
+def check_timezone(value: str) -> str:
+    """An IANA time zone name.
+
+    Raises:
+        IdentityError: the name is not in the time zone database.
+    """
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise IdentityError(
+            f"unknown time zone {value!r}: use an IANA name such as Europe/Berlin or UTC"
+        ) from e
+    return value
+
+
 def _readable(directory: Path, path: Path) -> bool:
     """Whether ``path`` is a regular file inside ``directory`` (a link out is refused).
 
@@ -80,4 +97,9 @@ def load_directory(directory: Path) -> IdentitySource:
             f"no 'name' in the front matter of {', '.join(p.name for p in agent_paths)}"
         )
     user = next((d.fields for d in docs if d.name == USER_FILE), {})
+    if user.get("timezone"):
+        try:
+            check_timezone(user["timezone"])
+        except IdentityError as e:
+            raise IdentityError(f"{USER_FILE}: {e}; nothing written") from e
     return IdentitySource(docs, agent, dict(user))

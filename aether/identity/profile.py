@@ -15,7 +15,7 @@ from typing import Literal
 
 from aether.checkpoints.manager import Checkpoints
 from aether.errors import IdentityError
-from aether.identity.bootstrap import IdentitySource, load_directory
+from aether.identity.bootstrap import IdentitySource, check_timezone, load_directory
 from aether.identity.markdown import IdentityDoc, parse
 from aether.store.codec import byte_map
 from aether.store.state import Mutation, Store
@@ -24,6 +24,41 @@ Target = Literal["agent", "user"]
 _FIELD = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_FIELD_BYTES = 64 * 1024
 _READ_ONLY = {"created_at", "updated_at"}
+# the profile schema: what each field means to aether (the system prompt reads them)
+AGENT_FIELDS = {
+    "name": "the agent's name",
+    "emoji": "one emoji the agent signs with",
+    "voice_style": "how the agent speaks",
+    "autonomy_mode": "supervised or autonomous",
+    "role": "what the agent is for",
+}
+USER_FIELDS = {
+    "name": "the operator's name",
+    "timezone": "an IANA time zone (Europe/Berlin, UTC): times in prompts and output",
+    "projects": "what the operator works on",
+    "priorities": "what matters most",
+    "preferences": "how the operator likes answers",
+}
+EXTRA_PREFIX = "extra."
+
+
+def check_field(target: Target, name: str, value: str) -> None:
+    """A field of the profile schema (or ``extra.NAME``) with a valid value.
+
+    Raises:
+        IdentityError: an unknown field (the message lists the known ones) or a bad value.
+    """
+    known = AGENT_FIELDS if target == "agent" else USER_FIELDS
+    own = name.removeprefix(EXTRA_PREFIX)
+    if name.startswith(EXTRA_PREFIX) and _FIELD.match(own):
+        return
+    if name not in known:
+        raise IdentityError(
+            f"unknown {target} field {name!r}: known fields are {', '.join(known)} "
+            f"(or {EXTRA_PREFIX}NAME for one of your own)"
+        )
+    if name == "timezone":
+        check_timezone(value.strip())
 
 
 @dataclass(frozen=True)
@@ -153,12 +188,13 @@ class IdentityStore:
         """
         if target not in ("agent", "user"):
             raise IdentityError(f"target must be 'agent' or 'user', not {target!r}")
-        if not _FIELD.match(name):
+        if not _FIELD.match(name.removeprefix(EXTRA_PREFIX)):
             raise IdentityError(f"field {name!r} is not a lower-case identifier (a-z, 0-9, _)")
         if name in _READ_ONLY:
             raise IdentityError(f"{name} is maintained by aether and cannot be set")
         if not value.strip():
             raise IdentityError("the value is empty")
+        check_field(target, name, value)
         if len(value.encode()) > MAX_FIELD_BYTES:
             raise IdentityError(f"the value is over {MAX_FIELD_BYTES} bytes")
         if not await self.is_bootstrapped():

@@ -13,7 +13,9 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Annotated, Any, NoReturn
+from enum import Enum
+from types import UnionType
+from typing import Annotated, Any, Literal, NoReturn, Union, get_args, get_origin
 
 import structlog
 import typer
@@ -25,7 +27,7 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from aether.config import load_settings
-from aether.errors import AetherError, describe
+from aether.errors import AetherError, describe, error_code
 from aether.files import PRIVATE_UMASK
 from aether.interfaces import (
     cli_beliefs,
@@ -44,6 +46,8 @@ from aether.interfaces.common import (
     AppState,
     emit,
     fail,
+    group,
+    json_requested,
     state,
     wants_json,
 )
@@ -66,7 +70,9 @@ class AetherGroup(TyperGroup):
         """Run the CLI; exit with its code, every error as one line (64: a usage error)."""
         argv = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in argv
+        json_requested.set(as_json)
         try:
+            _name_metavars(self)
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click_errors.NoArgsIsHelpError as e:
             typer.echo(e.ctx.get_help() if e.ctx else e.format_message())
@@ -78,7 +84,7 @@ class AetherGroup(TyperGroup):
         except typer.Abort:
             _error_exit("aborted; nothing changed", as_json)
         except AetherError as e:  # raised outside a command body (settings, start-up)
-            _error_exit(str(e), as_json)
+            _error_exit(str(e), as_json, error_code(e)[0])
         except Exception as e:  # the one place every bug becomes one line
             if structlog.is_configured():  # else it failed before logging was set up
                 log.error("unexpected error", exc_info=True, argv=argv[:20], file_only=True)
@@ -89,17 +95,45 @@ class AetherGroup(TyperGroup):
         sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
+def _name_metavars(command: Any) -> None:
+    """Give every value a readable placeholder in help: ``--since SINCE``, ``--kind [a|b]``.
+
+    typer shows Python types (``<str>``, ``<list[str]>``, ``<bool>``) by default.
+    """
+    for param in getattr(command, "params", []):
+        if param.metavar is not None or getattr(param, "is_flag", False):
+            continue
+        choices = _choices(param)
+        name = (param.name or "value").upper()
+        param.metavar = f"[{'|'.join(map(str, choices))}]" if choices else name
+    for sub in getattr(command, "commands", {}).values():
+        _name_metavars(sub)
+
+
+def _choices(param: Any) -> list[str] | None:
+    """The values an option accepts, when they are a fixed set (an Enum or a Choice)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return [str(member.value) for member in annotation]
+    while get_origin(annotation) in (Union, UnionType):  # Optional[...] around the choices
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is Literal:
+        return [str(value) for value in get_args(annotation)]
+    choices = getattr(getattr(param, "type", None), "choices", None)
+    return [str(c) for c in choices] if choices else None
+
+
 def _usage_error(error: click_errors.UsageError, as_json: bool) -> NoReturn:
     if as_json:
-        print(json.dumps({"error": error.format_message(), "usage": True}))
+        print(json.dumps({"error": {"code": "usage", "message": error.format_message()}}))
     else:
         error.show()
     sys.exit(EXIT_USAGE)
 
 
-def _error_exit(message: str, as_json: bool) -> NoReturn:
+def _error_exit(message: str, as_json: bool, kind: str = "error") -> NoReturn:
     try:
-        fail(message, as_json)
+        fail(message, as_json, kind=kind)
     except typer.Exit as done:
         sys.exit(done.exit_code)
 
@@ -109,9 +143,10 @@ app = typer.Typer(
     cls=AetherGroup,
     help="A Redis Stack-native memory runtime for long-running autonomous agents.",
     no_args_is_help=True,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-config_app = typer.Typer(help="The effective configuration.")
+config_app = group("The effective configuration.")
 app.add_typer(config_app, name="config")
 app.add_typer(cli_redis.app, name="redis")
 app.add_typer(cli_checkpoint.app, name="checkpoint")
@@ -138,10 +173,10 @@ def root(
     try:
         settings = load_settings()
     except AetherError as e:
-        fail(str(e), json_)
+        fail(str(e), json_ or json_requested.get(), kind="config")
     long_running = ctx.invoked_subcommand == "up"
     configure_logging(settings, console_level="INFO" if long_running else None)
-    ctx.obj = AppState(settings=settings, json=json_)
+    ctx.obj = AppState(settings=settings, json=json_ or json_requested.get())
 
 
 @config_app.command("show")

@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
 from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
-from aether.interfaces.common import AppState, emit, emit_rows, run, state, wants_json
-from aether.memory.beliefs import Beliefs
-from aether.memory.tasks import Tasks
+from aether.interfaces.common import AppState, emit, emit_rows, group, run, state, wants_json
+from aether.memory.beliefs import Beliefs, BeliefStatus
+from aether.memory.tasks import Tasks, TaskStatus
 
-belief_app = typer.Typer(help="Beliefs: confidence, decay, reinforcement, supersession.")
-task_app = typer.Typer(help="Tasks (open ones feed the heartbeat).")
+belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
+task_app = group("Tasks (open ones feed the heartbeat).")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 STATUS_HELP = "active, invalidated, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
@@ -80,7 +80,7 @@ def remember(
 def belief_list(
     ctx: typer.Context,
     status: Annotated[
-        str, typer.Option("--status", help="active, invalidated, forgotten, pruned or all.")
+        Literal[BeliefStatus, "all"], typer.Option("--status", help="Which beliefs.")
     ] = "active",
     json_: JsonOpt = False,
 ) -> None:
@@ -228,7 +228,9 @@ def task_add(
 @task_app.command("list")
 def task_list(
     ctx: typer.Context,
-    status: Annotated[str, typer.Option("--status", help="open, done or all.")] = "open",
+    status: Annotated[
+        Literal[TaskStatus, "all"], typer.Option("--status", help="Which tasks.")
+    ] = "open",
     json_: JsonOpt = False,
 ) -> None:
     """Tasks: open ones by priority and due date."""

@@ -16,14 +16,16 @@ from aether.interfaces.common import (
     console,
     emit,
     fail,
+    group,
+    nothing_found,
     redis_client,
     run,
     state,
     wants_json,
 )
 
-app = typer.Typer(help="Checkpoints: create, list, show, diff, rollback, undo, prune.")
-archive_app = typer.Typer(help="The PostgreSQL archive (AETHER_POSTGRES_DSN).")
+app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
+archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 IdArg = Annotated[str, typer.Argument(help="Checkpoint id or a unique prefix (>= 6 chars).")]
@@ -77,7 +79,7 @@ def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
     emit([c.to_dict() for c in cps], wants_json(ctx, json_), render)
     if not cps:
-        raise typer.Exit(2)
+        nothing_found("no checkpoints yet", wants_json(ctx, json_))
 
 
 @app.command()
@@ -205,7 +207,7 @@ def prune(
 def _dsn(ctx: typer.Context) -> str:
     st = state(ctx)
     if st.settings.postgres_dsn is None:
-        fail("no archive configured: set AETHER_POSTGRES_DSN", st.json)
+        fail("no archive configured: set AETHER_POSTGRES_DSN", st.json, kind="config")
     return st.settings.postgres_dsn.get_secret_value()
 
 

@@ -10,12 +10,12 @@ from rich.table import Table
 from aether.context.assembly import ContextAssembler, ScoredMemory
 from aether.interfaces import ranges
 from aether.interfaces.cli_identity import identity_dir, identity_store
-from aether.interfaces.common import console, emit, redis_client, run, state, wants_json
+from aether.interfaces.common import console, emit, group, redis_client, run, state, wants_json
 from aether.memory.archetypes import archetype
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
 
-app = typer.Typer(help="The context layer: preview an assembled context.")
+app = group("The context layer: preview an assembled context.")
 
 
 def _scored(memory: ScoredMemory) -> dict[str, Any]:

@@ -23,13 +23,14 @@ from aether.interfaces.common import (
     AppState,
     emit,
     fail,
+    group,
     redis_client,
     run,
     state,
     wants_json,
 )
 
-maintenance_app = typer.Typer(help="The maintenance engine.")
+maintenance_app = group("The maintenance engine.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 log = structlog.get_logger("aether.up")
 
@@ -204,7 +205,7 @@ def send(
     st = state(ctx)
     as_json = wants_json(ctx, json_)
     if not message.strip():
-        fail("the message is empty", as_json)
+        fail("the message is empty", as_json, kind="invalid")
 
     async def body() -> dict[str, str] | None:
         from aether.ids import check_id
@@ -220,9 +221,13 @@ def send(
 
     reply = run(ctx, body)
     if reply is None:
-        fail(f"no reply within {timeout:g} s (the message stays in the inbox)", as_json)
+        fail(
+            f"no reply within {timeout:g} s (the message stays in the inbox)",
+            as_json,
+            kind="timeout",
+        )
     if reply.get("error"):
-        fail(reply["error"], as_json)
+        fail(reply["error"], as_json, kind="reply")
     emit(reply, as_json, lambda: print(reply.get("content", "")))
 
 

@@ -13,10 +13,10 @@ from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import Identity, IdentityStore, Target
 from aether.identity.prompt import SystemPrompt, build_system_prompt
 from aether.interfaces import ranges
-from aether.interfaces.common import AppState, emit, redis_client, run, state, wants_json
+from aether.interfaces.common import AppState, emit, group, redis_client, run, state, wants_json
 from aether.store.state import Store
 
-app = typer.Typer(help="The agent's identity: bootstrap from markdown, show, set, prompt.")
+app = group("The agent's identity: bootstrap from markdown, show, set, prompt.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 

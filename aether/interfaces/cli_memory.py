@@ -22,6 +22,8 @@ from aether.interfaces.common import (
     emit,
     emit_rows,
     err_console,
+    group,
+    nothing_found,
     redis_client,
     run,
     state,
@@ -32,14 +34,14 @@ from aether.memory.daily import DailyLog
 from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
-from aether.memory.records import public
+from aether.memory.records import Kind, Source, public
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
 
-app = typer.Typer(help="Memory: daily logs, long-term, scratchpads, episodes, chat, search.")
-longterm_app = typer.Typer(help="Long-term memory.")
-scratch_app = typer.Typer(help="Scratchpads (TTL).")
-chat_app = typer.Typer(help="Chat sessions.")
+app = group("Memory: daily logs, long-term, scratchpads, episodes, chat, search.")
+longterm_app = group("Long-term memory.")
+scratch_app = group("Scratchpads (TTL).")
+chat_app = group("Chat sessions.")
 app.add_typer(longterm_app, name="longterm")
 app.add_typer(scratch_app, name="scratch")
 app.add_typer(chat_app, name="chat")
@@ -106,7 +108,7 @@ def _lines(docs: list[dict[str, Any]]) -> None:
 def log_(
     ctx: typer.Context,
     content: Annotated[str, typer.Argument(help="What happened.")],
-    source: Annotated[str, typer.Option(help="user, agent or system.")] = "user",
+    source: Annotated[Source, typer.Option(help="Who it comes from.")] = "user",
     tags: TagsOpt = None,
     score: Annotated[float, ranges.SCORE.option("--score", help="Importance 0-1.")] = 0.5,
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
@@ -136,7 +138,7 @@ def day(
     except ValueError:
         from aether.interfaces.common import fail
 
-        fail(f"{when!r} is not a date (YYYY-MM-DD)", st.json)
+        fail(f"{when!r} is not a date (YYYY-MM-DD)", st.json, kind="invalid")
 
     async def body() -> list[dict[str, Any]]:
         async with memory(st) as layer:
@@ -145,15 +147,15 @@ def day(
     docs = [public(d) for d in run(ctx, body)]
     emit(docs, wants_json(ctx, json_), lambda: _lines(docs))
     if not docs:
-        raise typer.Exit(2)
+        nothing_found(f"no entries on {target}", wants_json(ctx, json_))
 
 
 @app.command()
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for (any text).")],
-    kind: Annotated[str | None, typer.Option(help="daily, longterm or belief.")] = None,
-    source: Annotated[str | None, typer.Option(help="user, agent or system.")] = None,
+    kind: Annotated[Kind | None, typer.Option(help="Only this kind of memory.")] = None,
+    source: Annotated[Source | None, typer.Option(help="Only from this source.")] = None,
     tags: TagsOpt = None,
     since: Annotated[str | None, typer.Option(help="7d, 12h, 30m or ISO-8601.")] = None,
     limit: Annotated[int, ranges.LIMIT.option("--limit", help="At most this many.")] = 10,
@@ -178,7 +180,7 @@ def search(
 
     emit(hits, wants_json(ctx, json_), render)
     if not hits:
-        raise typer.Exit(2)
+        nothing_found(f"nothing found for {query!r}", wants_json(ctx, json_))
 
 
 @app.command()
@@ -298,7 +300,7 @@ def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     docs = run(ctx, body)
     emit(docs, wants_json(ctx, json_), lambda: _lines(docs))
     if not docs:
-        raise typer.Exit(2)
+        nothing_found("no long-term memories", wants_json(ctx, json_))
 
 
 @longterm_app.command("delete")

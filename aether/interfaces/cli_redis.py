@@ -12,11 +12,11 @@ import typer
 from redis.exceptions import ResponseError
 
 from aether.errors import AetherError
-from aether.interfaces.common import emit, fail, redis_client, run, state, wants_json
+from aether.interfaces.common import emit, fail, group, redis_client, run, state, wants_json
 from aether.server.embedded import EmbeddedRedis, Endpoint
 from aether.store.codec import command
 
-app = typer.Typer(help="The embedded Redis server (or the one AETHER_REDIS_URL names).")
+app = group("The embedded Redis server (or the one AETHER_REDIS_URL names).")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -24,7 +24,11 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 def _embedded(ctx: typer.Context) -> EmbeddedRedis:
     settings = state(ctx).settings
     if settings.redis_url is not None:
-        fail("AETHER_REDIS_URL is set: the embedded server is not used", state(ctx).json)
+        fail(
+            "AETHER_REDIS_URL is set: the embedded server is not used",
+            state(ctx).json,
+            kind="config",
+        )
     return EmbeddedRedis(settings)
 
 

@@ -12,12 +12,21 @@ import typer
 from aether.errors import InvalidOperationError
 from aether.interfaces import ranges
 from aether.interfaces.cli_memory import parse_since
-from aether.interfaces.common import AppState, emit, emit_rows, redis_client, run, state, wants_json
+from aether.interfaces.common import (
+    AppState,
+    emit,
+    emit_rows,
+    group,
+    redis_client,
+    run,
+    state,
+    wants_json,
+)
 from aether.registry.factory import RegistryAndLedger, open_registry
-from aether.registry.model import KINDS
+from aether.registry.model import KINDS, LedgerKind
 
-tools_app = typer.Typer(help="The tool registry: registered tools and their versions.")
-ledger_app = typer.Typer(help="The agent ledger: actions, tool calls, LLM calls and cost.")
+tools_app = group("The tool registry: registered tools and their versions.")
+ledger_app = group("The agent ledger: actions, tool calls, LLM calls and cost.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="7d, 12h, 30m or ISO-8601.")]
 
@@ -81,7 +90,7 @@ def _since(value: str | None) -> float | None:
 def ledger_list(
     ctx: typer.Context,
     kind: Annotated[
-        str | None, typer.Option("--kind", help="action, tool_call or llm_call.")
+        LedgerKind | None, typer.Option("--kind", help="Only this kind of entry.")
     ] = None,
     since: SinceOpt = None,
     limit: Annotated[int, ranges.LEDGER_LIMIT.option("--limit", help="At most this many.")] = 50,

@@ -10,12 +10,12 @@ from rich.progress import Progress
 
 from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
-from aether.interfaces.common import emit, emit_rows, err_console, run, state, wants_json
+from aether.interfaces.common import emit, emit_rows, err_console, group, run, state, wants_json
 from aether.memory.graph import Graph
 from aether.memory.repository import Repositories
 
-repo_app = typer.Typer(help="Repository intelligence: file map, imports, dependents.")
-graph_app = typer.Typer(help="The entity graph: find entities, expand around them.")
+repo_app = group("Repository intelligence: file map, imports, dependents.")
+graph_app = group("The entity graph: find entities, expand around them.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 FileArg = Annotated[Path, typer.Argument(help="A file of an indexed repository.")]
 

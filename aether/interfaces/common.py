@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
@@ -15,7 +16,7 @@ from redis.asyncio import Redis
 from rich.console import Console
 
 from aether.config import Settings
-from aether.errors import AetherError
+from aether.errors import AetherError, error_code
 from aether.keys import Keyspace
 
 EXIT_OK = 0
@@ -27,6 +28,18 @@ T = TypeVar("T")
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def group(help: str, **options: Any) -> typer.Typer:
+    """A command group that reads well: plain help (no markup), help when run bare.
+
+    Every group of the CLI is made here, so they all behave alike.
+    """
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
+
+
+# set from the whole command line, so a command's own --json also shapes its errors
+json_requested: ContextVar[bool] = ContextVar("json_requested", default=False)
 
 
 @dataclass
@@ -55,10 +68,19 @@ def wants_json(ctx: typer.Context, local: bool) -> bool:
     return local or state(ctx).json
 
 
-def fail(message: str, as_json: bool = False, code: int = EXIT_ERROR) -> NoReturn:
-    """Print one error line (or a JSON object) and exit."""
+def fail(
+    message: str, as_json: bool = False, code: int = EXIT_ERROR, kind: str = "error"
+) -> NoReturn:
+    """Print one error line on stderr (or ``{"error": {"code", "message"}}`` on stdout), exit.
+
+    Args:
+        message: what went wrong, one line.
+        as_json: print the JSON object instead.
+        code: the exit code.
+        kind: the error's stable code (see :func:`aether.errors.error_code`).
+    """
     if as_json:
-        print(json.dumps({"error": message}))
+        print(json.dumps({"error": {"code": kind, "message": message}}))
     else:
         err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -69,7 +91,7 @@ def run(ctx: typer.Context, work: Callable[[], Awaitable[T]]) -> T:
     try:
         return asyncio.run(_call(work))
     except AetherError as e:
-        fail(str(e), state(ctx).json)
+        fail(str(e), state(ctx).json, kind=error_code(e)[0])
 
 
 async def _call(work: Callable[[], Awaitable[T]]) -> T:
@@ -96,11 +118,20 @@ def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -
         render()
 
 
-def emit_rows(rows: list[Any], as_json: bool, line: Callable[[Any], str]) -> None:
-    """Print rows (JSON, or one ``line(row)`` each); exit 2 when there are none."""
+def nothing_found(message: str, as_json: bool) -> NoReturn:
+    """Exit 2 ("the query ran and found nothing"), saying so on stderr for people."""
+    if not as_json:
+        err_console.print(message, highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_NO_RESULTS)
+
+
+def emit_rows(
+    rows: list[Any], as_json: bool, line: Callable[[Any], str], empty: str = "nothing found"
+) -> None:
+    """Print rows (JSON, or one ``line(row)`` each); exit 2, saying ``empty``, when none."""
     emit(rows, as_json, lambda: [print(line(row)) for row in rows])
     if not rows:
-        raise typer.Exit(EXIT_NO_RESULTS)
+        nothing_found(empty, as_json)
 
 
 def confirm(question: str, yes: bool, as_json: bool) -> None:
@@ -108,6 +139,6 @@ def confirm(question: str, yes: bool, as_json: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        fail("refusing without --yes (no terminal to confirm on)", as_json)
+        fail("refusing without --yes (no terminal to confirm on)", as_json, kind="invalid")
     if not typer.confirm(question, default=False):
-        fail("cancelled; nothing changed", as_json)
+        fail("cancelled; nothing changed", as_json, kind="cancelled")

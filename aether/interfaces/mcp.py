@@ -30,14 +30,9 @@ from aether.config import Settings
 from aether.context.assembly import ContextAssembler
 from aether.errors import (
     AetherError,
-    AmbiguousIdError,
-    CheckpointError,
-    ConcurrentAdminError,
-    IdentityError,
-    InvalidOperationError,
-    LLMError,
     NotFoundError,
     describe,
+    error_code,
 )
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
@@ -55,22 +50,8 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 
 def error_payload(error: Exception) -> dict[str, Any]:
     """The contract's ``{code, message, retryable}`` for an error."""
-    codes: list[tuple[type[Exception], str, bool]] = [
-        (ConcurrentAdminError, "busy", True),
-        (AmbiguousIdError, "ambiguous", False),
-        (NotFoundError, "not_found", False),
-        (InvalidOperationError, "invalid", False),
-        (CheckpointError, "checkpoint", False),
-        (IdentityError, "identity", False),
-        (LLMError, "llm", False),
-        (RedisConnectionError, "unavailable", True),
-    ]
-    for kind, code, retryable in codes:
-        if isinstance(error, kind):
-            if isinstance(error, LLMError):
-                retryable = error.retryable
-            return {"code": code, "message": str(error), "retryable": retryable}
-    return {"code": "error", "message": str(error), "retryable": False}
+    code, retryable = error_code(error)
+    return {"code": code, "message": str(error), "retryable": retryable}
 
 
 @dataclass

@@ -27,7 +27,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import structlog
 from redis.exceptions import ResponseError
@@ -52,7 +52,8 @@ from aether.store.state import Mutation
 log = structlog.get_logger(__name__)
 
 TYPES = ("fact", "insight")
-STATUSES = ("active", "invalidated", "forgotten", "pruned")
+BeliefStatus = Literal["active", "invalidated", "forgotten", "pruned"]
+STATUSES: tuple[str, ...] = get_args(BeliefStatus)
 NEIGHBOURS = 5
 BELIEF_FIELDS = ("id", "content", "type", "confidence", "reinforced_at", "status", "evidence",
                  "supersedes", "superseded_by", "tags", "timestamp")  # fmt: skip

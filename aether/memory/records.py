@@ -11,14 +11,15 @@ import json
 import math
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from aether.errors import InvalidOperationError
 
 Source = Literal["user", "agent", "system"]
 Kind = Literal["daily", "longterm", "belief", "event", "decision", "failure"]
-SOURCES: tuple[str, ...] = ("user", "agent", "system")
-KINDS: tuple[str, ...] = ("daily", "longterm", "belief", "event", "decision", "failure")
+# the CLI, validation and error messages all read these (one place)
+SOURCES: tuple[str, ...] = get_args(Source)
+KINDS: tuple[str, ...] = get_args(Kind)
 MAX_TAGS = 32
 # The fields a search hit carries (never the embedding): fewer paths, faster reads.
 HIT_FIELDS: tuple[str, ...] = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import date
-from typing import Any
+from typing import Any, Literal, get_args
 
 from aether.errors import InvalidOperationError
 from aether.ids import new_id, resolve_prefix
@@ -19,7 +19,8 @@ from aether.store.codec import text
 from aether.store.state import Mutation
 
 MAX_TITLE = 500
-STATUSES = ("open", "done")
+TaskStatus = Literal["open", "done"]
+STATUSES: tuple[str, ...] = get_args(TaskStatus)
 
 
 class Tasks:

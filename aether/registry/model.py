@@ -6,7 +6,7 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from aether.errors import InvalidOperationError
 from aether.ids import new_id
@@ -14,7 +14,8 @@ from aether.ids import new_id
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_DETAIL_BYTES = 64 * 1024
-KINDS = ("action", "llm_call", "tool_call")
+LedgerKind = Literal["action", "llm_call", "tool_call"]
+KINDS: tuple[str, ...] = get_args(LedgerKind)
 
 
 @dataclass(frozen=True)
