@@ -56,8 +56,11 @@ async def test_rollback_restores_state_and_undo_reverses_it(
 
     await checkpoints.undo()
     assert await dump_state(client, keys) == after
-    # a second undo reverses the undo
-    await checkpoints.undo()
+    # a second undo in a row is refused, changing nothing, unless it is asked to redo
+    with pytest.raises(NotFoundError, match="already an undo"):
+        await checkpoints.undo()
+    assert await dump_state(client, keys) == after
+    await checkpoints.undo(redo=True)
     assert await dump_state(client, keys) == at_cp
 
 

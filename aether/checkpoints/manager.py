@@ -247,17 +247,27 @@ class Checkpoints:
         await self.prune()
         return result
 
-    async def undo(self, actor: str = "cli") -> RollbackResult:
-        """Reverse the last rollback (or undo) by returning to the checkpoint taken before it.
+    async def undo(self, actor: str = "cli", *, redo: bool = False) -> RollbackResult:
+        """Reverse the last rollback by returning to the checkpoint taken before it.
+
+        Args:
+            actor: who undoes.
+            redo: when the last action was itself an undo, reverse it (redo the rollback);
+                without it that is refused, so a second undo never silently redoes.
 
         Raises:
-            NotFoundError: there is no rollback to undo.
+            NotFoundError: there is no rollback to undo (or only an undo, without ``redo``).
             CheckpointError: state changed since that rollback (undoing would lose it).
         """
         raw = await self.client.lindex(self.keys.rollbacks(), 0)
         if raw is None:
             raise NotFoundError("nothing to undo: no rollback has been made")
         last = json.loads(raw)
+        if last.get("reason") == "undo" and not redo:
+            raise NotFoundError(
+                "nothing to undo: the last action was already an undo; "
+                "to redo the rollback it reversed, run 'aether checkpoint undo --yes'"
+            )
         newest = await last_position(self.client, self.keys.journal())
         if last["journal_entry"] and newest != last["journal_entry"]:
             raise CheckpointError(

@@ -72,6 +72,8 @@ def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
     cps = run(ctx, body)
 
     def render() -> None:
+        if not cps:
+            return
         table = Table("id", "created (UTC)", "reason", "label", "actor")
         for c in cps:
             table.add_row(c.id, f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor)
@@ -171,13 +173,19 @@ def rollback(
 
 
 @app.command()
-def undo(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Reverse the last rollback."""
+def undo(
+    ctx: typer.Context,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="After an undo: reverse it (redo the rollback).")
+    ] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Reverse the last rollback (a second undo in a row needs --yes: it redoes)."""
     st = state(ctx)
 
     async def body() -> dict[str, object]:
         async with redis_client(st.settings) as client:
-            return (await _manager(st, client).undo(actor="cli")).to_dict()
+            return (await _manager(st, client).undo(actor="cli", redo=yes)).to_dict()
 
     result = run(ctx, body)
     emit(

@@ -201,7 +201,7 @@ def send(
     ] = 120.0,
     json_: JsonOpt = False,
 ) -> None:
-    """Send a message to the running agent (``ns:inbox``) and print its reply."""
+    """Send a message to the running agent (its inbox stream) and print the reply."""
     st = state(ctx)
     as_json = wants_json(ctx, json_)
     if not message.strip():

@@ -104,7 +104,7 @@ def cli(
         bool, typer.Option("--builtin", help="Send through redis-py even if redis-cli exists.")
     ] = False,
 ) -> None:
-    """Run redis-cli against the server: ``aether redis cli HGETALL aether:identity:profile``."""
+    """Run redis-cli against the server, e.g. 'aether redis cli HGETALL aether:identity:profile'."""
     settings = state(ctx).settings
     endpoint: Endpoint | None = None
     if settings.redis_url is None:

@@ -21,7 +21,9 @@ from typing import Any
 
 import structlog
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -95,9 +97,36 @@ def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awai
     return guarded
 
 
+class AetherMCPServer(MCPServer[Any]):
+    """The SDK's server, with argument errors in the contract's shape too.
+
+    The SDK validates a call's arguments against the tool's schema before aether sees
+    them and answers a mismatch with pydantic's text; here it becomes
+    ``{"code": "invalid", "message": "limit: must be ...", "retryable": false}``.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Call a tool; invalid arguments are an ``invalid`` contract error."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if not isinstance(e.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in e.__cause__.errors()[:5]
+            )
+            payload = {"code": "invalid", "message": f"{name}: {problems}", "retryable": False}
+            return CallToolResult(
+                content=[TextContent(type="text", text=json.dumps(payload))], is_error=True
+            )
+
+
 def build_server(services: Services) -> MCPServer[Any]:
     """The MCP server with every aether tool."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = AetherMCPServer(
         name="aether",
         instructions="Long-term memory, checkpoints and identity of an aether agent.",
     )

@@ -45,7 +45,14 @@ def local_model_path() -> str:
 def _local_vectorizer() -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # quiet by default: no "Loading weights" bars or notices on a user's terminal
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TQDM_DISABLE", "1")
     from redisvl.utils.vectorize import HFTextVectorizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     return HFTextVectorizer(model=local_model_path())
 

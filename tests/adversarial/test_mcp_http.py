@@ -167,7 +167,31 @@ TOOL_CASES: list[tuple[str, dict[str, Any]]] = [
     ("memory_search", {"query": "*", "limit": -1}),
     ("memory_search", {"query": "x", "kind": "gossip"}),
     ("context_assemble", {"query": "x", "max_tokens": -5}),
+    ("memory_search", {"query": 5}),
+    ("memory_search", {"query": "x", "limit": "ten"}),
+    ("memory_search", {}),
+    ("memory_log", {"content": ["a", "b"]}),
+    ("scratchpad_set", {"id": "p", "value": "v", "ttl_s": "soon"}),
 ]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("memory_search", {"query": 5}, "query"),
+        ("memory_search", {}, "query"),
+        ("memory_search", {"query": "x", "limit": "ten"}, "limit"),
+    ],
+)
+async def test_argument_errors_follow_the_contract(
+    mcp_url: tuple[str, Agent], tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    url, _ = mcp_url
+    result = await _call(url, tool, arguments)
+    payload = json.loads(result.content[0].text)
+    assert result.is_error and payload["code"] == "invalid" and payload["retryable"] is False
+    assert payload["message"].startswith(f"{tool}: {field}:")
+    assert "validation error" not in payload["message"]
 
 
 async def _call(url: str, name: str, arguments: dict[str, Any]) -> Any:
@@ -193,10 +217,9 @@ async def test_a_hostile_tool_call_is_an_error_result_and_changes_nothing(
     before = agent.image()
     result = await _call(url, tool, arguments)
     assert result.is_error, result
-    text = result.content[0].text
-    assert "Traceback" not in text
-    if text.startswith("{"):
-        assert set(json.loads(text)) == {"code", "message", "retryable"}
+    payload = json.loads(result.content[0].text)
+    assert set(payload) == {"code", "message", "retryable"}
+    assert "Traceback" not in payload["message"]
     assert agent.image() == before
 
 

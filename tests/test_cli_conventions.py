@@ -1,0 +1,170 @@
+"""CLI conventions: errors, exit codes, help and choices behave like the tools people know."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from aether.interfaces.cli import app
+from tests.adversarial.conftest import Agent, new_agent
+
+
+@pytest.fixture
+def agent(redis_home: Path) -> Agent:
+    return new_agent(redis_home)
+
+
+FAILING = [
+    (("send", "x"), "config"),
+    (("checkpoint", "show", "01ZZZZZZ"), "not_found"),
+    (("memory", "search", "foo", "--since", "banana"), "invalid"),
+    (("task", "done", "ZZZZ"), "not_found"),
+    (("belief", "show", "ZZZZZZ"), "not_found"),
+    (("identity", "set", "user", "timezone", "Mars/Olympus"), "identity"),
+]
+
+
+@pytest.mark.parametrize(("args", "code"), FAILING, ids=lambda a: str(a)[:40])
+def test_both_json_flags_give_one_error_object_on_stdout(
+    agent: Agent, args: tuple[str, ...], code: str
+) -> None:
+    if args[0] == "identity":
+        assert agent("identity", "bootstrap").code == 0
+    own = agent(*args, "--json")
+    root = agent("--json", *args)
+    for out in (own, root):
+        assert out.code == 1, out.text
+        error = json.loads(out.stdout)["error"]
+        assert list(error) == ["code", "message"] and error["code"] == code
+        assert out.stderr.strip() == ""
+    assert json.loads(own.stdout) == json.loads(root.stdout)
+    human = agent(*args)
+    assert human.code == 1 and human.stdout == ""
+    assert human.stderr.startswith("error: ") and len(human.stderr.strip().splitlines()) == 1
+
+
+EMPTY = [
+    ("questions",),
+    ("ledger", "list"),
+    ("graph", "find", "NAS"),
+    ("memory", "scratch", "get", "nothere"),
+    ("checkpoint", "list"),
+    ("memory", "search", "kettle"),
+    ("memory", "longterm", "list"),
+    ("task", "list"),
+]
+
+
+@pytest.mark.parametrize("args", EMPTY, ids=" ".join)
+def test_exit_2_means_found_nothing_and_says_so(agent: Agent, args: tuple[str, ...]) -> None:
+    out = agent(*args)
+    assert out.code == 2, out.text
+    assert out.stdout.strip() in ("", "[]")
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [("frobnicate",), ("memory", "search"), ("--limit", "0"), ("memory", "day", "--x")]
+)
+def test_usage_errors_are_64(agent: Agent, args: tuple[str, ...]) -> None:
+    assert agent(*args).code == 64
+
+
+GROUPS = [
+    (),
+    ("memory",),
+    ("config",),
+    ("checkpoint",),
+    ("memory", "longterm"),
+    ("belief",),
+    ("repo",),
+    ("graph",),
+    ("identity",),
+]
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=lambda g: " ".join(g) or "aether")
+def test_a_bare_group_shows_its_help(agent: Agent, group: tuple[str, ...]) -> None:
+    out = agent(*group)
+    assert out.code == 0, out.text
+    assert "Usage: " in out.stdout and "Commands:" in out.stdout
+    assert "Missing command" not in out.text
+
+
+def _commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [path]
+    for name, sub in getattr(group, "commands", {}).items():
+        found += _commands(sub, (*path, name))
+    return found
+
+
+def test_every_help_page_is_plain_text(agent: Agent) -> None:
+    from typer.main import get_command
+
+    pages = _commands(get_command(app))
+    assert len(pages) > 60
+    for path in pages:
+        out = agent(*path, "--help")
+        assert out.code == 0, (path, out.text)
+        for leak in ("``", "<bool>", "[bold", "[/", "╭"):
+            assert leak not in out.stdout, (path, leak, out.stdout)
+        options = out.stdout.split("Options:", 1)[-1]
+        assert not re.search(r"--[a-z-]+ <[\w\[\]]+>", options), (path, options)
+
+
+@pytest.mark.parametrize(
+    ("args", "choices"),
+    [
+        (("memory", "search"), "[daily|longterm|belief|event|decision|failure]"),
+        (("memory", "log"), "[user|agent|system]"),
+        (("belief", "list"), "[active|invalidated|forgotten|pruned|all]"),
+        (("task", "list"), "[open|done|all]"),
+        (("ledger", "list"), "[action|llm_call|tool_call]"),
+        (("memory", "import"), "[refuse|keep-first|keep-last]"),
+    ],
+)
+def test_choices_are_the_same_in_help_and_errors(
+    agent: Agent, args: tuple[str, ...], choices: str
+) -> None:
+    assert choices in agent(*args, "--help").stdout
+    option = {"memory": "--kind", "belief": "--status", "task": "--status", "ledger": "--kind"}
+    flag = "--source" if args == ("memory", "log") else option[args[0]]
+    if args == ("memory", "import"):
+        flag = "--on-duplicate"
+    extra = {"memory search": ["q"], "memory log": ["x"], "memory import": ["f"]}
+    out = agent(*args, *extra.get(" ".join(args), []), flag, "bogus")
+    assert out.code == 64
+    listed = re.findall(r"'([\w-]+)'", out.stderr.split("is not one of", 1)[-1])
+    if listed:
+        assert "|".join(listed) == choices.strip("[]")
+
+
+def test_identity_fields_follow_the_profile_schema(agent: Agent) -> None:
+    assert agent("identity", "bootstrap").code == 0
+    unknown = agent("identity", "set", "agent", "favourite_color", "blue")
+    assert unknown.code == 1 and "known fields are name, emoji" in unknown.stderr
+    assert agent("identity", "set", "agent", "extra.favourite_color", "blue").code == 0
+    zone = agent("identity", "set", "user", "timezone", "Mars/Olympus")
+    assert zone.code == 1 and "IANA" in zone.stderr
+    assert agent("identity", "set", "user", "timezone", "Europe/Berlin").code == 0
+    shown = json.loads(agent("identity", "show", "--json").stdout)
+    assert shown["user"]["timezone"] == "Europe/Berlin"
+    assert shown["agent"]["extra.favourite_color"] == "blue"
+
+
+def test_a_second_undo_says_there_is_nothing_to_undo(agent: Agent) -> None:
+    assert agent("memory", "log", "before").code == 0
+    target = json.loads(agent("checkpoint", "create", "--json").stdout)["id"]
+    assert agent("memory", "log", "after").code == 0
+    assert agent("checkpoint", "rollback", target, "--yes").code == 0
+    assert agent("checkpoint", "undo").code == 0
+    before = agent.image()
+    again = agent("checkpoint", "undo")
+    assert again.code == 1 and "nothing to undo" in again.stderr and "--yes" in again.stderr
+    assert agent.image() == before
+    assert agent("checkpoint", "undo", "--yes").code == 0  # redo, when asked
+    day = json.loads(agent("memory", "day", "--json").stdout)
+    assert [d["content"] for d in day] == ["before"]
