@@ -11,7 +11,16 @@ import typer
 
 from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
-from aether.interfaces.common import AppState, emit, emit_rows, group, run, state, wants_json
+from aether.interfaces.common import (
+    AppState,
+    emit,
+    emit_rows,
+    group,
+    print_fields,
+    run,
+    state,
+    wants_json,
+)
 from aether.memory.beliefs import Beliefs, BeliefStatus
 from aether.memory.tasks import Tasks, TaskStatus
 
@@ -105,7 +114,7 @@ def belief_show(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> N
             return {**doc, "effective_confidence": round(b.effective(doc), 4)}
 
     doc = run(ctx, body)
-    emit(doc, wants_json(ctx, json_), lambda: [print(f"{k}: {v}") for k, v in doc.items()])
+    emit(doc, wants_json(ctx, json_), lambda: print_fields(doc))
 
 
 @belief_app.command("history")
@@ -185,7 +194,7 @@ def belief_stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
             return await b.stats()
 
     data = run(ctx, body)
-    emit(data, wants_json(ctx, json_), lambda: [print(f"{k}: {v}") for k, v in data.items()])
+    emit(data, wants_json(ctx, json_), lambda: print_fields(data))
 
 
 def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:

@@ -17,6 +17,7 @@ from aether.interfaces.common import (
     emit,
     emit_rows,
     group,
+    print_fields,
     redis_client,
     run,
     state,
@@ -125,4 +126,4 @@ def ledger_totals(ctx: typer.Context, since: SinceOpt = None, json_: JsonOpt = F
             return await services.ledger.totals(since=_since(since))
 
     data = run(ctx, body)
-    emit(data, wants_json(ctx, json_), lambda: [print(f"{k}: {v}") for k, v in data.items()])
+    emit(data, wants_json(ctx, json_), lambda: print_fields(data))

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -111,9 +112,9 @@ async def redis_client(settings: Settings) -> AsyncIterator[Redis]:
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:
-    """Print ``data`` as JSON, or call ``render`` for people."""
+    """Print ``data`` as JSON (keys sorted: a stable shape), or call ``render`` for people."""
     if as_json or render is None:
-        print(json.dumps(data, indent=None if as_json else 2, default=str))
+        print(json.dumps(data, indent=None if as_json else 2, default=str, sort_keys=True))
     else:
         render()
 
@@ -123,6 +124,29 @@ def nothing_found(message: str, as_json: bool) -> NoReturn:
     if not as_json:
         err_console.print(message, highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_NO_RESULTS)
+
+
+def human(name: str, value: Any) -> str:
+    """One value as a person reads it: lists joined, times as dates, nothing as '-'."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(human(name, v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {human(str(k), v)}" for k, v in value.items())
+    is_time = name.endswith("_at") or name in ("timestamp", "at", "created", "due_at")
+    if is_time and isinstance(value, int | float) and 0 < value < 253_402_300_800:
+        return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def print_fields(data: dict[str, Any]) -> None:
+    """``name: value`` lines for people (see :func:`human`)."""
+    width = max((len(k) for k in data), default=0)
+    for key, value in data.items():
+        print(f"{key + ':':<{width + 1}} {human(key, value)}")
 
 
 def emit_rows(
