@@ -271,7 +271,9 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
     assert cli("belief", "list").returncode == 2  # no active beliefs: no results
     bad = cli("belief", "forget", "nope!")
     assert bad.returncode == 1 and "invalid belief" in bad.stderr
-    assert cli("belief", "list", "--status", "weird").returncode == 1
+    assert (
+        cli("belief", "list", "--status", "weird").returncode == 64
+    )  # a usage error: not one of the choices
     stats = json.loads(cli("belief", "stats", "--json").stdout)
     assert stats["by_status"]["forgotten"] == 1
     assert cli("questions").returncode == 2

@@ -96,8 +96,11 @@ def test_a_bug_becomes_one_line_and_debug_shows_the_traceback(flags: tuple[str, 
     assert result.exit_code == 1
     if "--json" in flags:
         assert json.loads(result.stdout) == {
-            "error": "unexpected RuntimeError: something broke across lines "
-            "(the traceback is in the log; --debug shows it)"
+            "error": {
+                "code": "error",
+                "message": "unexpected RuntimeError: something broke across lines "
+                "(the traceback is in the log; --debug shows it)",
+            }
         }
     elif "--debug" in flags:
         assert "Traceback" in result.stderr and "RuntimeError" in result.stderr
