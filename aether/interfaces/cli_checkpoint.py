@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from aether.checkpoints.manager import Checkpoints
@@ -76,7 +77,8 @@ def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
             return
         table = Table("id", "created (UTC)", "reason", "label", "actor")
         for c in cps:
-            table.add_row(c.id, f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor)
+            cells = (c.id, f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor)
+            table.add_row(*(escape(cell) for cell in cells))  # a label may hold "[/]"
         console.print(table)
 
     emit([c.to_dict() for c in cps], wants_json(ctx, json_), render)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from aether.context.assembly import ContextAssembler, ScoredMemory
@@ -63,9 +64,11 @@ def preview(
     data = run(ctx, body)
 
     def render() -> None:
-        table = Table("section", "tokens", "budget", "items", title=f"context for {query!r}")
+        table = Table(
+            "section", "tokens", "budget", "items", title=escape(f"context for {query!r}")
+        )
         for s in data["sections"]:
-            table.add_row(s["name"], str(s["tokens"]), str(s["budget"]), str(s["items"]))
+            table.add_row(escape(s["name"]), str(s["tokens"]), str(s["budget"]), str(s["items"]))
         table.add_row("total", str(data["tokens"]), str(max_tokens), "", style="bold")
         console.print(table)
         for message in data["messages"]:

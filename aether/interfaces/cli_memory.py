@@ -361,8 +361,7 @@ def scratch_get(ctx: typer.Context, pad_id: str) -> None:
 
     value = run(ctx, body)
     if value is None:
-        err_console.print(f"no scratchpad {pad_id!r} (missing or expired)", highlight=False)
-        raise typer.Exit(2)
+        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", st.json)
     print(value)
 
 
@@ -376,8 +375,7 @@ def scratch_delete(ctx: typer.Context, pad_id: str) -> None:
             return await Scratchpads(layer).delete(pad_id)
 
     if not run(ctx, body):
-        err_console.print(f"no scratchpad {pad_id!r} (missing or expired)", highlight=False)
-        raise typer.Exit(2)
+        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", st.json)
 
 
 @app.command()

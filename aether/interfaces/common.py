@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from redis.asyncio import Redis
 from rich.console import Console
+from rich.markup import escape
 
 from aether.config import Settings
 from aether.errors import AetherError, error_code
@@ -83,7 +84,8 @@ def fail(
     if as_json:
         print(json.dumps({"error": {"code": kind, "message": message}}))
     else:
-        err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        # the message may quote user text: "[/]" must print, not be read as markup
+        err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -122,7 +124,7 @@ def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -
 def nothing_found(message: str, as_json: bool) -> NoReturn:
     """Exit 2 ("the query ran and found nothing"), saying so on stderr for people."""
     if not as_json:
-        err_console.print(message, highlight=False, soft_wrap=True)
+        err_console.print(message, markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_NO_RESULTS)
 
 

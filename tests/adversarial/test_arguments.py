@@ -148,6 +148,9 @@ SEARCH_SYNTAX = [
     "kettle " * 500,
     "zzzz qqqq",
     "\x7f\x1b[31m",
+    "[/]",
+    "[bold]kettle[/bold]",
+    "[link=file:///etc/passwd]x",
 ]
 
 
@@ -188,3 +191,15 @@ def test_usage_errors_exit_64_not_2(seeded: Agent, args: tuple[str, ...]) -> Non
 def test_json_errors_are_one_object_on_stdout(seeded: Agent) -> None:
     out = seeded.refuses("--json", "checkpoint", "show", "01ZZZZZZZZ", codes=(1,))
     assert set(json.loads(out.stdout)) == {"error"}
+
+
+def test_user_text_that_looks_like_markup_prints_as_text(fresh: Agent) -> None:
+    assert fresh("checkpoint", "create", "--label", "[/] [bold]x").code == 0
+    listed = fresh("checkpoint", "list")
+    assert listed.code == 0 and "[/] [bold]x" in listed.stdout
+    preview = fresh("context", "preview", "[/]")
+    assert preview.code == 0, preview.text
+    missing = fresh("memory", "search", "[/]")
+    assert missing.code == 2 and "[/]" in missing.stderr
+    error = fresh("memory", "day", "[/]")
+    assert error.code == 1 and "'[/]' is not a date" in error.stderr
