@@ -39,6 +39,7 @@ __all__ = [
     "atomic_private_writer",
     "contain",
     "log_tightened",
+    "owned_entries",
     "private_dir",
     "tighten_home",
     "wider_than_owner",
@@ -72,31 +73,35 @@ def wider_than_owner(mode: int) -> bool:
     return bool(stat.S_IMODE(mode) & 0o077)
 
 
-def _tighten(root: Path) -> list[str]:
-    """Make every folder 0700 and every file 0600 under ``root`` (links untouched)."""
-    if not root.is_dir() or root.is_symlink():
-        return []
-    fixed: list[str] = []
+def owned_entries(root: Path) -> Iterator[tuple[Path, int]]:
+    """``root`` and every folder and regular file below it, with its mode (links skipped).
 
-    def fix(path: Path, want: int) -> None:
+    Sockets keep the mode their server gives them (inside a 0700 folder); an entry that
+    vanishes meanwhile (a rotated log, a rewritten AOF) is passed over.
+    """
+    if not root.is_dir() or root.is_symlink():
+        return
+    candidates = [root]
+    for folder, dirs, files in os.walk(root):
+        candidates += [Path(folder) / name for name in [*dirs, *files]]
+    for path in candidates:
         try:
             mode = path.lstat().st_mode
         except OSError:
-            return  # vanished meanwhile (a rotated log, a rewritten AOF)
-        if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            return  # sockets keep the mode their server gives them (inside a 0700 dir)
+            continue
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            yield path, mode
+
+
+def _tighten(root: Path) -> list[str]:
+    """Make every folder 0700 and every file 0600 under ``root`` (links untouched)."""
+    fixed: list[str] = []
+    for path, mode in owned_entries(root):
         if wider_than_owner(mode):
+            want = DIR_MODE if stat.S_ISDIR(mode) else FILE_MODE
             with contextlib.suppress(OSError):
                 os.chmod(path, stat.S_IMODE(mode) & want)
                 fixed.append(str(path.relative_to(root)) or ".")
-
-    fix(root, DIR_MODE)
-    for folder, dirs, files in os.walk(root):
-        base = Path(folder)
-        for name in dirs:
-            fix(base / name, DIR_MODE)
-        for name in files:
-            fix(base / name, FILE_MODE)
     return fixed
 
 

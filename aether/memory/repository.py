@@ -55,10 +55,15 @@ def path_id(path: str) -> str:
 
 @dataclass
 class Listing:
-    """The files to index, and those skipped with why (``outside_root``, ``not_regular``)."""
+    """The files to index (path -> real path), and those skipped with why."""
 
-    paths: list[str]
+    real: dict[str, Path]
     skipped: list[tuple[str, str]]
+
+    @property
+    def paths(self) -> list[str]:
+        """The paths to index, sorted."""
+        return sorted(self.real)
 
 
 def list_files(root: Path) -> Listing:
@@ -88,17 +93,17 @@ def list_files(root: Path) -> Listing:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
                              and not (Path(folder) / d).is_symlink())  # fmt: skip
             candidates += [(rel / f).as_posix() for f in sorted(files)]
-    paths: list[str] = []
+    real: dict[str, Path] = {}
     for path in sorted(candidates):
         if not language_of(path) and not (root / path).is_symlink():
             continue
         verdict = contain(root, Path(path))
-        if verdict.ok:
+        if verdict.path is not None:
             if language_of(path):
-                paths.append(path)
+                real[path] = verdict.path
         elif verdict.reason != "missing":  # git lists files deleted since the last commit
             skipped.append((path, verdict.reason or "unreadable"))
-    return Listing(paths, sorted(skipped))
+    return Listing(real, sorted(skipped))
 
 
 @dataclass
@@ -115,6 +120,11 @@ class IndexReport:
     seconds: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)
     skipped_paths: list[str] = field(default_factory=list)
+
+    def skip(self, path: str, reason: str) -> None:
+        """Count one path left out, and why."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.skipped_paths.append(path)
 
 
 @dataclass
@@ -148,8 +158,7 @@ class Repositories:
         paths = listing.paths
         report = IndexReport(rid, str(root.resolve()), len(paths))
         for path, reason in listing.skipped:
-            report.skipped[reason] = report.skipped.get(reason, 0) + 1
-            report.skipped_paths.append(path)
+            report.skip(path, reason)
         known = set(texts(await self.client.zrange(self.keys.repo_files(rid), 0, -1)))
         stored_hash: dict[str, str] = {}
         known_list = sorted(known)
@@ -160,11 +169,10 @@ class Repositories:
             )
             stored_hash.update({p: d["hash"] for p, d in zip(batch, docs, strict=True) if d})
         pending: list[dict[str, Any]] = []
-        for path in list(paths):
-            data = await asyncio.to_thread(_read, root, path)
+        for path in listing.paths:
+            data = await asyncio.to_thread(_read, listing.real[path])
             if data is None:  # replaced by a link or a FIFO since it was listed
-                report.skipped["not_regular"] = report.skipped.get("not_regular", 0) + 1
-                report.skipped_paths.append(path)
+                report.skip(path, "not_regular")
                 paths.remove(path)
                 report.files -= 1
                 continue
@@ -296,13 +304,14 @@ class Repositories:
         return [{"path": p, "score": round(s, 2)} for p, s in ranked]
 
 
-def _read(root: Path, path: str) -> bytes | None:
-    """The file's first bytes, or ``None`` unless it is (still) a regular file in ``root``."""
-    verdict = contain(root, Path(path))
-    if verdict.path is None:
-        return None
+def _read(real: Path) -> bytes | None:
+    """The first bytes of a file's resolved path, or ``None`` unless it is still regular.
+
+    ``O_NOFOLLOW`` refuses a link put in its place since it was resolved (and listed as
+    inside the root); ``O_NONBLOCK`` keeps a FIFO put there from blocking the read.
+    """
     try:
-        fd = os.open(verdict.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:

@@ -9,7 +9,6 @@ See ``docs/security.md`` for the threat model.
 from __future__ import annotations
 
 import ipaddress
-import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from aether.config import Settings
-from aether.files import HOME_FOLDERS, wider_than_owner
+from aether.files import HOME_FOLDERS, owned_entries, wider_than_owner
 from aether.server.embedded import EmbeddedRedis
 
 __all__ = ["is_loopback", "security_report"]
@@ -27,8 +26,8 @@ __all__ = ["is_loopback", "security_report"]
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ::1)."""
-    if host in ("localhost", ""):
-        return host == "localhost"
+    if host == "localhost":
+        return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
@@ -43,24 +42,13 @@ def _mode(path: Path) -> str | None:
 
 
 def _widest(root: Path) -> tuple[str | None, list[str]]:
-    """The widest mode of the regular files and folders under ``root``, and the wide ones."""
+    """The widest mode of the regular files and folders below ``root``, and the wide ones."""
+    entries = [(path, mode) for path, mode in owned_entries(root) if path != root]
     widest = 0
-    wide: list[str] = []
-    found = False
-    for folder, dirs, files in os.walk(root):
-        for name in [*dirs, *files]:
-            path = Path(folder) / name
-            try:
-                mode = path.lstat().st_mode
-            except OSError:
-                continue
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                continue
-            found = True
-            widest |= stat.S_IMODE(mode) & 0o077
-            if wider_than_owner(mode):
-                wide.append(str(path))
-    return (f"{0o600 | widest:04o}" if found else None), wide
+    for _, mode in entries:
+        widest |= stat.S_IMODE(mode) & 0o077
+    wide = [str(path) for path, mode in entries if wider_than_owner(mode)]
+    return (f"{0o600 | widest:04o}" if entries else None), wide
 
 
 async def _config(client: Redis, name: str) -> str | None:

@@ -9,6 +9,7 @@ as before (the journal included: a refusal journals nothing).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -77,14 +78,14 @@ class Agent:
     def __call__(self, *args: str, **env: str) -> Outcome:
         """Run ``aether ARGS`` in-process; no traceback may reach the output."""
         saved_config = structlog.get_config()
-        saved_handlers = list(__import__("logging").getLogger().handlers)
+        saved_handlers = list(logging.getLogger().handlers)
         try:
             result = CliRunner().invoke(
                 app, list(args), env={**self.env, **env}, catch_exceptions=True
             )
         finally:
             structlog.configure(**saved_config)
-            __import__("logging").getLogger().handlers = saved_handlers
+            logging.getLogger().handlers = saved_handlers
         outcome = Outcome(result.exit_code, result.stdout, result.stderr)
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             f"aether {' '.join(args)} raised {result.exception!r}"
@@ -157,8 +158,3 @@ def seeded(redis_home: Path) -> Iterator[Agent]:
 def fresh(redis_home: Path) -> Agent:
     """An empty namespace for cases that change state on purpose."""
     return new_agent(redis_home)
-
-
-def run_async(coro: object) -> object:
-    """Run a coroutine from a synchronous test."""
-    return asyncio.run(coro)  # type: ignore[arg-type]
