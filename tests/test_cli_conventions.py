@@ -168,3 +168,53 @@ def test_a_second_undo_says_there_is_nothing_to_undo(agent: Agent) -> None:
     assert agent("checkpoint", "undo", "--yes").code == 0  # redo, when asked
     day = json.loads(agent("memory", "day", "--json").stdout)
     assert [d["content"] for d in day] == ["before"]
+
+
+def test_counts_agree_with_their_nouns(agent: Agent) -> None:
+    from aether.interfaces.common import plural
+
+    assert [plural(n, "journal entry") for n in (0, 1, 2)] == [
+        "0 journal entries",
+        "1 journal entry",
+        "2 journal entries",
+    ]
+    assert plural(1200, "message") == "1,200 messages" and plural(2, "day") == "2 days"
+    target = json.loads(agent("checkpoint", "create", "--json").stdout)["id"]
+    assert agent("memory", "log", "one change").code == 0
+    shown = agent("checkpoint", "show", target).stdout
+    assert "1 journal entry" in shown and "1 journal entries" not in shown
+    diff = agent("checkpoint", "diff", target).stdout
+    assert "1 journal entry" in diff and "1 entries" not in diff
+
+
+def test_checkpoint_ids_are_whole_in_a_narrow_terminal(agent: Agent) -> None:
+    ids = [json.loads(agent("checkpoint", "create", "--json").stdout)["id"] for _ in range(2)]
+    listed = agent("checkpoint", "list", COLUMNS="80")
+    assert listed.code == 0
+    assert all(cid in listed.stdout for cid in ids), listed.stdout
+
+
+def test_an_ambiguous_prefix_names_the_candidates_it_shows(agent: Agent) -> None:
+    ids = [json.loads(agent("checkpoint", "create", "--json").stdout)["id"] for _ in range(7)]
+    common = ids[0][:6]
+    if not all(i.startswith(common) for i in ids):  # created within the same ~minute
+        pytest.skip("the checkpoints straddle a prefix boundary; nothing ambiguous to show")
+    out = agent("checkpoint", "show", common)
+    assert out.code == 1
+    assert "matches 7 checkpoints, the newest 5: " in out.stderr
+    assert all(i in out.stderr for i in ids[-5:]) and ids[0] not in out.stderr
+
+
+def test_times_for_people_are_in_the_operators_zone(agent: Agent) -> None:
+    assert agent("identity", "bootstrap").code == 0
+    assert agent("memory", "log", "zoned").code == 0
+    entry = json.loads(agent("memory", "day", "--json").stdout)[0]
+    assert agent("memory", "day").stdout.split("  ")[1].endswith(" UTC")
+    assert agent("identity", "set", "user", "timezone", "Asia/Kolkata").code == 0
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    local = datetime.fromtimestamp(entry["timestamp"], tz=ZoneInfo("Asia/Kolkata"))
+    shown = agent("memory", "day").stdout
+    assert f"{local:%Y-%m-%d %H:%M} IST" in shown, shown
+    assert json.loads(agent("memory", "day", "--json").stdout)[0] == entry  # JSON unchanged

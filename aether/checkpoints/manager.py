@@ -124,8 +124,9 @@ class Checkpoints:
         matches = [i for i in ids if i.startswith(wanted)]
         if len(matches) > 1:
             raise AmbiguousIdError(
-                f"checkpoint prefix {id_or_prefix!r} matches {len(matches)}: "
-                + ", ".join(matches[:5])
+                f"checkpoint prefix {id_or_prefix!r} matches {len(matches)} checkpoints"
+                + (": " if len(matches) <= 5 else ", the newest 5: ")
+                + ", ".join(matches[-5:][::-1])
             )
         if not matches:
             pruned = [

@@ -27,12 +27,17 @@ class SystemPrompt:
     over_budget: bool
 
 
-def operator_zone(identity: Identity) -> ZoneInfo:
-    """The operator's time zone (UTC when unset or unknown)."""
+def zone_named(name: str | None) -> ZoneInfo:
+    """The time zone of that IANA name (UTC when unset or unknown)."""
     try:
-        return ZoneInfo(identity.user.get("timezone", "UTC") or "UTC")
+        return ZoneInfo(name or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
         return ZoneInfo("UTC")
+
+
+def operator_zone(identity: Identity) -> ZoneInfo:
+    """The operator's time zone (UTC when unset or unknown)."""
+    return zone_named(identity.user.get("timezone"))
 
 
 def current_time_stamp(now: datetime, zone: ZoneInfo) -> str:

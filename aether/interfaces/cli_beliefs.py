@@ -16,6 +16,7 @@ from aether.interfaces.common import (
     emit,
     emit_rows,
     group,
+    plural,
     print_fields,
     run,
     state,
@@ -161,7 +162,11 @@ def belief_prune(
             return await b.prune(threshold)
 
     ids = run(ctx, body)
-    emit({"pruned": ids}, wants_json(ctx, json_), lambda: print(f"pruned {len(ids)} beliefs"))
+    emit(
+        {"pruned": ids},
+        wants_json(ctx, json_),
+        lambda: print(f"pruned {plural(len(ids), 'belief')}"),
+    )
 
 
 @belief_app.command("reflect")

@@ -19,6 +19,7 @@ from aether.interfaces.common import (
     fail,
     group,
     nothing_found,
+    plural,
     redis_client,
     run,
     state,
@@ -75,9 +76,10 @@ def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
     def render() -> None:
         if not cps:
             return
-        table = Table("id", "created (UTC)", "reason", "label", "actor")
+        table = Table("created (UTC)", "reason", "label", "actor")
+        table.add_column("id", no_wrap=True, min_width=26)  # whole: people copy it
         for c in cps:
-            cells = (c.id, f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor)
+            cells = (f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor, c.id)
             table.add_row(*(escape(cell) for cell in cells))  # a label may hold "[/]"
         console.print(table)
 
@@ -103,7 +105,7 @@ def show(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> No
         lambda: print(
             f"id:        {cp.id}\nlabel:     {cp.label}\nreason:    {cp.reason}\n"
             f"actor:     {cp.actor}\ncreated:   {cp.created.isoformat()}\n"
-            f"journal:   {cp.journal_pos}\nsince:     {entries} journal entries"
+            f"journal:   {cp.journal_pos}\nsince:     {plural(entries, 'journal entry')}"
         ),
     )
 
@@ -125,10 +127,10 @@ def diff(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> No
     def render() -> None:
         print(
             f"since {d.checkpoint.id} ({d.checkpoint.label or d.checkpoint.reason}): "
-            f"{d.entries} journal entries"
+            f"{plural(d.entries, 'journal entry')}"
         )
         for tier, changes in sorted(d.tiers.items()):
-            print(f"\n{tier}: {changes.entries} entries")
+            print(f"\n{tier}: {plural(changes.entries, 'entry')}")
             for sign, keys in (
                 ("+", changes.created),
                 ("~", changes.modified),
@@ -157,7 +159,7 @@ def rollback(
             return d.checkpoint.id, d.entries
 
     target, entries = run(ctx, preview)
-    confirm(f"Roll back {entries} journal entries to {target}?", yes, as_json)
+    confirm(f"Roll back {plural(entries, 'journal entry')} to {target}?", yes, as_json)
 
     async def body() -> dict[str, object]:
         async with redis_client(st.settings) as client:
@@ -168,7 +170,7 @@ def rollback(
         result,
         as_json,
         lambda: print(
-            f"rolled back {result['entries_undone']} entries to {target}; "
+            f"rolled back {plural(result['entries_undone'], 'entry')} to {target}; "
             f"'aether checkpoint undo' returns to {result['pre_checkpoint']}"
         ),
     )
@@ -244,7 +246,8 @@ def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
         report,
         wants_json(ctx, json_),
         lambda: print(
-            f"archived {report['entries']} entries, {report['checkpoints']} checkpoints"
+            f"archived {plural(report['entries'], 'entry')}, "
+            f"{plural(report['checkpoints'], 'checkpoint')}"
             + (f", snapshot {report['snapshot']}" if report["snapshot"] else "")
         ),
     )
@@ -286,6 +289,6 @@ def restore(
         wants_json(ctx, json_),
         lambda: print(
             f"restored {report['keys_restored']} keys from snapshot {report['snapshot']}, "
-            f"replayed {report['entries_replayed']} entries up to {report['position']}"
+            f"replayed {plural(report['entries_replayed'], 'entry')} up to {report['position']}"
         ),
     )

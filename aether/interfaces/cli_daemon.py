@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import structlog
 import typer
@@ -24,6 +25,9 @@ from aether.interfaces.common import (
     emit,
     fail,
     group,
+    local_time,
+    plural,
+    read_operator_zone,
     redis_client,
     run,
     state,
@@ -140,6 +144,8 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """
     st = state(ctx)
 
+    zones: list[ZoneInfo] = []  # the operator's, read with the rest
+
     async def body() -> dict[str, Any]:
         from aether.identity.flags import HeartbeatState
         from aether.runtime.inbox import Inbox
@@ -155,6 +161,7 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
                     byte_map(await client.hgetall(keys.daemon_maintenance())).items()}  # fmt: skip
             memory: Any = await client.info("memory")
             security = await security_report(st.settings, client)
+            zones.append(await read_operator_zone(client, keys))
             return {
                 "alive": presence is not None,
                 "daemon": json.loads(presence) if presence else None,
@@ -169,14 +176,19 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
     data = run(ctx, body)
 
+    def when(iso: str | None) -> str:
+        if not iso:
+            return "never"
+        return local_time(datetime.fromisoformat(iso).timestamp(), zones[0])
+
     def render() -> None:
         alive = "up" if data["alive"] else "DOWN"
         pid = f" (pid {data['daemon'].get('pid')})" if data["daemon"] else ""
         print(f"daemon: {alive}{pid}")
-        print(f"last beat: {data['last_beat'] or 'never'} ({data['beats']} beats)")
+        print(f"last beat: {when(data['last_beat'])} ({plural(data['beats'], 'beat')})")
         print(f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
               f"outbox: {data['outbox']}")  # fmt: skip
-        print(f"last maintenance: {data['last_maintenance'] or 'never'}")
+        print(f"last maintenance: {when(data['last_maintenance'])}")
         print(f"redis memory: {data['redis_memory']}")
         sec = data["security"]
         print(

@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
 from rich.progress import Progress
@@ -23,7 +24,10 @@ from aether.interfaces.common import (
     emit_rows,
     err_console,
     group,
+    local_time,
     nothing_found,
+    plural,
+    read_operator_zone,
     redis_client,
     run,
     state,
@@ -95,13 +99,11 @@ def parse_since(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _lines(docs: list[dict[str, Any]]) -> None:
+def _lines(docs: list[dict[str, Any]], zone: ZoneInfo) -> None:
     for doc in docs:
-        when = datetime.fromtimestamp(float(doc.get("timestamp", 0)), tz=UTC)
+        when = local_time(float(doc.get("timestamp", 0)), zone)
         tags = f" [{', '.join(doc.get('tags', []))}]" if doc.get("tags") else ""
-        print(
-            f"{doc['id']}  {when:%Y-%m-%d %H:%M}  {doc.get('source', '')}{tags}  {doc['content']}"
-        )
+        print(f"{doc['id']}  {when}  {doc.get('source', '')}{tags}  {doc['content']}")
 
 
 @app.command("log")
@@ -140,12 +142,14 @@ def day(
 
         fail(f"{when!r} is not a date (YYYY-MM-DD)", st.json, kind="invalid")
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         async with memory(st) as layer:
-            return await DailyLog(layer).list_day(target)
+            zone = await read_operator_zone(layer.client, layer.keys)
+            return await DailyLog(layer).list_day(target), zone
 
-    docs = [public(d) for d in run(ctx, body)]
-    emit(docs, wants_json(ctx, json_), lambda: _lines(docs))
+    found, zone = run(ctx, body)
+    docs = [public(d) for d in found]
+    emit(docs, wants_json(ctx, json_), lambda: _lines(docs, zone))
     if not docs:
         nothing_found(f"no entries on {target}", wants_json(ctx, json_))
 
@@ -292,13 +296,14 @@ def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """List long-term memories (exit 2 when there are none)."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         async with memory(st) as layer:
             lt = LongTermMemory(layer)
-            return [public(await lt.get(i)) for i in await lt.ids()]
+            zone = await read_operator_zone(layer.client, layer.keys)
+            return [public(await lt.get(i)) for i in await lt.ids()], zone
 
-    docs = run(ctx, body)
-    emit(docs, wants_json(ctx, json_), lambda: _lines(docs))
+    docs, zone = run(ctx, body)
+    emit(docs, wants_json(ctx, json_), lambda: _lines(docs, zone))
     if not docs:
         nothing_found("no long-term memories", wants_json(ctx, json_))
 
@@ -401,9 +406,18 @@ def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await ChatSessions(layer).list()
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda r: (
-        f"{r['id']}  {r.get('updated_at', '')}  {r['messages']} messages  {r.get('title', '')}"
-    ))  # fmt: skip
+    emit_rows(
+        run(ctx, body),
+        wants_json(ctx, json_),
+        lambda r: "  ".join(
+            [
+                r["id"],
+                str(r.get("updated_at", "")),
+                plural(r["messages"], "message"),
+                r.get("title", ""),
+            ]
+        ),
+    )
 
 
 @chat_app.command("show")

@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
+from zoneinfo import ZoneInfo
 
 import typer
 from redis.asyncio import Redis
@@ -142,6 +143,31 @@ def human(name: str, value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
+
+
+def plural(count: Any, word: str, many: str | None = None) -> str:
+    """``1 entry``, ``2 entries``, ``0 beliefs``: a count with its noun agreed."""
+    number = int(count)
+    if number == 1:
+        return f"1 {word}"
+    if many is None:
+        consonant_y = word.endswith("y") and word[-2:-1] not in "aeiou"
+        many = word[:-1] + "ies" if consonant_y else word + "s"
+    return f"{number:,} {many}"
+
+
+async def read_operator_zone(client: Redis, keys: Keyspace) -> ZoneInfo:
+    """The operator's time zone from the user profile (UTC when unset): times for people."""
+    from aether.identity.prompt import zone_named
+    from aether.store.codec import text
+
+    raw = await client.hget(keys.user_profile(), "timezone")
+    return zone_named(text(raw) if raw else None)
+
+
+def local_time(timestamp: float, zone: ZoneInfo) -> str:
+    """``2026-11-23 19:05 CET``: a time as the operator reads it, with its zone."""
+    return datetime.fromtimestamp(timestamp, tz=zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def print_fields(data: dict[str, Any]) -> None:
