@@ -150,10 +150,16 @@ class EmbeddingSettings(BaseModel):
 class DaemonSettings(BaseModel):
     """The long-lived agent (``aether up``)."""
 
-    consumer: str = Field(default="main", pattern=r"^[A-Za-z0-9_.-]{1,64}$",
-                          description="this daemon's name in the inbox consumer group")  # fmt: skip
-    session: str = Field(default="main", pattern=r"^[A-Za-z0-9_.-]{1,128}$",
-                         description="chat session of messages that name none")  # fmt: skip
+    consumer: str = Field(
+        default="main",
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="this daemon's name in the inbox consumer group",
+    )
+    session: str = Field(
+        default="main",
+        pattern=r"^[A-Za-z0-9_.-]{1,128}$",
+        description="chat session of messages that name none",
+    )
     heartbeat_interval_s: float = Field(default=1800.0, gt=0)
     maintenance_interval_s: float = Field(default=86_400.0, gt=0)
     shutdown_grace_s: float = Field(

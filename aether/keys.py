@@ -21,6 +21,7 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "checkpoints:",
     "rollbacks",
     "lock:",
+    "tmp:",
     "archive:",
     "scratchpad:",
     "tools:",
@@ -175,8 +176,14 @@ class Keyspace:
 
     def memory_prefixes(self) -> list[str]:
         """Key prefixes of the documents the memory index covers."""
-        return [self._k("daily", "entry", ""), self._k("longterm", ""), self._k("belief", ""),
-                self._k("event", ""), self._k("decision", ""), self._k("failure", "")]  # fmt: skip
+        return [
+            self._k("daily", "entry", ""),
+            self._k("longterm", ""),
+            self._k("belief", ""),
+            self._k("event", ""),
+            self._k("decision", ""),
+            self._k("failure", ""),
+        ]
 
     # relational memory (seeds 000 and 003)
     def event(self, event_id: str) -> str:
@@ -283,6 +290,10 @@ class Keyspace:
     def admin_lock(self) -> str:
         """STRING with TTL: held during a rollback, undo or restore."""
         return self._k("lock", "admin")
+
+    def diff_scratch(self, token: str) -> str:
+        """Any type, TTL 60 s: a checkpoint's pre-image decoded for ``checkpoint diff``."""
+        return self._k("tmp", "diff", token)
 
     def archive_cursor(self) -> str:
         """STRING: id of the last journal entry copied to the PostgreSQL archive."""

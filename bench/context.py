@@ -63,8 +63,12 @@ async def replay(rt: AgentRuntime, sample: dict[str, Any]) -> dict[str, Any]:
 async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict[str, Any]:
     data = json.loads(path.read_text())
     home = Path(tempfile.mkdtemp(prefix="aether-context-"))
-    base = Settings(home=home, embeddings=embeddings, redis_appendfsync="always",  # type: ignore[arg-type]
-                    context=ContextSettings(window_tokens=window))  # fmt: skip
+    base = Settings(
+        home=home,
+        embeddings=embeddings,
+        redis_appendfsync="always",  # type: ignore[arg-type]
+        context=ContextSettings(window_tokens=window),
+    )
     recalls: list[float] = []
     reductions: list[float] = []
     context_tokens: list[int] = []
@@ -129,8 +133,9 @@ def main() -> None:
             options[name] = args[i + 1]
             del args[i : i + 2]
     path = Path(args[0]) if args else DEFAULT
-    result = asyncio.run(run(path, options["--embeddings"], int(options["--window"]),
-                             int(options["--max-tokens"])))  # fmt: skip
+    result = asyncio.run(
+        run(path, options["--embeddings"], int(options["--window"]), int(options["--max-tokens"]))
+    )
     print(json.dumps(result, indent=2))
 
 

@@ -109,8 +109,11 @@ async def log_vs_raw(client: Redis, n: int) -> dict[str, float]:
         pipe.rpush(day, f"r{i}")
         await pipe.execute()
     raw_s = time.perf_counter() - t
-    return {"log_per_s": round(n / log_s), "raw_per_s": round(n / raw_s),
-            "ratio": round(raw_s / log_s, 3)}  # fmt: skip
+    return {
+        "log_per_s": round(n / log_s),
+        "raw_per_s": round(n / raw_s),
+        "ratio": round(raw_s / log_s, 3),
+    }
 
 
 async def import_100k(client: Redis, n: int, workdir: Path) -> dict[str, float]:
@@ -120,8 +123,13 @@ async def import_100k(client: Redis, n: int, workdir: Path) -> dict[str, float]:
     base = 1_700_000_000.0
     with path.open("w") as f:
         for i in range(n):
-            record = {"kind": "daily", "content": sentence(), "source": "agent",
-                      "tags": [f"t{i % 20}"], "timestamp": base + i * 30}  # fmt: skip
+            record = {
+                "kind": "daily",
+                "content": sentence(),
+                "source": "agent",
+                "tags": [f"t{i % 20}"],
+                "timestamp": base + i * 30,
+            }
             f.write(json.dumps(record) + "\n")
     await MemorySearch(layer).ensure_index()
     before = await used_memory(client)
@@ -130,8 +138,11 @@ async def import_100k(client: Redis, n: int, workdir: Path) -> dict[str, float]:
     seconds = time.perf_counter() - t
     await command(client, "FT.INFO", keys.memory_index())  # indexing is synchronous for JSON
     after = await used_memory(client)
-    return {"seconds": round(seconds, 2), "imported": report.imported,
-            "bytes_per_entry": round((after - before) / n)}  # fmt: skip
+    return {
+        "seconds": round(seconds, 2),
+        "imported": report.imported,
+        "bytes_per_entry": round((after - before) / n),
+    }
 
 
 async def search_latency(client: Redis, n: int, queries: int) -> dict[str, float]:
@@ -184,19 +195,24 @@ async def main(quick: bool) -> None:
     finally:
         await client.aclose()
         EmbeddedRedis(settings).stop()
-    print(json.dumps({
-        "entries": n_entries,
-        "log_vs_raw_ratio": log["ratio"],
-        "log_per_s": log["log_per_s"],
-        "raw_pipeline_per_s": log["raw_per_s"],
-        "search_p50_ms": searched["p50_ms"],
-        "search_p99_ms": searched["p99_ms"],
-        "search_filtered_p50_ms": searched["filtered_p50_ms"],
-        "search_filtered_p99_ms": searched["filtered_p99_ms"],
-        "import_100k_s": imported["seconds"],
-        "bytes_per_entry": imported["bytes_per_entry"],
-        "bytes_per_entry_with_vectors": searched["bytes_per_entry_with_vectors"],
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "entries": n_entries,
+                "log_vs_raw_ratio": log["ratio"],
+                "log_per_s": log["log_per_s"],
+                "raw_pipeline_per_s": log["raw_per_s"],
+                "search_p50_ms": searched["p50_ms"],
+                "search_p99_ms": searched["p99_ms"],
+                "search_filtered_p50_ms": searched["filtered_p50_ms"],
+                "search_filtered_p99_ms": searched["filtered_p99_ms"],
+                "import_100k_s": imported["seconds"],
+                "bytes_per_entry": imported["bytes_per_entry"],
+                "bytes_per_entry_with_vectors": searched["bytes_per_entry_with_vectors"],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

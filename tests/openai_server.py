@@ -40,11 +40,19 @@ def completion(
             for cid, name, args in tool_calls
         ]
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "scripted",
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    }
 
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
@@ -80,12 +88,18 @@ class ScriptedOpenAI:
                 if self.path.endswith("/embeddings"):
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                     payload: dict[str, Any] | None = {
-                        "object": "list", "model": body["model"],
-                        "data": [{"object": "embedding", "index": i,
-                                  "embedding": bag_of_words(t, outer.dims)}
-                                 for i, t in enumerate(texts)],
+                        "object": "list",
+                        "model": body["model"],
+                        "data": [
+                            {
+                                "object": "embedding",
+                                "index": i,
+                                "embedding": bag_of_words(t, outer.dims),
+                            }
+                            for i, t in enumerate(texts)
+                        ],
                         "usage": {"prompt_tokens": 1, "total_tokens": 1},
-                    }  # fmt: skip
+                    }
                 elif outer.failing:
                     payload = None
                 elif self.path.endswith("/chat/completions") and outer.replies:

@@ -65,9 +65,13 @@ async def test_migrations_are_idempotent(pg: asyncpg.Connection) -> None:
 
 
 async def test_restore_to_checkpoint_and_time_from_postgres_alone(
-    store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection, target: Redis,
+    store: Store,
+    client: Redis,
+    keys: Keyspace,
+    pg: asyncpg.Connection,
+    target: Redis,
     second_home: Path,
-) -> None:  # fmt: skip
+) -> None:
     cps = Checkpoints(client, keys)
     archive = Archive(pg, client, keys, snapshot_every=5)
     await _log(store, keys, "e0", "before the base snapshot")
@@ -164,9 +168,12 @@ async def test_unreachable_postgres_is_a_clear_error() -> None:
 )
 @given(before=_ops(), after=_ops(), later=_ops())
 def test_restore_is_identical_property(
-    redis_home: Path, second_home: Path, before: list[tuple[str, Any]],
-    after: list[tuple[str, Any]], later: list[tuple[str, Any]],
-) -> None:  # fmt: skip
+    redis_home: Path,
+    second_home: Path,
+    before: list[tuple[str, Any]],
+    after: list[tuple[str, Any]],
+    later: list[tuple[str, Any]],
+) -> None:
     async def scenario() -> None:
         ns = f"r{uuid.uuid4().hex[:10]}"
         keys = Keyspace(ns)

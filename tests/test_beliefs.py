@@ -48,9 +48,14 @@ async def _beliefs(
     if base_url is None:
         s = settings.model_copy(update={"embeddings": "none"})
     else:
-        s = settings.model_copy(update={"embeddings": "openai", "embedding": settings.embedding
-                                        .model_copy(update={"model": "bow", "base_url": base_url,
-                                                            "dims": 256})})  # fmt: skip
+        s = settings.model_copy(
+            update={
+                "embeddings": "openai",
+                "embedding": settings.embedding.model_copy(
+                    update={"model": "bow", "base_url": base_url, "dims": 256}
+                ),
+            }
+        )
     layer = MemoryLayer.open(s, client)
     await MemorySearch(layer).ensure_index()
     return Beliefs(layer, s.beliefs, llm)
@@ -120,9 +125,14 @@ async def test_llm_extracts_fact_and_insight_and_checks_contradictions(
     def model(body: dict[str, Any]) -> dict[str, Any]:
         prompt = body["messages"][-1]["content"]
         if "Extract" in prompt:
-            return completion(json.dumps([
-                {"statement": "Alice moved to Lisbon", "type": "fact", "tags": ["alice"]},
-                {"statement": "Moving cities is stressful", "type": "insight"}]))  # fmt: skip
+            return completion(
+                json.dumps(
+                    [
+                        {"statement": "Alice moved to Lisbon", "type": "fact", "tags": ["alice"]},
+                        {"statement": "Moving cities is stressful", "type": "insight"},
+                    ]
+                )
+            )
         return completion('{"contradicts": true}')
 
     with ScriptedOpenAI(responder=model) as server:
@@ -130,7 +140,9 @@ async def test_llm_extracts_fact_and_insight_and_checks_contradictions(
         b = await _beliefs(settings, client, llm=llm)
         report = await b.remember("Alice told me she moved to Lisbon; it was stressful")
         assert [(o.action, o.belief["type"]) for o in report.outcomes] == [
-            ("created", "fact"), ("created", "insight")]  # fmt: skip
+            ("created", "fact"),
+            ("created", "insight"),
+        ]
         assert "alice" in report.outcomes[0].belief["tags"]
         again = await b.remember("Alice moved to Lisbon")
         assert again.outcomes[0].action == "superseded"  # the model said it contradicts
@@ -155,8 +167,9 @@ async def test_confidence_tiers_and_forgotten_beliefs_in_context(
     await b.remember("The backup bucket is named falcon-archive", now=now)  # 0.7
     await b.remember("The backup bucket is named falcon-archive", now=now)  # 0.8: known
     shaky = (await b.remember("The backup job starts at midnight", now=now)).outcomes[0]
-    old = (await b.remember("The backup vault uses zstd compression",
-                            now=now - 40 * DAY)).outcomes[0]  # fmt: skip
+    old = (await b.remember("The backup vault uses zstd compression", now=now - 40 * DAY)).outcomes[
+        0
+    ]
     gone = (await b.remember("The backup password hint is platypus", now=now)).outcomes[0]
     await b.forget(gone.belief["id"][:10])
     with pytest.raises(InvalidOperationError, match="forgotten"):
@@ -186,8 +199,9 @@ async def test_confidence_tiers_and_forgotten_beliefs_in_context(
 async def test_prune_reflect_and_ids_by_prefix(settings: Settings, client: Redis) -> None:
     b = await _beliefs(settings, client)
     now = time.time()
-    stale = (await b.remember("The old office wifi is called moonbase",
-                              now=now - 120 * DAY)).outcomes[0]  # fmt: skip
+    stale = (
+        await b.remember("The old office wifi is called moonbase", now=now - 120 * DAY)
+    ).outcomes[0]
     fresh = (await b.remember("The new office wifi is called sunbase", now=now)).outcomes[0]
     with pytest.raises(InvalidOperationError):
         await b.prune(1.5)
@@ -204,21 +218,41 @@ async def test_prune_reflect_and_ids_by_prefix(settings: Settings, client: Redis
     unique = z[: max(4, next(i for i, (x, y) in enumerate(zip(a, z, strict=True)) if x != y) + 1)]
     assert (await b.get(unique))["id"] == z
     with pytest.raises(AmbiguousIdError):
-        resolve_prefix([stale.belief["id"], stale.belief["id"][:-1] + "Z"], stale.belief["id"][:-1],
-                       "belief")  # fmt: skip
+        resolve_prefix(
+            [stale.belief["id"], stale.belief["id"][:-1] + "Z"], stale.belief["id"][:-1], "belief"
+        )
 
 
 async def test_the_memory_index_stays_within_budget_at_10k_beliefs(
     settings: Settings, client: Redis
 ) -> None:
     b = await _beliefs(settings, client)
-    topics = ["docker", "kubernetes", "postgres", "billing", "garden", "travel", "family",
-              "music", "health", "finance", "reading", "cooking"]  # fmt: skip
+    topics = [
+        "docker",
+        "kubernetes",
+        "postgres",
+        "billing",
+        "garden",
+        "travel",
+        "family",
+        "music",
+        "health",
+        "finance",
+        "reading",
+        "cooking",
+    ]
     for start in range(0, 10_000, 1000):
         m = Mutation()
-        docs = [b._build(f"Belief {i} about {topics[i % len(topics)]} number {i % 97}",
-                         "fact", "E1", [topics[i % len(topics)]], T0)
-                for i in range(start, start + 1000)]  # fmt: skip
+        docs = [
+            b._build(
+                f"Belief {i} about {topics[i % len(topics)]} number {i % 97}",
+                "fact",
+                "E1",
+                [topics[i % len(topics)]],
+                T0,
+            )
+            for i in range(start, start + 1000)
+        ]
         for doc in docs:
             m.json_set(b.keys.belief(doc["id"]), doc)
         count_ops(m, b.keys, docs)
@@ -254,8 +288,13 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
     env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "aether", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     first = json.loads(cli("remember", "The NAS has 8 TB of disks", "--json").stdout)
     assert first["beliefs"][0]["action"] == "created"

@@ -18,8 +18,13 @@ from tests.conftest import PG_DSN
 def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aether", *args],
-        env=env, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _write(settings: Settings, eid: str) -> None:
@@ -80,8 +85,12 @@ def test_checkpoint_workflow(cli_env: dict[str, str], settings: Settings, keys: 
 
 
 def test_checkpoint_errors_are_one_line(cli_env: dict[str, str]) -> None:
-    for args in (("checkpoint", "show", "abc"), ("checkpoint", "rollback", "ZZZZZZZZ", "--yes"),
-                 ("checkpoint", "undo"), ("checkpoint", "diff", "'; DROP x")):  # fmt: skip
+    for args in (
+        ("checkpoint", "show", "abc"),
+        ("checkpoint", "rollback", "ZZZZZZZZ", "--yes"),
+        ("checkpoint", "undo"),
+        ("checkpoint", "diff", "'; DROP x"),
+    ):
         out = _aether(cli_env, *args)
         assert out.returncode == 1, (args, out)
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

@@ -109,8 +109,10 @@ def test_every_help_page_is_plain_text(agent: Agent) -> None:
     for path in pages:
         out = agent(*path, "--help")
         assert out.code == 0, (path, out.text)
-        for leak in ("``", "<bool>", "[bold", "[/", "╭"):
+        for leak in ("``", "<bool>", "<str>", "<int>", "<float>", "<path>", "[bold", "[/", "╭"):
             assert leak not in out.stdout, (path, leak, out.stdout)
+        usage = out.stdout.splitlines()[0]
+        assert not re.search(r"\{[A-Z_]+\}", usage), (path, usage)  # CONTENT, not {CONTENT}
         options = out.stdout.split("Options:", 1)[-1]
         assert not re.search(r"--[a-z-]+ <[\w\[\]]+>", options), (path, options)
 
@@ -209,7 +211,9 @@ def test_times_for_people_are_in_the_operators_zone(agent: Agent) -> None:
     assert agent("identity", "bootstrap").code == 0
     assert agent("memory", "log", "zoned").code == 0
     entry = json.loads(agent("memory", "day", "--json").stdout)[0]
-    assert agent("memory", "day").stdout.split("  ")[1].endswith(" UTC")
+    header, row = agent("memory", "day").stdout.splitlines()
+    assert header.split() == ["id", "when", "source", "tags", "content"]
+    assert row.startswith(entry["id"] + "  ") and " UTC  " in row, row
     assert agent("identity", "set", "user", "timezone", "Asia/Kolkata").code == 0
     from datetime import datetime
     from zoneinfo import ZoneInfo

@@ -171,8 +171,13 @@ def test_typescript() -> None:
     assert facts.imports == ["express", "./models/user", "jsonwebtoken", "./helpers", "fs"]
     assert facts.classes == ["Session", "AuthService"]
     methods = {s.name: s.parent for s in facts.symbols if s.kind == "function"}
-    assert methods == {"constructor": "AuthService", "login": "AuthService",
-                       "verify": "AuthService", "sign": None, "refresh": None}  # fmt: skip
+    assert methods == {
+        "constructor": "AuthService",
+        "login": "AuthService",
+        "verify": "AuthService",
+        "sign": None,
+        "refresh": None,
+    }
     assert "ghost" not in facts.functions and "inString" not in facts.functions
     assert ("login", "sign") in facts.calls and ("refresh", "verify") in facts.calls
     assert ("refresh", "sign") in facts.calls
@@ -194,12 +199,16 @@ def test_go() -> None:
 def test_rust() -> None:
     facts = extract("src/cache.rs", RUST)
     assert facts is not None
-    assert facts.imports == ["std::collections::HashMap", "serde", "crate::store::Store",
-                             "config", "log"]  # fmt: skip
+    assert facts.imports == [
+        "std::collections::HashMap",
+        "serde",
+        "crate::store::Store",
+        "config",
+        "log",
+    ]
     assert facts.classes == ["Cache", "Mode", "Evict"]
     methods = {(s.name, s.parent) for s in facts.symbols if s.kind == "function"}
-    assert {("new", "Cache"), ("get", "Cache"), ("lookup", "Cache"),
-            ("it_builds", None)} <= methods  # fmt: skip
+    assert {("new", "Cache"), ("get", "Cache"), ("lookup", "Cache"), ("it_builds", None)} <= methods
     assert ("evict", "Cache") in methods
     assert ("get", "lookup") in facts.calls
     assert "ghost" not in facts.functions

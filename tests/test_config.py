@@ -89,8 +89,12 @@ def test_cli_config_show_masks_and_fails_cleanly(tmp_path: Path) -> None:
     env["AETHER_POSTGRES_DSN"] = "postgresql://u:topsecret@db/x"
     out = subprocess.run(
         [sys.executable, "-m", "aether", "config", "show", "--json"],
-        env=env, capture_output=True, text=True, cwd=tmp_path, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["postgres_dsn"] == "postgresql://u:***@db/x"
@@ -98,7 +102,11 @@ def test_cli_config_show_masks_and_fails_cleanly(tmp_path: Path) -> None:
     env["AETHER_NAMESPACE"] = "bad name"
     bad = subprocess.run(
         [sys.executable, "-m", "aether", "config", "show"],
-        env=env, capture_output=True, text=True, cwd=tmp_path, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
     assert bad.returncode == 1
     assert "namespace" in bad.stderr and "Traceback" not in bad.stderr

@@ -43,13 +43,18 @@ def _call(cid: str, name: str = "memory_search") -> dict[str, Any]:
 def _conversation() -> list[dict[str, Any]]:
     return [
         {"id": "01", "role": "user", "content": "hi", "timestamp": 0.0},
-        {"id": "02", "role": "assistant", "content": "", "timestamp": 1.0,
-         "tool_calls": [_call("a"), _call("b")]},
+        {
+            "id": "02",
+            "role": "assistant",
+            "content": "",
+            "timestamp": 1.0,
+            "tool_calls": [_call("a"), _call("b")],
+        },
         {"id": "03", "role": "tool", "content": "ra", "tool_call_id": "a", "timestamp": 1.0},
         {"id": "04", "role": "tool", "content": "rb", "tool_call_id": "b", "timestamp": 1.0},
         {"id": "05", "role": "assistant", "content": "done", "timestamp": 2.0},
         {"id": "06", "role": "user", "content": "bye", "timestamp": 3.0},
-    ]  # fmt: skip
+    ]
 
 
 def test_tool_calls_and_results_are_counted() -> None:
@@ -116,18 +121,23 @@ def test_threshold_settings_must_be_ordered() -> None:
         ContextSettings(proactive_at=0.8, warning_at=0.75)
     with pytest.raises(ValueError):
         ContextSettings(system_share=0.5, history_share=0.6)
-    assert ContextSettings(models={"big": {"window_tokens": 128_000}}).window(
-        "big").window_tokens == 128_000  # fmt: skip
+    assert (
+        ContextSettings(models={"big": {"window_tokens": 128_000}}).window("big").window_tokens
+        == 128_000
+    )
 
 
 async def test_extractive_summary_keeps_salient_sentences_within_budget() -> None:
     messages = [
-        {"role": "user", "content": "The deployment of the billing service failed twice. "
-                                    "The billing service needs a database migration first."},
+        {
+            "role": "user",
+            "content": "The deployment of the billing service failed twice. "
+            "The billing service needs a database migration first.",
+        },
         {"role": "assistant", "content": "I will run the billing migration tonight."},
         {"role": "user", "content": "ok thanks"},
         {"role": "system", "content": "Context at 75%, wrap up or checkpoint"},
-    ]  # fmt: skip
+    ]
     summary = await ExtractiveSummarizer().summarize("", messages, 60)
     assert summary.startswith(HEADER)
     assert count_tokens(summary) <= 60
@@ -176,8 +186,10 @@ async def test_memory_index_stays_within_budget(settings: Settings, client: Redi
     m = Mutation()
     from aether.memory.topics import count_ops
 
-    docs = [{"kind": "daily", "tags": [f"topic-{i % 400}", "common"], "timestamp": 1e9 + i}
-            for i in range(4000)]  # fmt: skip
+    docs = [
+        {"kind": "daily", "tags": [f"topic-{i % 400}", "common"], "timestamp": 1e9 + i}
+        for i in range(4000)
+    ]
     count_ops(m, layer.keys, docs)
     await layer.store.apply(m, "test")
     for budget in (100, 200, 300):
@@ -197,9 +209,18 @@ async def _seed_memory(settings: Settings, client: Redis) -> MemoryLayer:
     for i in range(40):
         await daily.log(f"routine note {i} about lunch and the weather", tags=["misc"])
     # a forgotten belief must never reach a context, however relevant
-    doc = {"id": "B1", "kind": "belief", "content": "The staging database is on Postgres 9",
-           "status": "forgotten", "source": "agent", "tags": [], "score": 1.0,
-           "timestamp": time.time(), "session": "", "hash": "x"}  # fmt: skip
+    doc = {
+        "id": "B1",
+        "kind": "belief",
+        "content": "The staging database is on Postgres 9",
+        "status": "forgotten",
+        "source": "agent",
+        "tags": [],
+        "score": 1.0,
+        "timestamp": time.time(),
+        "session": "",
+        "hash": "x",
+    }
     await layer.store.apply(Mutation().json_set(layer.keys.belief("B1"), doc), "test")
     return layer
 
@@ -211,8 +232,9 @@ async def test_assembly_fits_its_budget_and_ranks_relevant_memories(
     identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
     assembler = ContextAssembler(layer, identity, settings.context)
     for max_tokens in (300, 800, 2000):
-        ctx = await assembler.assemble("when does the staging database password rotate?",
-                                       max_tokens)  # fmt: skip
+        ctx = await assembler.assemble(
+            "when does the staging database password rotate?", max_tokens
+        )
         assert ctx.tokens <= max_tokens
         budgets = Budgets.standalone(max_tokens, settings.context)
         # the guardrails are never dropped, even when they alone exceed the system budget
@@ -253,16 +275,26 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "aether", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert cli("memory", "log", "The VPN config lives in vault path ops/vpn").returncode == 0
     out = cli("context", "preview", "where is the VPN config?", "--max-tokens", "600", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["tokens"] <= 600
-    assert {s["name"] for s in data["sections"]} == {"system", "index", "history", "graph",
-                                                     "memories"}  # fmt: skip
+    assert {s["name"] for s in data["sections"]} == {
+        "system",
+        "index",
+        "history",
+        "graph",
+        "memories",
+    }
     assert "vault path ops/vpn" in data["text"]
     human = cli("context", "preview", "VPN", "--max-tokens", "600")
     assert human.returncode == 0 and "memories" in human.stdout

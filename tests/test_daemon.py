@@ -102,8 +102,9 @@ async def test_a_failing_llm_leaves_the_message_pending_then_reports_it(
     with ScriptedOpenAI() as server:
         server.failing = True
         llm = LLMClient(server.base_url, "scripted", max_retries=0)
-        s = settings.model_copy(update={"daemon": settings.daemon.model_copy(
-            update={"max_deliveries": 2})})  # fmt: skip
+        s = settings.model_copy(
+            update={"daemon": settings.daemon.model_copy(update={"max_deliveries": 2})}
+        )
         daemon = await _daemon(s, client, llm)
         import aether.runtime.daemon as daemon_module
 
@@ -141,9 +142,14 @@ async def test_two_daemons_never_run_the_same_job_slot(client: Redis, keys: Keys
 
 async def _old_day(layer: MemoryLayer, days_ago: int, n: int) -> list[dict[str, Any]]:
     when = datetime.now(UTC) - timedelta(days=days_ago)
-    return [await DailyLog(layer).log(f"deployed service {i}; the billing migration ran fine",
-                                      tags=["deploy"], timestamp=when + timedelta(minutes=i))
-            for i in range(n)]  # fmt: skip
+    return [
+        await DailyLog(layer).log(
+            f"deployed service {i}; the billing migration ran fine",
+            tags=["deploy"],
+            timestamp=when + timedelta(minutes=i),
+        )
+        for i in range(n)
+    ]
 
 
 async def test_maintenance_compresses_prunes_fixes_ttls_and_reflects(
@@ -164,8 +170,12 @@ async def test_maintenance_compresses_prunes_fixes_ttls_and_reflects(
     before = await dump_state(client, keys)
     dry = await engine.run(dry_run=True)
     assert {st.name: st.changed for st in dry.steps} == {
-        "compress_daily": 5, "prune_checkpoints": 2, "scratchpad_ttls": 1, "reflect": 1,
-        "beliefs": 0}  # fmt: skip
+        "compress_daily": 5,
+        "prune_checkpoints": 2,
+        "scratchpad_ttls": 1,
+        "reflect": 1,
+        "beliefs": 0,
+    }
     assert await dump_state(client, keys) == before
     assert await client.ttl(keys.scratchpad("forever")) == -1
     report = await engine.run()
@@ -236,20 +246,34 @@ def model() -> Iterator[tuple[ScriptedOpenAI, SlowModel]]:
 
 
 def _env(cli_env: dict[str, str], server: ScriptedOpenAI) -> dict[str, str]:
-    return {**cli_env, "AETHER_EMBEDDINGS": "none", "AETHER_LLM_BASE_URL": server.base_url,
-            "AETHER_LLM_MODEL": "scripted", "AETHER_LLM_MAX_RETRIES": "0",
-            "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
-            "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600"}  # fmt: skip
+    return {
+        **cli_env,
+        "AETHER_EMBEDDINGS": "none",
+        "AETHER_LLM_BASE_URL": server.base_url,
+        "AETHER_LLM_MODEL": "scripted",
+        "AETHER_LLM_MAX_RETRIES": "0",
+        "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
+        "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
+    }
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "aether", "up"], env=env,
-                            stdout=log.open("ab"), stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aether", "up"],
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         status = _cli(env, "status", "--json")
@@ -293,25 +317,36 @@ def _wait_reply(
 
 
 def test_the_daemon_end_to_end(
-    cli_env: dict[str, str], namespace: str, tmp_path: Path,
+    cli_env: dict[str, str],
+    namespace: str,
+    tmp_path: Path,
     model: tuple[ScriptedOpenAI, SlowModel],
-) -> None:  # fmt: skip
+) -> None:
     server, slow = model
     env = _env(cli_env, server)
     log = tmp_path / "daemon.log"
     proc = _start(env, log)
     try:
         # a person talks to it with plain redis-cli...
-        first = _redis_cli(env, "XADD", f"{namespace}:inbox", "*", "role", "user",
-                           "content", "hello from redis-cli")  # fmt: skip
+        first = _redis_cli(
+            env,
+            "XADD",
+            f"{namespace}:inbox",
+            "*",
+            "role",
+            "user",
+            "content",
+            "hello from redis-cli",
+        )
         reply = _wait_reply(env, namespace, first)
         assert reply["content"].startswith("echo: ") and "hello from redis-cli" in reply["content"]
         # ...or with aether send
         sent = _cli(env, "send", "my favourite fruit code is PLUM-42")
         assert sent.returncode == 0 and sent.stdout.startswith("echo: "), sent.stderr
         # SIGKILL in the middle of a message
-        slow_id = _redis_cli(env, "XADD", f"{namespace}:inbox", "*", "role", "user",
-                             "content", "SLOW question")  # fmt: skip
+        slow_id = _redis_cli(
+            env, "XADD", f"{namespace}:inbox", "*", "role", "user", "content", "SLOW question"
+        )
         assert slow.slow_started.wait(30)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)

@@ -128,9 +128,14 @@ async def test_force_replaces_after_a_checkpoint(
     ],
 )
 async def test_bad_files_are_refused_and_nothing_is_written(
-    identities: IdentityStore, client: Redis, keys: Keyspace, identity_dir: Path,
-    name: str, content: bytes, message: str,
-) -> None:  # fmt: skip
+    identities: IdentityStore,
+    client: Redis,
+    keys: Keyspace,
+    identity_dir: Path,
+    name: str,
+    content: bytes,
+    message: str,
+) -> None:
     (identity_dir / name).write_bytes(content)
     with pytest.raises(IdentityError, match=message.replace("'", ".").replace("(", r"\(")):
         await identities.bootstrap(identity_dir)
@@ -234,8 +239,14 @@ async def test_system_flags_and_heartbeat(store: Store, client: Redis, keys: Key
 
 
 def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aether", *args], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_cli_identity(cli_env: dict[str, str], namespace: str, identity_dir: Path) -> None:
@@ -262,8 +273,12 @@ def test_cli_identity(cli_env: dict[str, str], namespace: str, identity_dir: Pat
 def test_up_bootstraps_on_first_boot_and_stops_on_sigterm(
     cli_env: dict[str, str], settings: Settings, keys: Keyspace
 ) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "aether", "up"], env=cli_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aether", "up"],
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
     async def bootstrapped() -> bool:
         client = await connect(settings)

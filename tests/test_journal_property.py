@@ -113,9 +113,11 @@ def _ops() -> st.SearchStrategy[list[tuple[str, Any]]]:
 )
 @given(before=_ops(), after=_ops(), later=_ops())
 def test_rollback_then_undo_is_byte_identical(
-    redis_home: Path, before: list[tuple[str, Any]], after: list[tuple[str, Any]],
+    redis_home: Path,
+    before: list[tuple[str, Any]],
+    after: list[tuple[str, Any]],
     later: list[tuple[str, Any]],
-) -> None:  # fmt: skip
+) -> None:
     async def scenario() -> None:
         ns = f"p{uuid.uuid4().hex[:10]}"
         keys = Keyspace(ns)
@@ -135,6 +137,51 @@ def test_rollback_then_undo_is_byte_identical(
             await _apply_all(store, keys, later)
             await cps.rollback_to(cp.id)
             assert await dump_state(client, keys) == at_checkpoint
+        finally:
+            await client.aclose()
+
+    asyncio.run(scenario())
+
+
+async def _values(client: Any, keys: Keyspace) -> dict[str, Any]:
+    from aether.checkpoints.diff import read_value
+
+    found = [k.decode() async for k in client.scan_iter(match=keys.prefix + "*")]
+    return {k: await read_value(client, k) for k in found if keys.is_state(k)}
+
+
+@settings(
+    max_examples=int(os.environ.get("AETHER_PROPERTY_EXAMPLES", "60")) // 2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(before=_ops(), after=_ops())
+def test_diff_rebuilds_each_value_as_it_was_at_the_checkpoint(
+    redis_home: Path, before: list[tuple[str, Any]], after: list[tuple[str, Any]]
+) -> None:
+    """Every key the diff reports differs exactly as its value then and now differ."""
+    from aether.checkpoints.diff import ABSENT, compare
+
+    async def scenario() -> None:
+        ns = f"p{uuid.uuid4().hex[:10]}"
+        keys = Keyspace(ns)
+        client = await connect(Settings(home=redis_home, namespace=ns))
+        try:
+            store, cps = Store(client, keys), Checkpoints(client, keys, durable=False)
+            await _apply_all(store, keys, before)
+            then = await _values(client, keys)
+            cp = await cps.create(label="prop")
+            await _apply_all(store, keys, after)
+            now = await _values(client, keys)
+            diff = await cps.diff(cp.id)
+            expected = {}
+            for key in sorted(set(then) | set(now)):
+                change = compare(then.get(key, ABSENT), now.get(key, ABSENT))
+                if change is not None:
+                    change.key, change.tier = key, keys.tier(key)
+                    expected[key] = change
+            assert {c.key: c for c in diff.changes} == expected
+            assert [k async for k in client.scan_iter(match=keys.prefix + "tmp:*")] == []
         finally:
             await client.aclose()
 

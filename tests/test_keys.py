@@ -41,12 +41,32 @@ def test_cluster_hash_tag_namespace() -> None:
 
 def test_state_classification() -> None:
     k = Keyspace("a")
-    state = [k.identity_profile(), k.daily(date.today()), k.daily_entry("1"), k.longterm("1"),
-             k.belief("1"), k.chat_session("s"), k.chat_messages("s"), k.episode("s"),
-             k.system_flags()]  # fmt: skip
-    outside = [k.journal(), k.checkpoint("1"), k.checkpoints(), k.checkpoints_pruned(),
-               k.scratchpad("1"), k.tools("s"), k.heartbeat_state(), k.inbox(), k.outbox(),
-               k.admin_lock(), k.rollbacks(), k.archive_cursor(), "b:identity:profile"]  # fmt: skip
+    state = [
+        k.identity_profile(),
+        k.daily(date.today()),
+        k.daily_entry("1"),
+        k.longterm("1"),
+        k.belief("1"),
+        k.chat_session("s"),
+        k.chat_messages("s"),
+        k.episode("s"),
+        k.system_flags(),
+    ]
+    outside = [
+        k.journal(),
+        k.checkpoint("1"),
+        k.checkpoints(),
+        k.checkpoints_pruned(),
+        k.scratchpad("1"),
+        k.tools("s"),
+        k.heartbeat_state(),
+        k.inbox(),
+        k.outbox(),
+        k.admin_lock(),
+        k.rollbacks(),
+        k.archive_cursor(),
+        "b:identity:profile",
+    ]
     assert all(k.is_state(key) for key in state)
     assert not any(k.is_state(key) for key in outside)
     assert k.tier(k.daily_entry("1")) == "daily" and k.tier(k.system_flags()) == "identity"

@@ -22,10 +22,18 @@ from aether.interfaces.mcp import Services, http_app
 from aether.memory.layer import MemoryLayer
 
 TOOLS = {
-    "memory_search", "memory_log", "memory_remember", "memory_forget", "scratchpad_get",
-    "scratchpad_set", "checkpoint_create", "checkpoint_list", "checkpoint_rollback",
-    "identity_get", "context_assemble",
-}  # fmt: skip
+    "memory_search",
+    "memory_log",
+    "memory_remember",
+    "memory_forget",
+    "scratchpad_get",
+    "scratchpad_set",
+    "checkpoint_create",
+    "checkpoint_list",
+    "checkpoint_rollback",
+    "identity_get",
+    "context_assemble",
+}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -48,8 +56,11 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         listed = await session.list_tools()
         assert {t.name for t in listed.tools} == TOOLS
         call = session.call_tool
-        logged = _data(await call("memory_log", {"content": "The router password is in vault",
-                                                 "tags": ["ops"]}))  # fmt: skip
+        logged = _data(
+            await call(
+                "memory_log", {"content": "The router password is in vault", "tags": ["ops"]}
+            )
+        )
         kept = _data(await call("memory_remember", {"content": "Operator prefers short answers"}))
         found = _data(await call("memory_search", {"query": "router password", "limit": 3}))
         assert found["results"][0]["id"] == logged["id"]
@@ -63,8 +74,10 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         found = _data(await call("memory_search", {"query": "short answers", "limit": 3}))
         assert found["results"] and found["results"][0]["id"] == kept["id"]  # restored
         assert _error(await call("checkpoint_rollback", {"id": "zz"}))["code"] == "not_found"
-        assert _data(await call("scratchpad_set", {"id": "plan", "value": "x", "ttl_s": 60}))[
-            "ttl_s"] > 0  # fmt: skip
+        assert (
+            _data(await call("scratchpad_set", {"id": "plan", "value": "x", "ttl_s": 60}))["ttl_s"]
+            > 0
+        )
         assert _data(await call("scratchpad_get", {"id": "plan"}))["value"] == "x"
         bad = _error(await call("scratchpad_set", {"id": "bad id!", "value": "x"}))
         assert bad["code"] == "invalid"
@@ -90,8 +103,13 @@ async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: 
     )
     assert isinstance(services.layer, MemoryLayer)
     port = _free_port()
-    config = uvicorn.Config(http_app(services, "s3cret"), host="127.0.0.1", port=port,
-                            log_level="warning", lifespan="on")  # fmt: skip
+    config = uvicorn.Config(
+        http_app(services, "s3cret"),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

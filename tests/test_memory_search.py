@@ -25,10 +25,38 @@ from aether.store.state import Store
 from tests.conftest import dump_state
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
-SPECIAL = ['@', '-', '|', '(', ')', '{', '}', '[', ']', '"', "'", '~', '*', ':', '\\',
-           'a@b.c', 'x-y', '"unbalanced', "it's", '@content:(evil) | *', '{deploy}', '[1 10]',
-           '~fuzzy', 'pre*', 'ns:key', 'back\\slash', '   ', 'émoji 🧠', '%%%',
-           '$param']  # fmt: skip
+SPECIAL = [
+    "@",
+    "-",
+    "|",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "~",
+    "*",
+    ":",
+    "\\",
+    "a@b.c",
+    "x-y",
+    '"unbalanced',
+    "it's",
+    "@content:(evil) | *",
+    "{deploy}",
+    "[1 10]",
+    "~fuzzy",
+    "pre*",
+    "ns:key",
+    "back\\slash",
+    "   ",
+    "émoji 🧠",
+    "%%%",
+    "$param",
+]
 
 
 @pytest.fixture
@@ -42,14 +70,26 @@ async def _seed(layer: MemoryLayer) -> dict[str, str]:
     daily, lt = DailyLog(layer), LongTermMemory(layer)
     ids = {}
     deploy_tags = ["release notes, v2", "ci"]
-    ids["deploy"] = (await daily.log("Deployed the billing service to staging", "agent",
-                                     deploy_tags, timestamp=NOW - 3600))["id"]  # fmt: skip
-    ids["cat"] = (await daily.log("The operator adopted a cat named Miso", "user", ["life"],
-                                  timestamp=NOW - 86_400 * 40))["id"]  # fmt: skip
-    ids["tests"] = (await daily.log("Integration tests failed: redis timeout", "system",
-                                    timestamp=NOW - 60))["id"]  # fmt: skip
-    ids["pref"] = (await lt.add("The operator prefers concise deployment reports",
-                                tags=["preference"], timestamp=NOW - 86_400))["id"]  # fmt: skip
+    ids["deploy"] = (
+        await daily.log(
+            "Deployed the billing service to staging", "agent", deploy_tags, timestamp=NOW - 3600
+        )
+    )["id"]
+    ids["cat"] = (
+        await daily.log(
+            "The operator adopted a cat named Miso", "user", ["life"], timestamp=NOW - 86_400 * 40
+        )
+    )["id"]
+    ids["tests"] = (
+        await daily.log("Integration tests failed: redis timeout", "system", timestamp=NOW - 60)
+    )["id"]
+    ids["pref"] = (
+        await lt.add(
+            "The operator prefers concise deployment reports",
+            tags=["preference"],
+            timestamp=NOW - 86_400,
+        )
+    )["id"]
     return ids
 
 
@@ -59,9 +99,11 @@ async def test_full_text_search_stems_and_filters(text_layer: MemoryLayer) -> No
     hits = await search.search("deploying billing", now=NOW)
     assert hits[0].doc["id"] == ids["deploy"]  # "deploying" matches "Deployed" (stemming)
     assert {h.doc["id"] for h in await search.search("deploy", kind="longterm", now=NOW)} == {
-        ids["pref"]}  # fmt: skip
+        ids["pref"]
+    }
     assert [h.doc["id"] for h in await search.search("operator", source="user", now=NOW)] == [
-        ids["cat"]]  # fmt: skip
+        ids["cat"]
+    ]
     tagged = await search.search("deployed", tags=["release notes, v2"], now=NOW)
     assert [h.doc["id"] for h in tagged] == [ids["deploy"]]
     recent = await search.search("operator", since=NOW - 86_400 * 2, now=NOW)
@@ -196,8 +238,14 @@ async def test_import_bad_file_writes_nothing(
 
 
 def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aether", *args], env=env, capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
@@ -252,8 +300,10 @@ async def test_daemon_embeds_for_short_lived_commands(
     daemon_layer = MemoryLayer.open(settings, client)
     assert daemon_layer.embedder is not None
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(announce(client, keys, stop)),
-             asyncio.create_task(serve(client, keys, daemon_layer.embedder, stop))]  # fmt: skip
+    tasks = [
+        asyncio.create_task(announce(client, keys, stop)),
+        asyncio.create_task(serve(client, keys, daemon_layer.embedder, stop)),
+    ]
     try:
         for _ in range(50):
             if await client.exists(keys.daemon_presence()):
@@ -275,11 +325,14 @@ async def test_openai_embeddings_through_the_real_client(
     from tests.openai_server import ScriptedOpenAI
 
     with ScriptedOpenAI(dims=64) as server:
-        configured = settings.model_copy(update={
-            "embeddings": "openai",
-            "embedding": settings.embedding.model_copy(update={
-                "model": "text-embedding-test", "base_url": server.base_url, "dims": 64}),
-        })  # fmt: skip
+        configured = settings.model_copy(
+            update={
+                "embeddings": "openai",
+                "embedding": settings.embedding.model_copy(
+                    update={"model": "text-embedding-test", "base_url": server.base_url, "dims": 64}
+                ),
+            }
+        )
         layer = MemoryLayer.open(configured, client)
         assert layer.embedder is not None and layer.embedder.dims == 64
         search = MemorySearch(layer)

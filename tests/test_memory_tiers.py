@@ -37,7 +37,9 @@ async def test_daily_log_writes_entry_and_day_list(
     first = await daily.log("built the index", "agent", ["build"], 0.7, "s1", WHEN)
     second = await daily.log("tests pass", timestamp=WHEN.timestamp() + 5)
     assert await client.lrange(keys.daily(date(2026, 3, 4)), 0, -1) == [
-        first["id"].encode(), second["id"].encode()]  # fmt: skip
+        first["id"].encode(),
+        second["id"].encode(),
+    ]
     stored = json.loads(await client.execute_command("JSON.GET", keys.daily_entry(first["id"])))
     assert stored["content"] == "built the index" and stored["session"] == "s1"
     assert stored["tags"] == ["build"] and stored["day"] == "2026-03-04"
@@ -157,8 +159,13 @@ async def test_chat_sessions(
     await chats.append("a", "user", "hello", timestamp=t0, title="First")
     await chats.append("b", "user", "other", timestamp=t0 + 10)
     await chats.append("a", "assistant", "hi!", timestamp=t0 + 20)
-    calls = [{"id": "call1", "type": "function",
-              "function": {"name": "search", "arguments": "{\"q\": \"x\"}"}}]  # fmt: skip
+    calls = [
+        {
+            "id": "call1",
+            "type": "function",
+            "function": {"name": "search", "arguments": '{"q": "x"}'},
+        }
+    ]
     await chats.append_tool_exchange(
         "a", "", calls, [{"tool_call_id": "call1", "content": "found", "name": "search"}], t0 + 30
     )

@@ -47,8 +47,13 @@ def _compose(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("docker-compose")
     assert binary, "docker-compose 1.29 is needed (make test installs it: apt docker-compose)"
     clean = {k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("AETHER")}
-    return subprocess.run([binary, "-f", str(COMPOSE), "config"], env={**clean, **env},
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [binary, "-f", str(COMPOSE), "config"],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_the_compose_file_is_valid_and_complete() -> None:
@@ -59,12 +64,18 @@ def test_the_compose_file_is_valid_and_complete() -> None:
     assert set(services) == {"redis", "postgres", "mongo", "qdrant", "aether"}
     for name, service in services.items():
         assert service["healthcheck"]["test"], name
-    assert set(config["volumes"]) == {"redis-data", "postgres-data", "mongo-data",
-                                      "qdrant-data", "aether-data"}  # fmt: skip
+    assert set(config["volumes"]) == {
+        "redis-data",
+        "postgres-data",
+        "mongo-data",
+        "qdrant-data",
+        "aether-data",
+    }
     aether = services["aether"]
     assert aether["build"]["dockerfile"] == "compose/Dockerfile"
     assert {d: c["condition"] for d, c in aether["depends_on"].items()} == dict.fromkeys(
-        ("redis", "postgres", "mongo", "qdrant"), "service_healthy")  # fmt: skip
+        ("redis", "postgres", "mongo", "qdrant"), "service_healthy"
+    )
     env = aether["environment"]
     assert env["AETHER_REDIS_URL"] == "redis://:r3dis@redis:6379/0"
     assert env["AETHER_POSTGRES_DSN"] == "postgresql://aether:pgpass@postgres:5432/aether"
@@ -130,24 +141,36 @@ def test_the_compose_wiring_against_local_services(
     wired["AETHER_POSTGRES_DSN"] = wired["AETHER_POSTGRES_DSN"].replace("@postgres:", "@127.0.0.1:")
     del wired["AETHER_MONGO_URL"], wired["AETHER_QDRANT_URL"]  # no MongoDB or Qdrant here
     mcp_port = _free_port()
-    wired.update({"AETHER_HOME": str(tmp_path), "AETHER_EMBEDDINGS": "none",
-                  "AETHER_MCP__PORT": str(mcp_port), "AETHER_MCP__HOST": "127.0.0.1",
-                  "AETHER_NAMESPACE": f"compose{uuid.uuid4().hex[:6]}"})  # fmt: skip
+    wired.update(
+        {
+            "AETHER_HOME": str(tmp_path),
+            "AETHER_EMBEDDINGS": "none",
+            "AETHER_MCP__PORT": str(mcp_port),
+            "AETHER_MCP__HOST": "127.0.0.1",
+            "AETHER_NAMESPACE": f"compose{uuid.uuid4().hex[:6]}",
+        }
+    )
     base = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
     env = {**base, **wired}
     check = _shell(services["aether"]["healthcheck"]["test"])
     assert check == "aether status"
 
     def aether(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "aether", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert aether("status").returncode == 1  # the health check fails while it is down
     synced = aether("archive", "sync", "--json")
     assert synced.returncode == 0, synced.stderr  # Redis URL + PostgreSQL DSN wiring
     command = [sys.executable, "-m", "aether", *services["aether"]["command"][1:]]
-    daemon = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    daemon = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 60
         while aether("status").returncode != 0:
@@ -196,15 +219,19 @@ async def test_the_tool_registry_contract(services: Any) -> None:
     assert [(t.name, t.version) for t in await registry.tools()] == [("clock", 1), ("weather", 2)]
     assert (await registry.get("weather", 1)).schema == SCHEMA
     assert [v.version for v in await registry.versions("weather")] == [1, 2]
-    racing = await asyncio.gather(*[registry.register("race", f"Version {i}.", SCHEMA)
-                                    for i in range(4)])  # fmt: skip
+    racing = await asyncio.gather(
+        *[registry.register("race", f"Version {i}.", SCHEMA) for i in range(4)]
+    )
     assert sorted(r.version for r in racing) == [1, 2, 3, 4]
     with pytest.raises(NotFoundError):
         await registry.get("nope")
     with pytest.raises(NotFoundError):
         await registry.get("weather", 9)
-    for name, description, schema in (("bad name!", "x", SCHEMA), ("ok", " ", SCHEMA),
-                                      ("ok", "x", {"type": "array"})):  # fmt: skip
+    for name, description, schema in (
+        ("bad name!", "x", SCHEMA),
+        ("ok", " ", SCHEMA),
+        ("ok", "x", {"type": "array"}),
+    ):
         with pytest.raises(InvalidOperationError):
             await registry.register(name, description, schema)
 
@@ -213,10 +240,20 @@ async def test_the_agent_ledger_contract(services: Any) -> None:
     ledger = services.ledger
     start = time.time()
     await ledger.append(new_entry("action", summary="checked the inbox"))
-    await ledger.append(new_entry("llm_call", model="m", prompt_tokens=120, completion_tokens=30,
-                                  cost_usd=0.0015, duration_ms=812.0, session="main"))  # fmt: skip
-    await ledger.append(new_entry("llm_call", model="m", prompt_tokens=80, completion_tokens=20,
-                                  cost_usd=0.001))  # fmt: skip
+    await ledger.append(
+        new_entry(
+            "llm_call",
+            model="m",
+            prompt_tokens=120,
+            completion_tokens=30,
+            cost_usd=0.0015,
+            duration_ms=812.0,
+            session="main",
+        )
+    )
+    await ledger.append(
+        new_entry("llm_call", model="m", prompt_tokens=80, completion_tokens=20, cost_usd=0.001)
+    )
     await ledger.append(new_entry("tool_call", summary="memory_search", detail={"q": "x"}))
     latest = await ledger.entries()
     assert [e.kind for e in latest] == ["tool_call", "llm_call", "llm_call", "action"]
@@ -224,10 +261,18 @@ async def test_the_agent_ledger_contract(services: Any) -> None:
     assert len(await ledger.entries(limit=2)) == 2
     assert await ledger.entries(since=time.time() + 60) == []
     totals = await ledger.totals(since=start - 1)
-    assert totals == {"llm_calls": 2, "prompt_tokens": 200, "completion_tokens": 50,
-                      "cost_usd": 0.0025, "actions": 2}  # fmt: skip
-    for bad in ({"kind": "gossip"}, {"kind": "llm_call", "prompt_tokens": -1},
-                {"kind": "action", "detail": {"x": "y" * 70_000}}):  # fmt: skip
+    assert totals == {
+        "llm_calls": 2,
+        "prompt_tokens": 200,
+        "completion_tokens": 50,
+        "cost_usd": 0.0025,
+        "actions": 2,
+    }
+    for bad in (
+        {"kind": "gossip"},
+        {"kind": "llm_call", "prompt_tokens": -1},
+        {"kind": "action", "detail": {"x": "y" * 70_000}},
+    ):
         kind = bad.pop("kind")
         with pytest.raises(InvalidOperationError):
             new_entry(kind, **bad)
@@ -239,11 +284,19 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
     from aether.runtime.llm import LLMClient
     from tests.openai_server import completion
 
-    with ScriptedOpenAI(replies=[completion(tool_calls=[("c1", "scratchpad",
-                                                         {"action": "get", "id": "x"})]),
-                                 completion("done")]) as server:  # fmt: skip
-        s = settings.model_copy(update={"embeddings": "none", "llm_price_in_per_mtok": 2.0,
-                                        "llm_price_out_per_mtok": 8.0})  # fmt: skip
+    with ScriptedOpenAI(
+        replies=[
+            completion(tool_calls=[("c1", "scratchpad", {"action": "get", "id": "x"})]),
+            completion("done"),
+        ]
+    ) as server:
+        s = settings.model_copy(
+            update={
+                "embeddings": "none",
+                "llm_price_in_per_mtok": 2.0,
+                "llm_price_out_per_mtok": 8.0,
+            }
+        )
         opened = open_registry(s, client)
         rt = await AgentRuntime.open(s, client, llm=LLMClient(server.base_url, "m", max_retries=0))
         rt.ledger = opened.ledger
@@ -260,12 +313,19 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
 NOW = 1_790_000_000.0
 
 
-async def _search_layer(settings: Settings, client: Redis, base_url: str, tmp_path: Path,
-                        qdrant_search: bool) -> MemoryLayer:  # fmt: skip
-    s = settings.model_copy(update={
-        "embeddings": "openai", "qdrant_path": tmp_path / "qdrant", "qdrant_search": qdrant_search,
-        "embedding": settings.embedding.model_copy(update={"model": "bow", "base_url": base_url,
-                                                           "dims": 64})})  # fmt: skip
+async def _search_layer(
+    settings: Settings, client: Redis, base_url: str, tmp_path: Path, qdrant_search: bool
+) -> MemoryLayer:
+    s = settings.model_copy(
+        update={
+            "embeddings": "openai",
+            "qdrant_path": tmp_path / "qdrant",
+            "qdrant_search": qdrant_search,
+            "embedding": settings.embedding.model_copy(
+                update={"model": "bow", "base_url": base_url, "dims": 64}
+            ),
+        }
+    )
     layer = MemoryLayer.open(s, client)
     await MemorySearch(layer).ensure_index()
     return layer
@@ -276,8 +336,9 @@ async def test_the_vector_search_contract(
     settings: Settings, client: Redis, tmp_path: Path, backend: str
 ) -> None:
     with ScriptedOpenAI(dims=64) as server:
-        layer = await _search_layer(settings, client, server.base_url, tmp_path,
-                                    backend == "qdrant")  # fmt: skip
+        layer = await _search_layer(
+            settings, client, server.base_url, tmp_path, backend == "qdrant"
+        )
         assert layer.mirror is not None and layer.qdrant_search == (backend == "qdrant")
         daily, longterm = DailyLog(layer), LongTermMemory(layer)
         kiwi = await daily.log("zebra kiwi mango", tags=["fruit"], timestamp=NOW)
@@ -288,7 +349,8 @@ async def test_the_vector_search_contract(
         hits = await search.search("kiwi mango", limit=2, now=NOW)
         assert hits[0].doc["id"] == kiwi["id"] and len(hits) == 2 and hits[0].vector_rank == 1
         assert [h.doc["kind"] for h in await search.search("kiwi", kind="longterm", now=NOW)] == [
-            "longterm"]  # fmt: skip
+            "longterm"
+        ]
         tagged = await search.search("kiwi", tags=["admin"], now=NOW)
         assert tagged and all("admin" in h.doc["tags"] for h in tagged)
         recent = await search.search("kiwi", since=NOW - 86_400 * 20, now=NOW)
@@ -309,8 +371,9 @@ async def test_vectors_are_mirrored_to_qdrant(
         assert layer.mirror is not None
         from aether.memory.qdrant_mirror import point_id
 
-        points = await layer.mirror.client.retrieve(layer.mirror.collection, [point_id(doc["id"])],
-                                                    with_vectors=True)  # fmt: skip
+        points = await layer.mirror.client.retrieve(
+            layer.mirror.collection, [point_id(doc["id"])], with_vectors=True
+        )
         assert points and points[0].payload is not None and points[0].payload["id"] == doc["id"]
         assert len(points[0].vector) == 64  # type: ignore[arg-type]
         await layer.mirror.close()
@@ -328,8 +391,13 @@ def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> Non
     env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "aether", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert cli("tools", "list").returncode == 2  # nothing registered yet
     assert cli("ledger", "list").returncode == 2
@@ -341,8 +409,9 @@ def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> Non
         client = await connect(settings)
         services = open_registry(settings, client)
         await services.registry.register("weather", "Weather for a city.", SCHEMA)
-        await services.ledger.append(new_entry("llm_call", model="m", prompt_tokens=5,
-                                               completion_tokens=2, cost_usd=0.01))  # fmt: skip
+        await services.ledger.append(
+            new_entry("llm_call", model="m", prompt_tokens=5, completion_tokens=2, cost_usd=0.01)
+        )
         await client.aclose()
 
     asyncio.run(seed())

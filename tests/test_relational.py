@@ -62,10 +62,15 @@ async def _layer(settings: Settings, client: Redis) -> MemoryLayer:
 
 
 async def _write_project(events: Events) -> None:
-    for path, text in (("billing/service.py", SERVICE), ("billing/models.py", MODELS),
-                       ("billing/tax.py", TAX), ("tests/test_service.py", TEST)):  # fmt: skip
-        await events.record("file_write", payload={"path": path, "text": text},
-                            session="dev", outcome="success")  # fmt: skip
+    for path, text in (
+        ("billing/service.py", SERVICE),
+        ("billing/models.py", MODELS),
+        ("billing/tax.py", TAX),
+        ("tests/test_service.py", TEST),
+    ):
+        await events.record(
+            "file_write", payload={"path": path, "text": text}, session="dev", outcome="success"
+        )
 
 
 async def test_the_coding_archetype_builds_the_graph(settings: Settings, client: Redis) -> None:
@@ -83,13 +88,16 @@ async def test_the_coding_archetype_builds_the_graph(settings: Settings, client:
     names = {n["name"]: n["hop"] for n in expansion.nodes.values()}
     assert names["billing.service"] == 1  # the test imports and tests the module...
     assert names["billing/service.py"] == 2  # ...which that file implements
-    edges = {(expansion.nodes[s]["name"], t, expansion.nodes[d]["name"])
-             for s, t, d, _, _ in expansion.edges}  # fmt: skip
+    edges = {
+        (expansion.nodes[s]["name"], t, expansion.nodes[d]["name"])
+        for s, t, d, _, _ in expansion.edges
+    }
     assert ("tests/test_service.py", "tests", "billing.service") in edges
     assert ("billing/service.py", "implements", "billing.service") in edges
     deeper = await graph.expand([entity_id("file", "billing/service.py")], depth=2)
-    deeper_edges = {(deeper.nodes[s]["name"], t, deeper.nodes[d]["name"])
-                    for s, t, d, _, _ in deeper.edges}  # fmt: skip
+    deeper_edges = {
+        (deeper.nodes[s]["name"], t, deeper.nodes[d]["name"]) for s, t, d, _, _ in deeper.edges
+    }
     assert ("billing/service.py", "imports", "billing.models") in deeper_edges
     assert ("billing/models.py", "implements", "billing.models") in deeper_edges
     assert ("billing/service.py:total", "calls", "billing/service.py:line") in deeper_edges
@@ -108,8 +116,10 @@ async def test_a_2_hop_expansion_is_one_round_trip(settings: Settings, client: R
     before: Any = await client.info("commandstats")
     expansion = await graph.expand(seed, depth=2)
     after: Any = await client.info("commandstats")
-    calls = {name.removeprefix("cmdstat_"): stats["calls"] - before.get(name, {"calls": 0})["calls"]
-             for name, stats in after.items()}  # fmt: skip
+    calls = {
+        name.removeprefix("cmdstat_"): stats["calls"] - before.get(name, {"calls": 0})["calls"]
+        for name, stats in after.items()
+    }
     changed = {name: n for name, n in calls.items() if n}
     # one FCALL_RO (and the first INFO); the reads inside the function run server-side
     assert changed.pop("fcall_ro") == 1 and changed.pop("info") == 1
@@ -120,14 +130,27 @@ async def test_a_2_hop_expansion_is_one_round_trip(settings: Settings, client: R
 async def test_events_chain_outcomes_and_bad_input(settings: Settings, client: Redis) -> None:
     layer = await _layer(settings, client)
     events = Events(layer, archetype("coding"))
-    run = await events.record("shell_exec", payload={"command": "pytest -q"}, duration_ms=812.5,
-                              outcome="failure", keywords=["tests"], session="dev")  # fmt: skip
-    err = await events.record("error", payload={"message": "AssertionError: 3 != 4",
-                                                "path": "billing/service.py"},
-                              parent=run.event["id"], session="dev")  # fmt: skip
-    fix = await events.record("file_edit", payload={"path": "billing/service.py",
-                                                    "text": SERVICE}, parent=err.event["id"],
-                              outcome="success", session="dev")  # fmt: skip
+    run = await events.record(
+        "shell_exec",
+        payload={"command": "pytest -q"},
+        duration_ms=812.5,
+        outcome="failure",
+        keywords=["tests"],
+        session="dev",
+    )
+    err = await events.record(
+        "error",
+        payload={"message": "AssertionError: 3 != 4", "path": "billing/service.py"},
+        parent=run.event["id"],
+        session="dev",
+    )
+    fix = await events.record(
+        "file_edit",
+        payload={"path": "billing/service.py", "text": SERVICE},
+        parent=err.event["id"],
+        outcome="success",
+        session="dev",
+    )
     chain = await events.chain(fix.event["id"])
     assert [e["type"] for e in chain] == ["shell_exec", "error", "file_edit"]
     assert chain[0]["duration_ms"] == 812.5 and chain[0]["outcome"] == "failure"
@@ -139,10 +162,13 @@ async def test_events_chain_outcomes_and_bad_input(settings: Settings, client: R
     assert [e["type"] for e in recent] == ["file_edit", "error", "shell_exec"]
     before = await client.dbsize()
     bad_input: list[dict[str, Any]] = [
-        {"kind": "teleport"}, {"kind": "error", "outcome": "meh"},
-        {"kind": "error", "parent": "NOPE"}, {"kind": "error", "scope": "planet:x"},
-        {"kind": "error", "actor": "robot"}, {"kind": "error", "session": "a b"},
-    ]  # fmt: skip
+        {"kind": "teleport"},
+        {"kind": "error", "outcome": "meh"},
+        {"kind": "error", "parent": "NOPE"},
+        {"kind": "error", "scope": "planet:x"},
+        {"kind": "error", "actor": "robot"},
+        {"kind": "error", "session": "a b"},
+    ]
     for bad in bad_input:
         kind = bad.pop("kind")
         with pytest.raises(InvalidOperationError):
@@ -155,12 +181,17 @@ async def test_the_general_archetype_relates_what_cooccurs(
 ) -> None:
     layer = await _layer(settings, client)
     events = Events(layer, archetype("general"))
-    await events.record("message", summary="Lunch with Alice Smith and Bob in Lisbon",
-                        keywords=["travel"])  # fmt: skip
+    await events.record(
+        "message", summary="Lunch with Alice Smith and Bob in Lisbon", keywords=["travel"]
+    )
     alice = entity_id("name", "Alice Smith")
     expansion = await Graph(layer).expand([alice], depth=1)
-    assert {n["name"] for n in expansion.nodes.values()} >= {"Alice Smith", "Bob", "Lisbon",
-                                                             "travel"}  # fmt: skip
+    assert {n["name"] for n in expansion.nodes.values()} >= {
+        "Alice Smith",
+        "Bob",
+        "Lisbon",
+        "travel",
+    }
     assert all(t == "co_occurs" for _, t, _, _, _ in expansion.edges)
 
 
@@ -169,8 +200,12 @@ async def test_a_failure_pattern_is_detected_at_the_third_occurrence(
 ) -> None:
     layer = await _layer(settings, client)
     failures = FailureMemory(layer)
-    seen = [await failures.record(f"TimeoutError: connect to 10.0.0.{i}:6379 took {i}.5s",
-                                  scope="repository:aether") for i in range(1, 5)]  # fmt: skip
+    seen = [
+        await failures.record(
+            f"TimeoutError: connect to 10.0.0.{i}:6379 took {i}.5s", scope="repository:aether"
+        )
+        for i in range(1, 5)
+    ]
     assert [r.occurrences for r in seen] == [1, 2, 3, 4]
     assert [r.detected for r in seen] == [False, False, True, False]
     assert len({r.pattern for r in seen}) == 1
@@ -190,8 +225,9 @@ async def test_a_failure_pattern_is_detected_at_the_third_occurrence(
 async def test_decisions_and_scopes(settings: Settings, client: Redis) -> None:
     layer = await _layer(settings, client)
     decisions = DecisionMemory(layer)
-    mine = await decisions.record("Session store", "use Redis streams", "ordered, durable",
-                                  scope="repository:aether")  # fmt: skip
+    mine = await decisions.record(
+        "Session store", "use Redis streams", "ordered, durable", scope="repository:aether"
+    )
     await decisions.record("Lunch", "pasta", scope="global")
     await decisions.set_outcome(mine["id"], "success", "shipped")
     scoped = await decisions.list(scope="repository:aether")
@@ -226,7 +262,7 @@ def _project(root: Path) -> None:
         "src/cache.rs": "pub struct Cache;\nimpl Cache { pub fn new() -> Self { Cache } }\n",
         "README.md": "# not code\n",
         "node_modules/x/index.js": "ignored();\n",
-    }  # fmt: skip
+    }
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
@@ -243,25 +279,38 @@ async def test_repository_index_queries_and_reindex(
     assert first.languages == {"python": 5, "typescript": 3, "go": 2, "rust": 2}
     deps = await repos.deps(tmp_path / "tests/test_service.py")
     assert [(d["path"], d["depth"]) for d in deps] == [
-        ("billing/service.py", 1), ("billing/models.py", 2), ("billing/tax.py", 2)]  # fmt: skip
+        ("billing/service.py", 1),
+        ("billing/models.py", 2),
+        ("billing/tax.py", 2),
+    ]
     affected = await repos.affected(tmp_path / "billing/models.py")
     assert [(a["path"], a["depth"], a["test"]) for a in affected] == [
-        ("billing/service.py", 1, False), ("tests/test_service.py", 2, True)]  # fmt: skip
+        ("billing/service.py", 1, False),
+        ("tests/test_service.py", 2, True),
+    ]
     assert [a["path"] for a in await repos.affected(tmp_path / "web/src/total.ts")] == [
-        "web/src/api.ts", "web/src/total.test.ts"]  # fmt: skip
+        "web/src/api.ts",
+        "web/src/total.test.ts",
+    ]
     assert [d["path"] for d in await repos.deps(tmp_path / "cmd/main.go")] == ["pkg/util/util.go"]
     assert [d["path"] for d in await repos.deps(tmp_path / "src/lib.rs")] == ["src/cache.rs"]
     related = await repos.related(tmp_path / "billing/service.py")
     assert related[0]["path"] in ("billing/models.py", "billing/tax.py", "tests/test_service.py")
-    assert {r["path"] for r in related[:3]} == {"billing/models.py", "billing/tax.py",
-                                                "tests/test_service.py"}  # fmt: skip
+    assert {r["path"] for r in related[:3]} == {
+        "billing/models.py",
+        "billing/tax.py",
+        "tests/test_service.py",
+    }
     # change one file: the re-index parses and writes only that one
     marker = (await client.xrevrange(layer.keys.journal(), count=1))[0][0]
     (tmp_path / "billing/tax.py").write_text("def rate():\n    return 0.2\n")
     second = await repos.index(tmp_path)
     assert second.changed == ["billing/tax.py"] and second.unchanged == 11 and not second.removed
-    written = [key async for entry in entries_after(client, layer.keys.journal(), marker.decode())
-               for key in entry.touched_keys()]  # fmt: skip
+    written = [
+        key
+        async for entry in entries_after(client, layer.keys.journal(), marker.decode())
+        for key in entry.touched_keys()
+    ]
     file_keys = [k for k in written if ":file:" in k]
     assert file_keys == [layer.keys.repo_file(second.repo, path_id("billing/tax.py"))]
     third = await repos.index(tmp_path)
@@ -278,16 +327,23 @@ def test_repo_and_graph_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     _project(tmp_path)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "aether", *args], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "aether", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     indexed = cli("repo", "index", str(tmp_path), "--json")
     assert indexed.returncode == 0, indexed.stderr
     assert json.loads(indexed.stdout)["files"] == 12
     deps = cli("repo", "deps", str(tmp_path / "tests/test_service.py"))
     assert deps.returncode == 0 and "billing/service.py" in deps.stdout
-    assert "tests/test_service.py" in cli("repo", "affected",
-                                          str(tmp_path / "billing/models.py")).stdout  # fmt: skip
+    assert (
+        "tests/test_service.py"
+        in cli("repo", "affected", str(tmp_path / "billing/models.py")).stdout
+    )
     outside = cli("repo", "deps", "/etc/hostname")
     assert outside.returncode == 1 and "no indexed repository" in outside.stderr
     assert cli("repo", "list").returncode == 0

@@ -38,16 +38,20 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
     if messages[0]["content"].startswith("You compress your own conversation history"):
         return completion("The user chatted about everyday things.")
     if last["role"] == "user" and "USE TOOLS" in last["content"]:
-        return completion(tool_calls=[
-            ("call_s", "memory_search", {"query": "locker"}),
-            ("call_p", "scratchpad", {"action": "set", "id": "plan", "value": "water plants"}),
-        ])  # fmt: skip
+        return completion(
+            tool_calls=[
+                ("call_s", "memory_search", {"query": "locker"}),
+                ("call_p", "scratchpad", {"action": "set", "id": "plan", "value": "water plants"}),
+            ]
+        )
     if last["role"] == "user" and "BROKEN TOOLS" in last["content"]:
-        return completion(tool_calls=[
-            ("call_u", "no_such_tool", {}),
-            ("call_j", "memory_search", {"limit": "many"}),
-            ("call_c", "shout", {"text": "hello"}),
-        ])  # fmt: skip
+        return completion(
+            tool_calls=[
+                ("call_u", "no_such_tool", {}),
+                ("call_j", "memory_search", {"limit": "many"}),
+                ("call_c", "shout", {"text": "hello"}),
+            ]
+        )
     if last["role"] == "tool":
         return completion("Done with the tools.")
     return completion("Understood. " + FILLER)
@@ -60,19 +64,25 @@ def server() -> Iterator[ScriptedOpenAI]:
 
 
 def configured(settings: Settings, server: ScriptedOpenAI, **context: Any) -> Settings:
-    return settings.model_copy(update={
-        "embeddings": "openai",
-        "embedding": settings.embedding.model_copy(update={
-            "model": "bow", "base_url": server.base_url, "dims": 64}),
-        "llm_base_url": server.base_url, "llm_model": "scripted",
-        "llm_max_retries": 0, "llm_timeout_s": 10,
-        "context": ContextSettings(**{"window_tokens": 4096, **context}),
-    })  # fmt: skip
+    return settings.model_copy(
+        update={
+            "embeddings": "openai",
+            "embedding": settings.embedding.model_copy(
+                update={"model": "bow", "base_url": server.base_url, "dims": 64}
+            ),
+            "llm_base_url": server.base_url,
+            "llm_model": "scripted",
+            "llm_max_retries": 0,
+            "llm_timeout_s": 10,
+            "context": ContextSettings(**{"window_tokens": 4096, **context}),
+        }
+    )
 
 
 async def open_runtime(settings: Settings, client: Redis, session: str = "conv") -> AgentRuntime:
-    rt = await AgentRuntime.open(settings, client, session=session,
-                                 llm=LLMClient.from_settings(settings))  # fmt: skip
+    rt = await AgentRuntime.open(
+        settings, client, session=session, llm=LLMClient.from_settings(settings)
+    )
     await rt.identity.ensure(default_identity_dir())
     return rt
 
@@ -196,8 +206,14 @@ async def test_bad_tool_calls_become_error_results(
         heard.append(args)
         raise RuntimeError("shouting is broken")
 
-    rt.register_tool(Tool("shout", "Shout a text.", {"type": "object", "properties": {
-        "text": {"type": "string"}}, "required": ["text"]}, shout))  # fmt: skip
+    rt.register_tool(
+        Tool(
+            "shout",
+            "Shout a text.",
+            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            shout,
+        )
+    )
     result = await rt.step("BROKEN TOOLS now")
     assert [r.success for r in result.tool_runs] == [False, False, False]
     outputs = [r.output for r in result.tool_runs]
@@ -209,8 +225,10 @@ async def test_bad_tool_calls_become_error_results(
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
     with pytest.raises(InvalidOperationError, match="already registered"):
         rt.register_tool(Tool("shout", "again", {"type": "object"}, shout))
-    huge = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x " * 50}
-                                             for i in range(60)}}  # fmt: skip
+    huge = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string", "description": "x " * 50} for i in range(60)},
+    }
     with pytest.raises(InvalidOperationError, match="budget"):
         rt.register_tool(Tool("huge", "too big", huge, shout))
 

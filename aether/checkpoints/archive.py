@@ -8,7 +8,7 @@ replayed range work again.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -117,8 +117,12 @@ class Archive:
             self.keys.ns,
         )
 
-    async def sync(self) -> SyncReport:
-        """Copy new journal entries and the kept checkpoints; snapshot when due."""
+    async def sync(self, progress: Callable[[int], None] | None = None) -> SyncReport:
+        """Copy new journal entries and the kept checkpoints; snapshot when due.
+
+        Args:
+            progress: told how many more journal entries were copied, batch by batch.
+        """
         fresh_snapshot = await self._latest_snapshot() is None
         if fresh_snapshot:
             await self.snapshot()
@@ -139,8 +143,12 @@ class Archive:
             )
             if len(batch) >= self.batch_size:
                 copied += await self._insert_entries(batch)
+                if progress is not None:
+                    progress(len(batch))
                 batch = []
         copied += await self._insert_entries(batch)
+        if progress is not None and batch:
+            progress(len(batch))
         checkpoints = await self._sync_checkpoints()
         newest = await self.archived_position()
         # Always record the cursor, "0-0" included: pruning never trims past it.
@@ -148,8 +156,11 @@ class Archive:
         snapshot_id = None
         latest = await self._latest_snapshot()
         if gap and not fresh_snapshot:
-            log.warning("journal entries were trimmed before they were archived; "
-                        "taking a new base snapshot", cursor=cursor)  # fmt: skip
+            log.warning(
+                "journal entries were trimmed before they were archived; "
+                "taking a new base snapshot",
+                cursor=cursor,
+            )
             snapshot_id = await self.snapshot()
         elif latest is not None and newest is not None:
             since = await self.conn.fetchval(
@@ -268,8 +279,14 @@ class Archive:
             raise NotFoundError(f"no archived checkpoint matches {target!r}")
         return rows[0]["ms"], rows[0]["seq"]
 
-    async def restore(self, target: str) -> RestoreReport:
+    async def restore(
+        self, target: str, progress: Callable[[int, int], None] | None = None
+    ) -> RestoreReport:
         """Rebuild the namespace, as of ``target``, in a Redis that holds none of it.
+
+        Args:
+            target: a checkpoint id or prefix, or an ISO-8601 time.
+            progress: told ``(done, total)``: keys restored plus entries replayed so far.
 
         Raises:
             ArchiveError: the namespace is not empty, or nothing archived covers the target.
@@ -301,13 +318,25 @@ class Archive:
         if not await self.client.set(self.keys.admin_lock(), token, nx=True, px=600_000):
             raise ConcurrentAdminError(f"another admin action holds {self.keys.admin_lock()}")
         try:
-            return await self._rebuild(snap, ms, seq)
+            return await self._rebuild(snap, ms, seq, progress)
         finally:
             await self.client.fcall("aether_unlock", 1, self.keys.admin_lock(), token)
 
-    async def _rebuild(self, snap: asyncpg.Record, ms: int, seq: int) -> RestoreReport:
+    async def _rebuild(
+        self,
+        snap: asyncpg.Record,
+        ms: int,
+        seq: int,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> RestoreReport:
         restored = 0
         pipe = self.client.pipeline(transaction=False)
+        total = await self._restore_size(snap, ms, seq) if progress is not None else 0
+
+        def advance(done: int) -> None:
+            if progress is not None:
+                progress(done, total)
+
         async with self.conn.transaction():
             cursor = self.conn.cursor(
                 "SELECT key, dump FROM aether_snapshot_keys WHERE ns = $1 AND snapshot_id = $2",
@@ -319,8 +348,10 @@ class Archive:
                 restored += 1
                 if len(pipe) >= 500:
                     await pipe.execute()
+                    advance(restored)
             if len(pipe):
                 await pipe.execute()
+            advance(restored)
             replayed = 0
             position = _pos(snap["ms"], snap["seq"])
             entries = self.conn.cursor(
@@ -338,6 +369,9 @@ class Archive:
                 position = _pos(row["ms"], row["seq"])
                 await self.client.fcall("aether_replay", 1, self.keys.journal(), position, *flat)
                 replayed += 1
+                if replayed % 100 == 0:
+                    advance(restored + replayed)
+            advance(restored + replayed)
             cps = await self.conn.fetch(
                 "SELECT * FROM aether_checkpoints WHERE ns = $1 AND (ms, seq) >= ($2, $3) "
                 "AND (ms, seq) <= ($4, $5)",
@@ -366,6 +400,21 @@ class Archive:
         report = RestoreReport(snap["snapshot_id"], restored, replayed, len(cps), position)
         log.info("archive restored", **report.__dict__)
         return report
+
+    async def _restore_size(self, snap: asyncpg.Record, ms: int, seq: int) -> int:
+        """Keys in the base snapshot plus journal entries to replay after it."""
+        size = await self.conn.fetchval(
+            "SELECT (SELECT count(*) FROM aether_snapshot_keys WHERE ns = $1 AND snapshot_id = $2)"
+            " + (SELECT count(*) FROM aether_journal WHERE ns = $1"
+            " AND (ms, seq) > ($3, $4) AND (ms, seq) <= ($5, $6))",
+            self.keys.ns,
+            snap["snapshot_id"],
+            snap["ms"],
+            snap["seq"],
+            ms,
+            seq,
+        )
+        return int(size)
 
 
 def _glob_escape(text: str) -> str:

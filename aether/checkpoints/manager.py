@@ -17,6 +17,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from aether.checkpoints.diff import KeyChange, compare, read_value, value_at_checkpoint
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
 from aether.errors import (
     AmbiguousIdError,
@@ -145,38 +146,48 @@ class Checkpoints:
             raise NotFoundError(f"checkpoint {matches[0]} vanished (pruned meanwhile)")
         return Checkpoint.from_hash(byte_map(raw))
 
-    async def diff(self, id_or_prefix: str) -> Diff:
-        """What changed since a checkpoint, grouped by tier."""
+    async def show(self, id_or_prefix: str) -> tuple[Checkpoint, int]:
+        """A checkpoint and how many journal entries follow it."""
         checkpoint = await self.resolve(id_or_prefix)
-        first_inverse: dict[str, bool] = {}  # key -> existed at the checkpoint
+        entries = 0
+        async for _ in entries_after(self.client, self.keys.journal(), checkpoint.journal_pos):
+            entries += 1
+        return checkpoint, entries
+
+    async def diff(self, id_or_prefix: str, *, values: bool = True) -> Diff:
+        """What changed since a checkpoint, grouped by tier, key by key.
+
+        Args:
+            id_or_prefix: the checkpoint.
+            values: compare values field by field (else only which keys changed).
+        """
+        checkpoint = await self.resolve(id_or_prefix)
+        undo: dict[str, list[list[list[bytes]]]] = {}  # key -> its inverses, per entry
         tiers: dict[str, TierChanges] = {}
         entries = 0
         async for entry in entries_after(self.client, self.keys.journal(), checkpoint.journal_pos):
             entries += 1
-            touched_tiers: set[str] = set()
-            created_here = {
-                text(op[1]) for op in entry.inverse() if op[0] == b"DEL" and len(op) == 2
-            }
+            per_key: dict[str, list[list[bytes]]] = {}
+            for op in entry.inverse():
+                per_key.setdefault(text(op[1]), []).append(op)
             for key in entry.touched_keys():
-                touched_tiers.add(self.keys.tier(key))
-                first_inverse.setdefault(key, key not in created_here)
-            for tier in touched_tiers:
+                undo.setdefault(key, []).append(per_key.get(key, []))
+            for tier in {self.keys.tier(key) for key in entry.touched_keys()}:
                 tiers.setdefault(tier, TierChanges()).entries += 1
-        keys = sorted(first_inverse)
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.exists(key)
-        exists_now = await pipe.execute() if keys else []
-        for key, now in zip(keys, exists_now, strict=True):
-            changes = tiers.setdefault(self.keys.tier(key), TierChanges())
-            existed = first_inverse[key]
-            if not existed and now:
-                changes.created.append(key)
-            elif existed and not now:
-                changes.deleted.append(key)
-            elif existed and now:
-                changes.modified.append(key)
-        return Diff(checkpoint, entries, tiers)
+        changes: list[KeyChange] = []
+        for key in sorted(undo):
+            now = await read_value(self.client, key)
+            order = [op for ops in reversed(undo[key]) for op in ops]
+            then = await value_at_checkpoint(self.client, self.keys, now, order)
+            change = compare(then, now)
+            if change is None:
+                continue  # changed and changed back
+            change.key, change.tier = key, self.keys.tier(key)
+            if not values:
+                change.fields, change.added, change.removed = [], [], []
+            getattr(tiers.setdefault(change.tier, TierChanges()), change.change).append(key)
+            changes.append(change)
+        return Diff(checkpoint, entries, tiers, changes)
 
     async def _lock(self) -> str:
         token = secrets.token_hex(16)

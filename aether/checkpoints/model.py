@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from aether.checkpoints.diff import KeyChange
+
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -88,6 +90,7 @@ class Diff:
     checkpoint: Checkpoint
     entries: int
     tiers: dict[str, TierChanges]
+    changes: list[KeyChange] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
@@ -95,4 +98,5 @@ class Diff:
             "checkpoint": self.checkpoint.id,
             "entries": self.entries,
             "tiers": {name: asdict(t) for name, t in sorted(self.tiers.items())},
+            "changes": [c.to_dict() for c in self.changes],
         }

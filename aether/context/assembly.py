@@ -157,9 +157,14 @@ class AssembledContext:
         return "\n\n".join(lines)
 
 
-def score_memory(hit: SearchHit, top_relevance: float, now: float,
-                 settings: ContextSettings, half_life_days: float,
-                 beliefs: BeliefSettings) -> ScoredMemory | None:  # fmt: skip
+def score_memory(
+    hit: SearchHit,
+    top_relevance: float,
+    now: float,
+    settings: ContextSettings,
+    half_life_days: float,
+    beliefs: BeliefSettings,
+) -> ScoredMemory | None:
     """Seed 000's scoring of one search hit; ``None`` for a belief that is only a question.
 
     A belief's importance is its effective confidence (seed 004's tiers: from 0.8 it is
@@ -178,11 +183,22 @@ def score_memory(hit: SearchHit, top_relevance: float, now: float,
         uncertain = importance < beliefs.context_at
     else:
         importance = float(doc.get("score", 0.5) or 0.0)
-    score = (settings.relevance_weight * relevance + settings.recency_weight * recency
-             + settings.importance_weight * importance)  # fmt: skip
+    score = (
+        settings.relevance_weight * relevance
+        + settings.recency_weight * recency
+        + settings.importance_weight * importance
+    )
     score *= OUTCOME_FACTOR.get(str(doc.get("outcome", "")), 1.0)
-    return ScoredMemory(hit.key, hit.content, round(score, 6), round(relevance, 6),
-                        round(recency, 6), round(importance, 6), doc, uncertain)  # fmt: skip
+    return ScoredMemory(
+        hit.key,
+        hit.content,
+        round(score, 6),
+        round(relevance, 6),
+        round(recency, 6),
+        round(importance, 6),
+        doc,
+        uncertain,
+    )
 
 
 def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
@@ -270,21 +286,29 @@ class ContextAssembler:
         index = Section("index", table.text, table.tokens, budgets.index, table.rows)
         history_messages, history = await self._history(session, view, budgets, zone)
         empty = Section("memories", "", 0, 0)
-        ctx = AssembledContext(query, budgets.total, system, index, empty, history,
-                               history_messages, [])  # fmt: skip
+        ctx = AssembledContext(
+            query, budgets.total, system, index, empty, history, history_messages, []
+        )
         room = budgets.total - ctx.tokens - count_tokens(MEMORIES_HEADER) - 4
         if budgets.history is None:
             room = min(room, budgets.memories)
         if self.archetype is not None and room > 0:
             share = 100 - self.archetype.strategy.budget["semantic"]
-            found = await graph_context(self.layer, self.archetype, query, room * share // 100,
-                                        session, when.timestamp())  # fmt: skip
+            found = await graph_context(
+                self.layer, self.archetype, query, room * share // 100, session, when.timestamp()
+            )
             if found.text:
-                ctx.graph = Section("graph", found.text, found.tokens, room * share // 100,
-                                    sum(found.counts.values()))  # fmt: skip
+                ctx.graph = Section(
+                    "graph",
+                    found.text,
+                    found.tokens,
+                    room * share // 100,
+                    sum(found.counts.values()),
+                )
                 room -= found.tokens + count_tokens(GRAPH_HEADER) + 4
-        ctx.memories, ctx.chosen = await self._memories(query, room, history_messages,
-                                                        when.timestamp())  # fmt: skip
+        ctx.memories, ctx.chosen = await self._memories(
+            query, room, history_messages, when.timestamp()
+        )
         while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:
             ctx.chosen.pop()
             lines = ctx.memories.text.splitlines()[:-1]
@@ -331,13 +355,17 @@ class ContextAssembler:
         except AetherError as e:
             if not ContextAssembler._warned:
                 ContextAssembler._warned = True
-                log.warning("memory search failed; context assembled without memories",
-                            error=str(e))  # fmt: skip
+                log.warning(
+                    "memory search failed; context assembled without memories", error=str(e)
+                )
             return Section("memories", "", 0, budget), []
         shown = " ".join(" ".join(str(m.get("content") or "").split()) for m in history)
-        visible = [h for h in hits if h.doc.get("status") not in HIDDEN_STATUSES
-                   and not (h.doc.get("kind") == "daily"
-                            and REMEMBER_TAG in (h.doc.get("tags") or []))]  # fmt: skip
+        visible = [
+            h
+            for h in hits
+            if h.doc.get("status") not in HIDDEN_STATUSES
+            and not (h.doc.get("kind") == "daily" and REMEMBER_TAG in (h.doc.get("tags") or []))
+        ]
         top = max((h.relevance for h in visible), default=0.0)
         visible = [h for h in visible if h.relevance >= self.settings.min_relevance * top]
         half_life = self.layer.settings.recency_half_life_days
@@ -362,5 +390,6 @@ class ContextAssembler:
             taken.add(said)
             used += cost
         text = "\n".join(lines)
-        return Section("memories", text, count_tokens(text) if text else 0, budget,
-                       len(chosen)), chosen  # fmt: skip
+        return Section(
+            "memories", text, count_tokens(text) if text else 0, budget, len(chosen)
+        ), chosen

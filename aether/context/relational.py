@@ -44,8 +44,14 @@ def relevance(query_words: set[str], text: str) -> float:
     return len(query_words & set(query_tokens(text))) / len(query_words)
 
 
-def seed_score(strategy: ContextStrategy, *, age_s: float, rel: float, salience: float,
-               outcome: str | None = None) -> float:  # fmt: skip
+def seed_score(
+    strategy: ContextStrategy,
+    *,
+    age_s: float,
+    rel: float,
+    salience: float,
+    outcome: str | None = None,
+) -> float:
     """Seed 000's score of one item."""
     score = math.exp(-max(0.0, age_s) / 3600 / 24) * strategy.recency_weight
     score += rel * strategy.relevance_weight + salience * strategy.salience_weight
@@ -73,16 +79,21 @@ def _when(ts: float) -> str:
 
 
 async def graph_context(
-    layer: MemoryLayer, archetype: Archetype, query: str, budget: int,
-    session: str | None, now: float,
-) -> GraphContext:  # fmt: skip
+    layer: MemoryLayer,
+    archetype: Archetype,
+    query: str,
+    budget: int,
+    session: str | None,
+    now: float,
+) -> GraphContext:
     """The relational sections within ``budget`` tokens (the semantic share excluded)."""
     strategy = archetype.strategy
     shares = strategy.budget
     words = set(query_tokens(query))
     total_share = max(1, 100 - shares["semantic"])
-    part = {name: budget * shares[name] // total_share for name in ("recent", "entities",
-                                                                    "relations")}  # fmt: skip
+    part = {
+        name: budget * shares[name] // total_share for name in ("recent", "entities", "relations")
+    }
     blocks: list[str] = []
     counts: dict[str, int] = {}
 
@@ -91,29 +102,48 @@ async def graph_context(
         counts[name] = max(0, len(lines) - 1)
 
     patterns = await FailureMemory(layer).patterns()
-    add("patterns", _fill("Known failure patterns", [pattern_line(p) for p in patterns],
-                          min(budget // 5, 200)))  # fmt: skip
+    add(
+        "patterns",
+        _fill("Known failure patterns", [pattern_line(p) for p in patterns], min(budget // 5, 200)),
+    )
 
     recent: list[dict[str, Any]] = []
     if session:
         recent = await Events(layer, archetype).recent(session, 30)
-    scored = sorted(recent, key=lambda e: seed_score(
-        strategy, age_s=now - float(e["timestamp"]), rel=relevance(words, str(e["content"])),
-        salience=0.5, outcome=e.get("outcome")), reverse=True)  # fmt: skip
-    event_lines = [f"- [{_when(float(e['timestamp']))}] {e['type']}"
-                   + (f" ({e['outcome']})" if e.get("outcome") else "")
-                   + f": {' '.join(str(e.get('summary') or e['content']).split())}"
-                   for e in scored]  # fmt: skip
+    scored = sorted(
+        recent,
+        key=lambda e: seed_score(
+            strategy,
+            age_s=now - float(e["timestamp"]),
+            rel=relevance(words, str(e["content"])),
+            salience=0.5,
+            outcome=e.get("outcome"),
+        ),
+        reverse=True,
+    )
+    event_lines = [
+        f"- [{_when(float(e['timestamp']))}] {e['type']}"
+        + (f" ({e['outcome']})" if e.get("outcome") else "")
+        + f": {' '.join(str(e.get('summary') or e['content']).split())}"
+        for e in scored
+    ]
     add("events", _fill("Recent events", event_lines, part["recent"]))
 
     graph = Graph(layer)
     entities = await graph.find(query, limit=20) if words else []
-    entities.sort(key=lambda d: seed_score(
-        strategy, age_s=now - d["last_seen"],
-        rel=relevance(words, " ".join([d["name"], *d["aliases"]])),
-        salience=d["salience"]), reverse=True)  # fmt: skip
-    entity_lines = [f"- {d['type']} {d['name']} ({d['mention_count']} mentions, salience "
-                    f"{d['salience']:.2f})" for d in entities]  # fmt: skip
+    entities.sort(
+        key=lambda d: seed_score(
+            strategy,
+            age_s=now - d["last_seen"],
+            rel=relevance(words, " ".join([d["name"], *d["aliases"]])),
+            salience=d["salience"],
+        ),
+        reverse=True,
+    )
+    entity_lines = [
+        f"- {d['type']} {d['name']} ({d['mention_count']} mentions, salience {d['salience']:.2f})"
+        for d in entities
+    ]
     add("entities", _fill("Entities", entity_lines, part["entities"]))
 
     seeds = [d["id"] for d in entities[:SEED_ENTITIES]]
@@ -123,8 +153,9 @@ async def graph_context(
         names = {eid: node["name"] for eid, node in expansion.nodes.items()}
         for source, kind, target, weight, hop in expansion.edges:
             if source in names and target in names:
-                relation_lines.append(f"- {names[source]} {kind} {names[target]}"
-                                      f" (weight {weight:g}, hop {hop})")  # fmt: skip
+                relation_lines.append(
+                    f"- {names[source]} {kind} {names[target]} (weight {weight:g}, hop {hop})"
+                )
     add("relations", _fill("Relations", relation_lines, part["relations"]))
     text = "\n".join(blocks)
     return GraphContext(text, count_tokens(text) if text else 0, counts)

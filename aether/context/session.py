@@ -207,8 +207,11 @@ class SessionWindow:
             )
             report.checkpoints.append(cp.id)
         except AetherError as e:
-            self._warn_once("checkpoint", "context checkpoint failed; the sliding window "
-                            "still bounds the context", error=str(e))  # fmt: skip
+            self._warn_once(
+                "checkpoint",
+                "context checkpoint failed; the sliding window still bounds the context",
+                error=str(e),
+            )
 
     async def _compress(
         self, view: WindowView, fixed_tokens: int, report: EnforceReport
@@ -238,9 +241,13 @@ class SessionWindow:
             new.clip = max(MIN_CLIP_TOKENS, room // messages)
         if self.usage(fixed_tokens, new) >= ceiling:
             report.over_budget = True
-            self._warn_once("over", "context still over the proactive level after compression; "
-                            "the system prompt, tools and memories alone are too large",
-                            fixed_tokens=fixed_tokens, window=window_tokens)  # fmt: skip
+            self._warn_once(
+                "over",
+                "context still over the proactive level after compression; "
+                "the system prompt, tools and memories alone are too large",
+                fixed_tokens=fixed_tokens,
+                window=window_tokens,
+            )
         report.evicted += sum(len(u) for u in evicted)
         await self._save(new, evicted, "context.compress")
         return new
@@ -278,11 +285,16 @@ class SessionWindow:
             text = text.encode()[:limit_bytes].decode(errors="ignore").strip()
             if not text:
                 continue
-            docs.append(build_entry(
-                self.layer, text, source="user" if role == "user" else "agent",
-                tags=[EVICTED_TAG, speaker_tag[:64]], session=self.session,
-                timestamp=float(head.get("timestamp") or 0) or None,
-            ))  # fmt: skip
+            docs.append(
+                build_entry(
+                    self.layer,
+                    text,
+                    source="user" if role == "user" else "agent",
+                    tags=[EVICTED_TAG, speaker_tag[:64]],
+                    session=self.session,
+                    timestamp=float(head.get("timestamp") or 0) or None,
+                )
+            )
         return docs
 
     def _warn_once(self, what: str, message: str, **fields: Any) -> None:

@@ -45,10 +45,14 @@ class Thresholds:
         ``critical`` comes alone (its compression resets the others); ``proactive`` and
         ``warning`` fire when first crossed and re-arm below their level less the margin.
         """
-        armed = {name for name in fired
-                 if name != CRITICAL and usage >= self.level(name) - self.rearm_margin}  # fmt: skip
+        armed = {
+            name
+            for name in fired
+            if name != CRITICAL and usage >= self.level(name) - self.rearm_margin
+        }
         if usage >= self.critical:
             return [CRITICAL], set()
-        actions = [name for name in (PROACTIVE, WARNING)
-                   if usage >= self.level(name) and name not in armed]  # fmt: skip
+        actions = [
+            name for name in (PROACTIVE, WARNING) if usage >= self.level(name) and name not in armed
+        ]
         return actions, armed | set(actions)

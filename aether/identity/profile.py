@@ -149,8 +149,11 @@ class IdentityStore:
         now = _now()
         m = Mutation()
         if replace:
-            for key in (self.keys.identity_files(), self.keys.identity_profile(),
-                        self.keys.user_profile()):  # fmt: skip
+            for key in (
+                self.keys.identity_files(),
+                self.keys.identity_profile(),
+                self.keys.user_profile(),
+            ):
                 m.delete(key)
         m.hset(self.keys.identity_files(), {d.name: d.text for d in source.docs})
         m.hset(self.keys.identity_profile(), {**source.agent, "created_at": now, "updated_at": now})

@@ -73,16 +73,25 @@ def _sections(identity: Identity, now: datetime) -> list[tuple[str, str]]:
     ]
     operator = "\n".join(
         f"{label}: {u[key]}"
-        for key, label in (("name", "Name"), ("timezone", "Timezone"), ("projects", "Projects"),
-                           ("priorities", "Priorities"), ("preferences", "Preferences"))
+        for key, label in (
+            ("name", "Name"),
+            ("timezone", "Timezone"),
+            ("projects", "Projects"),
+            ("priorities", "Priorities"),
+            ("preferences", "Preferences"),
+        )
         if u.get(key)
-    )  # fmt: skip
+    )
     notes = ""
     if user_doc is not None:
         body = user_doc.text.split("---", 2)[-1] if user_doc.fields else user_doc.text
         notes = body.strip()
-    work = [text for d in agent_docs for name, text in d.sections.items()
-            if name not in ("guardrails", "values", "heartbeat") and text]  # fmt: skip
+    work = [
+        text
+        for d in agent_docs
+        for name, text in d.sections.items()
+        if name not in ("guardrails", "values", "heartbeat") and text
+    ]
     candidates = [
         ("identity", " ".join([who, *[d for d in details if d]])),
         ("guardrails", _bullets(section("guardrails"))),
@@ -97,8 +106,15 @@ def _sections(identity: Identity, now: datetime) -> list[tuple[str, str]]:
 
 
 # least important first: the order in which sections are dropped
-_DROP_ORDER = ["operator notes", "heartbeat", "how i work", "values", "operator",
-               "current time", "identity"]  # fmt: skip
+_DROP_ORDER = [
+    "operator notes",
+    "heartbeat",
+    "how i work",
+    "values",
+    "operator",
+    "current time",
+    "identity",
+]
 
 
 def _render(sections: list[tuple[str, str]]) -> str:

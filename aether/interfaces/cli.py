@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, NoReturn, Union, get_args, get_origi
 
 import structlog
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 try:  # typer >= 0.22 vendors click as typer._click; older versions use click itself
     from typer._click import exceptions as click_errors
@@ -98,16 +98,30 @@ class AetherGroup(TyperGroup):
 def _name_metavars(command: Any) -> None:
     """Give every value a readable placeholder in help: ``--since SINCE``, ``--kind [a|b]``.
 
-    typer shows Python types (``<str>``, ``<list[str]>``, ``<bool>``) by default.
+    typer shows Python types (``<str>``, ``<list[str]>``, ``<bool>``) by default, and a
+    required argument as ``{NAME}`` in the usage line; an argument here reads ``NAME``
+    (``[NAME]`` when optional), with its choices when it has a fixed set.
     """
     for param in getattr(command, "params", []):
         if param.metavar is not None or getattr(param, "is_flag", False):
             continue
         choices = _choices(param)
-        name = (param.name or "value").upper()
-        param.metavar = f"[{'|'.join(map(str, choices))}]" if choices else name
+        listed = f"[{'|'.join(map(str, choices))}]" if choices else None
+        if isinstance(param, TyperArgument):
+            _plain_argument(param, listed)
+            continue
+        param.metavar = listed or (param.name or "value").upper()
     for sub in getattr(command, "commands", {}).values():
         _name_metavars(sub)
+
+
+def _plain_argument(argument: TyperArgument, choices: str | None) -> None:
+    name = argument.metavar = (argument.name or "value").upper()
+    usage = name if argument.required else f"[{name}]"
+    suffix = "..." if argument.nargs != 1 else ""
+    # per instance: these are typer's display hooks, not click's public API
+    argument.display_type_rich = lambda ctx: choices  # type: ignore[method-assign]
+    argument._usage_display_name = lambda: usage + suffix  # type: ignore[method-assign]
 
 
 def _choices(param: Any) -> list[str] | None:

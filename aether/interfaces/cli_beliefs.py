@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo
 
 import typer
 
@@ -14,14 +14,16 @@ from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
     AppState,
     emit,
-    emit_rows,
     group,
+    local_time,
     plural,
     print_fields,
+    read_operator_zone,
     run,
     state,
     wants_json,
 )
+from aether.interfaces.tables import Column, emit_table
 from aether.memory.beliefs import Beliefs, BeliefStatus
 from aether.memory.tasks import Tasks, TaskStatus
 
@@ -54,13 +56,13 @@ async def beliefs(st: AppState) -> AsyncIterator[Beliefs]:
                 await llm.aclose()
 
 
-def _when(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M") if ts else "-"
-
-
-def _line(b: dict[str, Any]) -> str:
-    return (f"{b['id']}  {b['effective_confidence']:.2f}  {b.get('status', ''):<11} "
-            f"{b.get('type', ''):<7} {b['content']}")  # fmt: skip
+BELIEF_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("id", lambda b: b["id"], whole=True),
+    Column("confidence", lambda b: f"{b['effective_confidence']:.2f}", justify="right"),
+    Column("status", lambda b: b.get("status")),
+    Column("type", lambda b: b.get("type")),
+    Column("statement", lambda b: b["content"]),
+]
 
 
 def remember(
@@ -75,15 +77,33 @@ def remember(
     async def body() -> dict[str, Any]:
         async with beliefs(st) as b:
             report = await b.remember(text, tags=tag)
-        return {"entry": report.entry["id"], "beliefs": [
-            {"action": o.action, "id": o.belief["id"], "statement": o.belief["content"],
-             "previous": o.previous["id"] if o.previous else None,
-             "similarity": round(o.similarity, 4)} for o in report.outcomes]}  # fmt: skip
+        return {
+            "entry": report.entry["id"],
+            "beliefs": [
+                {
+                    "action": o.action,
+                    "id": o.belief["id"],
+                    "statement": o.belief["content"],
+                    "previous": o.previous["id"] if o.previous else None,
+                    "similarity": round(o.similarity, 4),
+                }
+                for o in report.outcomes
+            ],
+        }
 
     data = run(ctx, body)
-    emit(data, wants_json(ctx, json_), lambda: [print(
-        f"{o['action']} {o['id']}" + (f" (was {o['previous']})" if o["previous"] else "")
-        + f": {o['statement']}") for o in data["beliefs"]])  # fmt: skip
+    emit(
+        data,
+        wants_json(ctx, json_),
+        lambda: [
+            print(
+                f"{o['action']} {o['id']}"
+                + (f" (was {o['previous']})" if o["previous"] else "")
+                + f": {o['statement']}"
+            )
+            for o in data["beliefs"]
+        ],
+    )
 
 
 @belief_app.command("list")
@@ -101,7 +121,7 @@ def belief_list(
         async with beliefs(st) as b:
             return await b.select(None if status == "all" else status)
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), _line)
+    emit_table(run(ctx, body), wants_json(ctx, json_), BELIEF_COLUMNS, empty="no beliefs")
 
 
 @belief_app.command("show")
@@ -109,13 +129,19 @@ def belief_show(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> N
     """One belief (by id or unique prefix)."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> tuple[dict[str, Any], ZoneInfo]:
         async with beliefs(st) as b:
             doc = await b.get(belief_id)
-            return {**doc, "effective_confidence": round(b.effective(doc), 4)}
+            zone = await read_operator_zone(b.layer.client, b.keys)
+            return {**doc, "effective_confidence": round(b.effective(doc), 4)}, zone
 
-    doc = run(ctx, body)
-    emit(doc, wants_json(ctx, json_), lambda: print_fields(doc))
+    doc, zone = run(ctx, body)
+    emit(doc, wants_json(ctx, json_), lambda: print_fields(_shown(doc), zone))
+
+
+def _shown(doc: dict[str, Any]) -> dict[str, Any]:
+    """A belief for people: its vector is for machines."""
+    return {k: v for k, v in doc.items() if k != "embedding"}
 
 
 @belief_app.command("history")
@@ -123,13 +149,21 @@ def belief_history(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -
     """A belief's changes: create, reinforce, contradict, forget, prune."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         async with beliefs(st) as b:
-            return await b.history(belief_id)
+            return await b.history(belief_id), await read_operator_zone(b.layer.client, b.keys)
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda e: (
-        f"{_when(e['at'])}  {e['type']:<10} "
-        + " ".join(f"{k}={v}" for k, v in e.items() if k not in ("type", "at"))))  # fmt: skip
+    changes, zone = run(ctx, body)
+    columns: list[Column[dict[str, Any]]] = [
+        Column("when", lambda e: local_time(e["at"], zone) if e.get("at") else None, whole=True),
+        Column("change", lambda e: e["type"]),
+        Column("details", _details),
+    ]
+    emit_table(changes, wants_json(ctx, json_), columns, empty="no changes recorded")
+
+
+def _details(change: dict[str, Any]) -> str:
+    return "  ".join(f"{k} {v}" for k, v in sorted(change.items()) if k not in ("type", "at"))
 
 
 @belief_app.command("forget")
@@ -210,12 +244,17 @@ def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
         async with beliefs(st) as b:
             return await b.questions()
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_),
-              lambda b: f"{b['id']}  {b['effective_confidence']:.2f}  {b['content']}?")  # fmt: skip
+    columns = [*BELIEF_COLUMNS[:2], Column("open question", lambda b: f"{b['content']}?")]
+    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no open questions")
 
 
-def _task_line(t: dict[str, Any]) -> str:
-    return f"{t['id']}  p{t['priority']}  {t['status']:<4}  {t['due'] or '-':<10}  {t['title']}"
+TASK_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("id", lambda t: t["id"], whole=True),
+    Column("priority", lambda t: f"p{t['priority']}"),
+    Column("status", lambda t: t["status"]),
+    Column("due", lambda t: t["due"], whole=True),
+    Column("title", lambda t: t["title"]),
+]
 
 
 @task_app.command("add")
@@ -254,7 +293,8 @@ def task_list(
         async with memory(st) as layer:
             return await Tasks(layer).list(None if status == "all" else status)
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), _task_line)
+    empty = "no open tasks" if status == "open" else "no tasks"
+    emit_table(run(ctx, body), wants_json(ctx, json_), TASK_COLUMNS, empty=empty)
 
 
 @task_app.command("done")

@@ -3,28 +3,31 @@
 from __future__ import annotations
 
 from typing import Annotated
+from zoneinfo import ZoneInfo
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
+from aether.checkpoints.diff import KeyChange
 from aether.checkpoints.manager import Checkpoints
-from aether.checkpoints.model import Checkpoint
+from aether.checkpoints.model import Checkpoint, Diff
 from aether.interfaces import ranges
 from aether.interfaces.common import (
     AppState,
     confirm,
-    console,
     emit,
     fail,
     group,
-    nothing_found,
+    local_time,
     plural,
+    print_fields,
+    progress_bar,
+    read_operator_zone,
     redis_client,
     run,
     state,
     wants_json,
 )
+from aether.interfaces.tables import Column, emit_table
 
 app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
 archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
@@ -38,10 +41,6 @@ def _manager(st: AppState, client: object) -> Checkpoints:
 
     assert isinstance(client, Redis)
     return Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep)
-
-
-def _line(c: Checkpoint) -> str:
-    return f"{c.id}  {c.created:%Y-%m-%d %H:%M:%S}  {c.reason:<14} {c.label}"
 
 
 @app.command()
@@ -67,25 +66,20 @@ def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """List kept checkpoints, newest first (exit 2 when there are none)."""
     st = state(ctx)
 
-    async def body() -> list[Checkpoint]:
+    async def body() -> tuple[list[Checkpoint], ZoneInfo]:
         async with redis_client(st.settings) as client:
-            return await _manager(st, client).list()
+            return await _manager(st, client).list(), await read_operator_zone(client, st.keys)
 
-    cps = run(ctx, body)
-
-    def render() -> None:
-        if not cps:
-            return
-        table = Table("created (UTC)", "reason", "label", "actor")
-        table.add_column("id", no_wrap=True, min_width=26)  # whole: people copy it
-        for c in cps:
-            cells = (f"{c.created:%Y-%m-%d %H:%M:%S}", c.reason, c.label, c.actor, c.id)
-            table.add_row(*(escape(cell) for cell in cells))  # a label may hold "[/]"
-        console.print(table)
-
-    emit([c.to_dict() for c in cps], wants_json(ctx, json_), render)
-    if not cps:
-        nothing_found("no checkpoints yet", wants_json(ctx, json_))
+    cps, zone = run(ctx, body)
+    columns: list[Column[Checkpoint]] = [
+        Column("id", lambda c: c.id, whole=True),
+        Column("created", lambda c: local_time(c.created.timestamp(), zone), whole=True),
+        Column("reason", lambda c: c.reason),
+        Column("label", lambda c: c.label),
+        Column("actor", lambda c: c.actor),
+    ]
+    data = [c.to_dict() for c in cps]
+    emit_table(cps, wants_json(ctx, json_), columns, data=data, empty="no checkpoints yet")
 
 
 @app.command()
@@ -93,36 +87,66 @@ def show(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> No
     """Show one checkpoint and how many journal entries follow it."""
     st = state(ctx)
 
-    async def body() -> tuple[Checkpoint, int]:
+    async def body() -> tuple[Checkpoint, int, ZoneInfo]:
         async with redis_client(st.settings) as client:
-            diff = await _manager(st, client).diff(checkpoint_id)
-            return diff.checkpoint, diff.entries
+            checkpoint, entries = await _manager(st, client).show(checkpoint_id)
+            return checkpoint, entries, await read_operator_zone(client, st.keys)
 
-    cp, entries = run(ctx, body)
+    cp, entries, zone = run(ctx, body)
+    shown = {
+        "id": cp.id,
+        "label": cp.label,
+        "reason": cp.reason,
+        "actor": cp.actor,
+        "created": local_time(cp.created.timestamp(), zone),
+        "journal": cp.journal_pos,
+        "since": plural(entries, "journal entry"),
+    }
     emit(
         {**cp.to_dict(), "entries_since": entries},
         wants_json(ctx, json_),
-        lambda: print(
-            f"id:        {cp.id}\nlabel:     {cp.label}\nreason:    {cp.reason}\n"
-            f"actor:     {cp.actor}\ncreated:   {cp.created.isoformat()}\n"
-            f"journal:   {cp.journal_pos}\nsince:     {plural(entries, 'journal entry')}"
-        ),
+        lambda: print_fields(shown),
     )
 
 
+_SIGNS = {"created": "+", "modified": "~", "deleted": "-"}
+_SHOWN_CHARS = 120  # a value longer than this is cut for people (--json has it whole)
+
+
+def _short(value: str | None) -> str:
+    if value is None:
+        return "(none)"
+    one_line = value.replace("\n", "\\n")
+    return one_line if len(one_line) <= _SHOWN_CHARS else one_line[: _SHOWN_CHARS - 1] + "…"
+
+
+def _print_change(change: KeyChange) -> None:
+    print(f"  {_SIGNS[change.change]} {change.key} ({change.type})")
+    for f in change.fields:
+        print(f"      {f.field}: {_short(f.before)} → {_short(f.after)}")
+    for item in change.added:
+        print(f"      + {_short(item)}")
+    for item in change.removed:
+        print(f"      - {_short(item)}")
+
+
 @app.command()
-def diff(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> None:
-    """What changed since a checkpoint, grouped by tier."""
+def diff(
+    ctx: typer.Context,
+    checkpoint_id: IdArg,
+    keys_only: Annotated[
+        bool, typer.Option("--keys-only", help="Which keys changed, without their values.")
+    ] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """What changed since a checkpoint, by tier: each key, field by field."""
     st = state(ctx)
 
-    async def body() -> object:
+    async def body() -> Diff:
         async with redis_client(st.settings) as client:
-            return await _manager(st, client).diff(checkpoint_id)
-
-    from aether.checkpoints.model import Diff
+            return await _manager(st, client).diff(checkpoint_id, values=not keys_only)
 
     d = run(ctx, body)
-    assert isinstance(d, Diff)
 
     def render() -> None:
         print(
@@ -130,14 +154,13 @@ def diff(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> No
             f"{plural(d.entries, 'journal entry')}"
         )
         for tier, changes in sorted(d.tiers.items()):
-            print(f"\n{tier}: {plural(changes.entries, 'entry')}")
-            for sign, keys in (
-                ("+", changes.created),
-                ("~", changes.modified),
-                ("-", changes.deleted),
-            ):
-                for key in keys:
-                    print(f"  {sign} {key}")
+            changed = len(changes.created) + len(changes.modified) + len(changes.deleted)
+            print(
+                f"\n{tier}: {plural(changed, 'key')} changed in {plural(changes.entries, 'entry')}"
+            )
+            for change in d.changes:
+                if change.tier == tier:
+                    _print_change(change)
 
     emit(d.to_dict(), wants_json(ctx, json_), render)
 
@@ -155,8 +178,8 @@ def rollback(
 
     async def preview() -> tuple[str, int]:
         async with redis_client(st.settings) as client:
-            d = await _manager(st, client).diff(checkpoint_id)
-            return d.checkpoint.id, d.entries
+            checkpoint, entries = await _manager(st, client).show(checkpoint_id)
+            return checkpoint.id, entries
 
     target, entries = run(ctx, preview)
     confirm(f"Roll back {plural(entries, 'journal entry')} to {target}?", yes, as_json)
@@ -227,6 +250,7 @@ def _dsn(ctx: typer.Context) -> str:
 def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Copy new journal entries and checkpoints to PostgreSQL (snapshot when due)."""
     st, dsn = state(ctx), _dsn(ctx)
+    as_json = wants_json(ctx, json_)
 
     async def body() -> dict[str, object]:
         from aether.checkpoints.archive import Archive, open_archive
@@ -239,12 +263,13 @@ def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
                 st.settings.archive.snapshot_every,
                 st.settings.archive.batch_size,
             )
-            return (await arch.sync()).__dict__
+            with progress_bar("archiving journal entries", hidden=as_json) as bar:
+                return (await arch.sync(bar.advance)).__dict__
 
     report = run(ctx, body)
     emit(
         report,
-        wants_json(ctx, json_),
+        as_json,
         lambda: print(
             f"archived {plural(report['entries'], 'entry')}, "
             f"{plural(report['checkpoints'], 'checkpoint')}"
@@ -276,17 +301,23 @@ def restore(
 ) -> None:
     """Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it."""
     st, dsn = state(ctx), _dsn(ctx)
+    as_json = wants_json(ctx, json_)
 
     async def body() -> dict[str, object]:
         from aether.checkpoints.archive import Archive, open_archive
 
+        def advance(done: int, total: int) -> None:
+            bar.expect(total)
+            bar.reached(done)
+
         async with redis_client(st.settings) as client, open_archive(dsn) as conn:
-            return (await Archive(conn, client, st.keys).restore(to)).__dict__
+            with progress_bar("restoring keys and journal entries", hidden=as_json) as bar:
+                return (await Archive(conn, client, st.keys).restore(to, advance)).__dict__
 
     report = run(ctx, body)
     emit(
         report,
-        wants_json(ctx, json_),
+        as_json,
         lambda: print(
             f"restored {report['keys_restored']} keys from snapshot {report['snapshot']}, "
             f"replayed {plural(report['entries_replayed'], 'entry')} up to {report['position']}"

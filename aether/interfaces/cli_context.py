@@ -20,8 +20,13 @@ app = group("The context layer: preview an assembled context.")
 
 
 def _scored(memory: ScoredMemory) -> dict[str, Any]:
-    return {"key": memory.key, "score": memory.score, "relevance": memory.relevance,
-            "recency": memory.recency, "importance": memory.importance}  # fmt: skip
+    return {
+        "key": memory.key,
+        "score": memory.score,
+        "relevance": memory.relevance,
+        "recency": memory.recency,
+        "importance": memory.importance,
+    }
 
 
 @app.command()
@@ -44,9 +49,14 @@ def preview(
             layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
             search = MemorySearch(layer)
             await search.ensure_index()
-            assembler = ContextAssembler(layer, store, st.settings.context, search,
-                                         st.settings.beliefs,
-                                         archetype(st.settings.archetype))  # fmt: skip
+            assembler = ContextAssembler(
+                layer,
+                store,
+                st.settings.context,
+                search,
+                st.settings.beliefs,
+                archetype(st.settings.archetype),
+            )
             assembled = await assembler.assemble(query, max_tokens, session=session)
             return {
                 "query": query,

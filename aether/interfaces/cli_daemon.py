@@ -81,8 +81,12 @@ async def _up(st: AppState) -> None:
     layer = MemoryLayer.open(settings, client, actor="daemon")
     await MemorySearch(layer).ensure_index()
     started = datetime.now(UTC).isoformat()
-    about = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": started,
-             "consumer": settings.daemon.consumer}  # fmt: skip
+    about = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started_at": started,
+        "consumer": settings.daemon.consumer,
+    }
     tasks = [asyncio.create_task(embedding_service.announce(client, layer.keys, stop, about))]
     if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
         # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not
@@ -93,18 +97,23 @@ async def _up(st: AppState) -> None:
             await asyncio.sleep(0.1)
     if layer.embedder is not None and not stop.is_set():
         await layer.embedder.embed_many(["aether warm-up"])
-        tasks.append(asyncio.create_task(
-            embedding_service.serve(client, layer.keys, layer.embedder, stop)))  # fmt: skip
+        tasks.append(
+            asyncio.create_task(embedding_service.serve(client, layer.keys, layer.embedder, stop))
+        )
     llm = LLMClient.from_settings(settings)
     daemon = Daemon(settings, layer, llm)
     http = _mcp_http(st, layer, daemon) if settings.mcp.port else None
     if http is not None:
         tasks.append(asyncio.create_task(http.serve()))
-    log.info("aether is up", namespace=settings.namespace, agent=identity.agent.get("name"),
-             redis="external" if settings.redis_url else "embedded",
-             embeddings=layer.embedder.model_name if layer.embedder else "none",
-             llm=settings.llm_model or "none",
-             mcp=f"{settings.mcp.host}:{settings.mcp.port}/mcp" if http else "off")  # fmt: skip
+    log.info(
+        "aether is up",
+        namespace=settings.namespace,
+        agent=identity.agent.get("name"),
+        redis="external" if settings.redis_url else "embedded",
+        embeddings=layer.embedder.model_name if layer.embedder else "none",
+        llm=settings.llm_model or "none",
+        mcp=f"{settings.mcp.host}:{settings.mcp.port}/mcp" if http else "off",
+    )
     try:
         await daemon.run(stop)
         if http is not None:
@@ -131,9 +140,13 @@ def _mcp_http(st: AppState, layer: Any, daemon: Any) -> Any:
 
     token = st.settings.mcp.token.get_secret_value() if st.settings.mcp.token else ""
     services = Services(layer, daemon.checkpoints, st.settings)
-    config = uvicorn.Config(http_app(services, token), host=st.settings.mcp.host,
-                            port=st.settings.mcp.port or 0, log_level="warning",
-                            lifespan="on")  # fmt: skip
+    config = uvicorn.Config(
+        http_app(services, token),
+        host=st.settings.mcp.host,
+        port=st.settings.mcp.port or 0,
+        log_level="warning",
+        lifespan="on",
+    )
     return _Server(config)
 
 
@@ -157,8 +170,10 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
             presence = await client.get(keys.daemon_presence())
             beat = await HeartbeatState(client, keys).get()
             depth = await Inbox(client, keys).depth()
-            last = {text(k): text(v) for k, v in
-                    byte_map(await client.hgetall(keys.daemon_maintenance())).items()}  # fmt: skip
+            last = {
+                text(k): text(v)
+                for k, v in byte_map(await client.hgetall(keys.daemon_maintenance())).items()
+            }
             memory: Any = await client.info("memory")
             security = await security_report(st.settings, client)
             zones.append(await read_operator_zone(client, keys))
@@ -186,8 +201,10 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
         pid = f" (pid {data['daemon'].get('pid')})" if data["daemon"] else ""
         print(f"daemon: {alive}{pid}")
         print(f"last beat: {when(data['last_beat'])} ({plural(data['beats'], 'beat')})")
-        print(f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
-              f"outbox: {data['outbox']}")  # fmt: skip
+        print(
+            f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
+            f"outbox: {data['outbox']}"
+        )
         print(f"last maintenance: {when(data['last_maintenance'])}")
         print(f"redis memory: {data['redis_memory']}")
         sec = data["security"]
@@ -273,8 +290,9 @@ def maintenance_run(
             checkpoints = Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep)
             llm = LLMClient.from_settings(st.settings)
             try:
-                engine = MaintenanceEngine(layer, checkpoints, llm, actor="cli",
-                                           beliefs=st.settings.beliefs)  # fmt: skip
+                engine = MaintenanceEngine(
+                    layer, checkpoints, llm, actor="cli", beliefs=st.settings.beliefs
+                )
                 report = await engine.run(dry_run=dry_run)
             finally:
                 if llm is not None:

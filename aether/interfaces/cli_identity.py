@@ -52,10 +52,14 @@ def bootstrap(
             return result.__dict__
 
     result = run(ctx, body)
-    emit(result, wants_json(ctx, json_), lambda: print(
-        f"identity {'replaced' if result['replaced'] else 'bootstrapped'} from {source}: "
-        f"{', '.join(result['files'])}"  # type: ignore[arg-type]
-    ))  # fmt: skip
+    emit(
+        result,
+        wants_json(ctx, json_),
+        lambda: print(
+            f"identity {'replaced' if result['replaced'] else 'bootstrapped'} from {source}: "
+            f"{', '.join(result['files'])}"  # type: ignore[arg-type]
+        ),
+    )
 
 
 @app.command()
@@ -99,8 +103,11 @@ def set_(
             await identity_store(st, client).set_field(_target(target), field, value)
 
     run(ctx, body)
-    emit({"target": target, "field": field, "value": value}, wants_json(ctx, json_),
-         lambda: print(f"{target}.{field} set"))  # fmt: skip
+    emit(
+        {"target": target, "field": field, "value": value},
+        wants_json(ctx, json_),
+        lambda: print(f"{target}.{field} set"),
+    )
 
 
 def _target(value: str) -> Target:

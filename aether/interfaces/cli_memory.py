@@ -12,7 +12,6 @@ from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 import typer
-from rich.progress import Progress
 
 from aether.checkpoints.manager import Checkpoints
 from aether.errors import InvalidOperationError
@@ -21,18 +20,17 @@ from aether.interfaces.common import (
     AppState,
     confirm,
     emit,
-    emit_rows,
-    err_console,
     group,
     local_time,
     nothing_found,
-    plural,
+    progress_bar,
     read_operator_zone,
     redis_client,
     run,
     state,
     wants_json,
 )
+from aether.interfaces.tables import Column, emit_table
 from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog
 from aether.memory.episodes import Episodes
@@ -99,11 +97,19 @@ def parse_since(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _lines(docs: list[dict[str, Any]], zone: ZoneInfo) -> None:
-    for doc in docs:
-        when = local_time(float(doc.get("timestamp", 0)), zone)
-        tags = f" [{', '.join(doc.get('tags', []))}]" if doc.get("tags") else ""
-        print(f"{doc['id']}  {when}  {doc.get('source', '')}{tags}  {doc['content']}")
+def _when(timestamp: Any, zone: ZoneInfo) -> str | None:
+    return local_time(float(timestamp), zone) if timestamp else None
+
+
+def memory_columns(zone: ZoneInfo) -> list[Column[dict[str, Any]]]:
+    """The columns of a list of memories: id, when (in ``zone``), source, tags, text."""
+    return [
+        Column("id", lambda d: d["id"], whole=True),
+        Column("when", lambda d: local_time(float(d.get("timestamp", 0)), zone), whole=True),
+        Column("source", lambda d: d.get("source")),
+        Column("tags", lambda d: ", ".join(d.get("tags") or [])),
+        Column("content", lambda d: d["content"]),
+    ]
 
 
 @app.command("log")
@@ -149,9 +155,7 @@ def day(
 
     found, zone = run(ctx, body)
     docs = [public(d) for d in found]
-    emit(docs, wants_json(ctx, json_), lambda: _lines(docs, zone))
-    if not docs:
-        nothing_found(f"no entries on {target}", wants_json(ctx, json_))
+    emit_table(docs, wants_json(ctx, json_), memory_columns(zone), empty=f"no entries on {target}")
 
 
 @app.command()
@@ -168,39 +172,50 @@ def search(
     """Hybrid search (full text + vectors + recency); exit 2 when nothing is found."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         async with memory(st) as layer:
             hits = await MemorySearch(layer).search(
-                query, kind=kind, source=source, tags=tags or None, since=parse_since(since),
+                query,
+                kind=kind,
+                source=source,
+                tags=tags or None,
+                since=parse_since(since),
                 limit=limit,
-            )  # fmt: skip
-            return [{**h.doc, "relevance": h.relevance} for h in hits]
+            )
+            zone = await read_operator_zone(layer.client, layer.keys)
+            return [{**h.doc, "relevance": h.relevance} for h in hits], zone
 
-    hits = run(ctx, body)
-
-    def render() -> None:
-        for hit in hits:
-            print(f"{hit['relevance']:.3f}  {hit['kind']:<8} {hit['id']}  {hit['content']}")
-
-    emit(hits, wants_json(ctx, json_), render)
-    if not hits:
-        nothing_found(f"nothing found for {query!r}", wants_json(ctx, json_))
+    hits, zone = run(ctx, body)
+    columns = [
+        Column("relevance", lambda h: f"{h['relevance']:.3f}", justify="right"),
+        Column("kind", lambda h: h.get("kind")),
+        *memory_columns(zone),
+    ]
+    emit_table(hits, wants_json(ctx, json_), columns, empty=f"nothing found for {query!r}")
 
 
 @app.command()
-def reindex(ctx: typer.Context) -> None:
+def reindex(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Create the search index (rebuilt when the schema changed) and recount the memory index."""
     st = state(ctx)
+    as_json = wants_json(ctx, json_)
 
     async def body() -> dict[str, int]:
         from aether.memory.topics import MemoryIndex
 
         async with memory(st) as layer:
-            await MemorySearch(layer).ensure_index()
-            return await MemoryIndex(layer).rebuild()
+            with progress_bar("indexing memories (%)", 100, hidden=as_json) as bar:
+                await MemorySearch(layer).ensure_index(bar.reached)
+            with progress_bar("recounting memories", hidden=as_json) as bar:
+                return await MemoryIndex(layer).rebuild(bar.advance)
 
     counts = run(ctx, body)
-    print(f"index {st.keys.memory_index()} ready; memory index recounted: {counts}")
+    summary = ", ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items())) or "none"
+    emit(
+        {"index": st.keys.memory_index(), "counts": counts},
+        as_json,
+        lambda: print(f"index {st.keys.memory_index()} ready; memories counted: {summary}"),
+    )
 
 
 @app.command("import")
@@ -222,6 +237,7 @@ def import_(
     lines) refuses the whole file, naming the line.
     """
     st = state(ctx)
+    as_json = wants_json(ctx, json_)
 
     async def body() -> dict[str, Any]:
         from aether.memory.transfer import (
@@ -234,9 +250,8 @@ def import_(
         async with memory(st) as layer:
             policy = ImportPolicy("skip" if skip_invalid else "refuse", on_duplicate.value)
             read = read_file(layer, path, policy)
-            with Progress(console=err_console, transient=True) as bar:
-                task = bar.add_task("importing", total=len(read.records))
-                report = await import_records(layer, read.records, lambda n: bar.advance(task, n))
+            with progress_bar("importing", len(read.records), hidden=as_json) as bar:
+                report = await import_records(layer, read.records, bar.advance)
             return with_read_report(report, read).to_dict()
 
     report = run(ctx, body)
@@ -244,7 +259,7 @@ def import_(
         f"imported {report['imported']} of {report['read']} ({report['duplicates']} duplicates"
         f", {report['invalid']} invalid lines skipped, {report['duplicate_ids']} repeated ids)"
     )
-    emit(report, wants_json(ctx, json_), lambda: print(summary))
+    emit(report, as_json, lambda: print(summary))
 
 
 @app.command()
@@ -255,14 +270,14 @@ def export(
 ) -> None:
     """Export every daily entry and long-term memory as JSONL (all or nothing)."""
     st = state(ctx)
+    as_json = wants_json(ctx, json_)
 
     async def body() -> int:
         from aether.memory.transfer import export_file
 
         async with memory(st) as layer:
-            with Progress(console=err_console, transient=True) as bar:
-                task = bar.add_task("exporting", total=None)
-                return await export_file(layer, path, lambda n: bar.advance(task, n))
+            with progress_bar("exporting", hidden=as_json) as bar:
+                return await export_file(layer, path, bar.advance)
 
     count = run(ctx, body)
     emit(
@@ -303,9 +318,7 @@ def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
             return [public(await lt.get(i)) for i in await lt.ids()], zone
 
     docs, zone = run(ctx, body)
-    emit(docs, wants_json(ctx, json_), lambda: _lines(docs, zone))
-    if not docs:
-        nothing_found("no long-term memories", wants_json(ctx, json_))
+    emit_table(docs, wants_json(ctx, json_), memory_columns(zone), empty="no long-term memories")
 
 
 @longterm_app.command("delete")
@@ -392,9 +405,13 @@ def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await Episodes(layer).list(session)
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda r: (
-        f"{'ok ' if r['success'] else 'ERR'} {r['tool']} {r['duration_ms']}ms  {r['output'][:80]}"
-    ))  # fmt: skip
+    columns: list[Column[dict[str, Any]]] = [
+        Column("result", lambda r: "ok" if r["success"] else "error"),
+        Column("tool", lambda r: r["tool"]),
+        Column("took", lambda r: f"{r['duration_ms']} ms", justify="right"),
+        Column("output", lambda r: r["output"][:200]),
+    ]
+    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty=f"no tool calls in {session}")
 
 
 @chat_app.command("list")
@@ -402,22 +419,19 @@ def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Chat sessions, most recent first (exit 2 when none)."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         async with memory(st) as layer:
-            return await ChatSessions(layer).list()
+            zone = await read_operator_zone(layer.client, layer.keys)
+            return await ChatSessions(layer).list(), zone
 
-    emit_rows(
-        run(ctx, body),
-        wants_json(ctx, json_),
-        lambda r: "  ".join(
-            [
-                r["id"],
-                str(r.get("updated_at", "")),
-                plural(r["messages"], "message"),
-                r.get("title", ""),
-            ]
-        ),
-    )
+    sessions, zone = run(ctx, body)
+    columns: list[Column[dict[str, Any]]] = [
+        Column("session", lambda r: r["id"], whole=True),
+        Column("last message", lambda r: _when(r.get("last_message_at"), zone), whole=True),
+        Column("messages", lambda r: r["messages"], justify="right"),
+        Column("title", lambda r: r.get("title")),
+    ]
+    emit_table(sessions, wants_json(ctx, json_), columns, empty="no chat sessions")
 
 
 @chat_app.command("show")
@@ -432,8 +446,11 @@ def chat_show(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
             return await chats.messages(session)
 
     rows = run(ctx, body)
-    emit(rows, wants_json(ctx, json_),
-         lambda: [print(f"{r['role']:>9}: {r['content']}") for r in rows])  # fmt: skip
+    emit(
+        rows,
+        wants_json(ctx, json_),
+        lambda: [print(f"{r['role']:>9}: {r['content']}") for r in rows],
+    )
 
 
 @chat_app.command("delete")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
+from redis.asyncio import Redis
 
 from aether.errors import InvalidOperationError
 from aether.interfaces import ranges
@@ -15,14 +16,16 @@ from aether.interfaces.cli_memory import parse_since
 from aether.interfaces.common import (
     AppState,
     emit,
-    emit_rows,
     group,
+    local_time,
     print_fields,
+    read_operator_zone,
     redis_client,
     run,
     state,
     wants_json,
 )
+from aether.interfaces.tables import Column, emit_table
 from aether.registry.factory import RegistryAndLedger, open_registry
 from aether.registry.model import KINDS, LedgerKind
 
@@ -39,12 +42,12 @@ def register(app: typer.Typer) -> None:
 
 
 @asynccontextmanager
-async def opened(st: AppState) -> AsyncIterator[RegistryAndLedger]:
-    """The configured registry and ledger for the duration of a command."""
+async def opened(st: AppState) -> AsyncIterator[tuple[RegistryAndLedger, Redis]]:
+    """The configured registry and ledger (and the Redis client) for a command."""
     async with redis_client(st.settings) as client:
         services = open_registry(st.settings, client, actor="cli")
         try:
-            yield services
+            yield services, client
         finally:
             await services.close()
 
@@ -55,11 +58,15 @@ def tools_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     st = state(ctx)
 
     async def body() -> list[dict[str, Any]]:
-        async with opened(st) as services:
+        async with opened(st) as (services, _client):
             return [t.to_dict() for t in await services.registry.tools()]
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_),
-              lambda t: f"{t['name']}  v{t['version']}  {t['description']}")  # fmt: skip
+    columns: list[Column[dict[str, Any]]] = [
+        Column("name", lambda t: t["name"], whole=True),
+        Column("version", lambda t: f"v{t['version']}", justify="right"),
+        Column("description", lambda t: t["description"]),
+    ]
+    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no registered tools")
 
 
 @tools_app.command("show")
@@ -75,7 +82,7 @@ def tools_show(
     st = state(ctx)
 
     async def body() -> dict[str, Any]:
-        async with opened(st) as services:
+        async with opened(st) as (services, _client):
             return (await services.registry.get(name, version)).to_dict()
 
     tool = run(ctx, body)
@@ -100,20 +107,31 @@ def ledger_list(
     """Ledger entries, newest first."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         if kind is not None and kind not in KINDS:
             raise InvalidOperationError(f"--kind is one of {', '.join(KINDS)}")
-        async with opened(st) as services:
+        async with opened(st) as (services, client):
             entries = await services.ledger.entries(kind=kind, since=_since(since), limit=limit)
-            return [e.to_dict() for e in entries]
+            zone = await read_operator_zone(client, st.keys)
+            return [e.to_dict() for e in entries], zone
 
-    def line(e: dict[str, Any]) -> str:
-        when = datetime.fromtimestamp(e["at"], tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        tokens = (f" {e['prompt_tokens']}+{e['completion_tokens']} tok ${e['cost_usd']:.6f}"
-                  if e["kind"] == "llm_call" else "")  # fmt: skip
-        return f"{when}  {e['kind']:<9} {e['model'] or e['summary']}{tokens}"
+    entries, zone = run(ctx, body)
+    columns: list[Column[dict[str, Any]]] = [
+        Column("when", lambda e: local_time(e["at"], zone), whole=True),
+        Column("kind", lambda e: e["kind"]),
+        Column("what", lambda e: e["model"] or e["summary"]),
+        Column("tokens", _tokens, justify="right"),
+        Column("cost", lambda e: f"${e['cost_usd']:.6f}" if _is_llm(e) else "", justify="right"),
+    ]
+    emit_table(entries, wants_json(ctx, json_), columns, empty="no ledger entries")
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), line)
+
+def _is_llm(entry: dict[str, Any]) -> bool:
+    return bool(entry["kind"] == "llm_call")
+
+
+def _tokens(entry: dict[str, Any]) -> str:
+    return f"{entry['prompt_tokens']}+{entry['completion_tokens']}" if _is_llm(entry) else ""
 
 
 @ledger_app.command("totals")
@@ -122,7 +140,7 @@ def ledger_totals(ctx: typer.Context, since: SinceOpt = None, json_: JsonOpt = F
     st = state(ctx)
 
     async def body() -> dict[str, float]:
-        async with opened(st) as services:
+        async with opened(st) as (services, _client):
             return await services.ledger.totals(since=_since(since))
 
     data = run(ctx, body)

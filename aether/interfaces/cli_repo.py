@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
 
 from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
-from aether.interfaces.common import emit, emit_rows, err_console, group, run, state, wants_json
+from aether.interfaces.common import emit, group, progress_bar, run, state, wants_json
+from aether.interfaces.tables import Column, emit_table
 from aether.memory.graph import Graph
 from aether.memory.repository import Repositories
 
@@ -39,9 +39,8 @@ def repo_index(
     async def body() -> dict[str, Any]:
         async with memory(st) as layer:
             repos = Repositories(layer)
-            with Progress(console=err_console, transient=True, disable=as_json) as bar:
-                task = bar.add_task("indexing", total=None)
-                report = await repos.index(path, lambda n: bar.advance(task, n))
+            with progress_bar("indexing", hidden=as_json) as bar:
+                report = await repos.index(path, bar.advance)
             return report.__dict__
 
     data = run(ctx, body)
@@ -72,8 +71,23 @@ def repo_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await Repositories(layer).repos()
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_),
-              lambda r: f"{r['id']}  {r['files']} files  {r['root']}")  # fmt: skip
+    columns: list[Column[dict[str, Any]]] = [
+        Column("repository", lambda r: r["id"], whole=True),
+        Column("files", lambda r: r["files"], justify="right"),
+        Column("root", lambda r: r["root"], whole=True),
+    ]
+    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no indexed repositories")
+
+
+# the columns each query adds after the path (related scores, deps depth, affected tests)
+_QUERY_COLUMNS: dict[str, list[Column[dict[str, Any]]]] = {
+    "related": [Column("score", lambda r: f"{r['score']:.2f}", justify="right")],
+    "deps": [Column("depth", lambda r: r["depth"], justify="right")],
+    "affected": [
+        Column("depth", lambda r: r["depth"], justify="right"),
+        Column("test", lambda r: "test" if r.get("test") else ""),
+    ],
+}
 
 
 def _query(ctx: typer.Context, file: Path, what: str, json_: bool) -> None:
@@ -85,9 +99,11 @@ def _query(ctx: typer.Context, file: Path, what: str, json_: bool) -> None:
             found: list[dict[str, Any]] = await getattr(repos, what)(file)
             return found
 
-    rows = run(ctx, body)
-    emit_rows(rows, wants_json(ctx, json_), lambda r: "  ".join(
-        [r["path"], *[f"{k}={v}" for k, v in r.items() if k != "path"]]))  # fmt: skip
+    columns = [Column[dict[str, Any]]("path", lambda r: r["path"]), *_QUERY_COLUMNS[what]]
+    empties = {"related": "no related files", "deps": "no dependencies", "affected": "nothing"}
+    emit_table(
+        run(ctx, body), wants_json(ctx, json_), columns, empty=empties[what] + f" for {file}"
+    )
 
 
 @repo_app.command("related")
@@ -117,9 +133,16 @@ def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await Graph(layer).find(query, limit=20)
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda d: (
-        f"{d['id']}  {d['type']:<13} {d['name']}  ({d['mention_count']} mentions, "
-        f"salience {d['salience']:.2f})"))  # fmt: skip
+    columns: list[Column[dict[str, Any]]] = [
+        Column("id", lambda d: d["id"], whole=True),
+        Column("type", lambda d: d["type"]),
+        Column("name", lambda d: d["name"]),
+        Column("mentions", lambda d: d["mention_count"], justify="right"),
+        Column("salience", lambda d: f"{d['salience']:.2f}", justify="right"),
+    ]
+    emit_table(
+        run(ctx, body), wants_json(ctx, json_), columns, empty=f"no entity matches {query!r}"
+    )
 
 
 @graph_app.command("expand")
@@ -138,8 +161,23 @@ def graph_expand(
             seeds = [d["id"] for d in await graph.find(query, limit=5)]
             found = await graph.expand(seeds, depth=depth)
             names = {eid: node["name"] for eid, node in found.nodes.items()}
-            return [{"source": names.get(s, s), "type": t, "target": names.get(d, d),
-                     "weight": w, "hop": h} for s, t, d, w, h in found.edges]  # fmt: skip
+            return [
+                {
+                    "source": names.get(s, s),
+                    "type": t,
+                    "target": names.get(d, d),
+                    "weight": w,
+                    "hop": h,
+                }
+                for s, t, d, w, h in found.edges
+            ]
 
-    emit_rows(run(ctx, body), wants_json(ctx, json_), lambda e: (
-        f"{e['hop']}  {e['source']} --{e['type']}--> {e['target']} ({e['weight']:g})"))  # fmt: skip
+    columns: list[Column[dict[str, Any]]] = [
+        Column("hop", lambda e: e["hop"], justify="right"),
+        Column("source", lambda e: e["source"]),
+        Column("relation", lambda e: e["type"]),
+        Column("target", lambda e: e["target"]),
+        Column("weight", lambda e: f"{e['weight']:g}", justify="right"),
+    ]
+    empty = f"no relations around {query!r}"
+    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty=empty)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -17,6 +17,7 @@ import typer
 from redis.asyncio import Redis
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, TaskID
 
 from aether.config import Settings
 from aether.errors import AetherError, error_code
@@ -28,6 +29,7 @@ EXIT_NO_RESULTS = 2
 EXIT_USAGE = 64  # EX_USAGE (sysexits.h): 2 stays "the query ran and found nothing"
 
 T = TypeVar("T")
+_UTC = ZoneInfo("UTC")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -129,17 +131,17 @@ def nothing_found(message: str, as_json: bool) -> NoReturn:
     raise typer.Exit(EXIT_NO_RESULTS)
 
 
-def human(name: str, value: Any) -> str:
-    """One value as a person reads it: lists joined, times as dates, nothing as '-'."""
+def human(name: str, value: Any, zone: ZoneInfo = _UTC) -> str:
+    """One value as a person reads it: lists joined, times in ``zone``, nothing as '-'."""
     if value is None or value == "" or value == [] or value == {}:
         return "-"
     if isinstance(value, list | tuple):
-        return ", ".join(human(name, v) for v in value)
+        return ", ".join(human(name, v, zone) for v in value)
     if isinstance(value, dict):
-        return ", ".join(f"{k} {human(str(k), v)}" for k, v in value.items())
+        return ", ".join(f"{k} {human(str(k), v, zone)}" for k, v in value.items())
     is_time = name.endswith("_at") or name in ("timestamp", "at", "created", "due_at")
     if is_time and isinstance(value, int | float) and 0 < value < 253_402_300_800:
-        return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return local_time(float(value), zone)
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
@@ -170,20 +172,11 @@ def local_time(timestamp: float, zone: ZoneInfo) -> str:
     return datetime.fromtimestamp(timestamp, tz=zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def print_fields(data: dict[str, Any]) -> None:
-    """``name: value`` lines for people (see :func:`human`)."""
+def print_fields(data: dict[str, Any], zone: ZoneInfo = _UTC) -> None:
+    """``name: value`` lines for people, times in ``zone`` (see :func:`human`)."""
     width = max((len(k) for k in data), default=0)
     for key, value in data.items():
-        print(f"{key + ':':<{width + 1}} {human(key, value)}")
-
-
-def emit_rows(
-    rows: list[Any], as_json: bool, line: Callable[[Any], str], empty: str = "nothing found"
-) -> None:
-    """Print rows (JSON, or one ``line(row)`` each); exit 2, saying ``empty``, when none."""
-    emit(rows, as_json, lambda: [print(line(row)) for row in rows])
-    if not rows:
-        nothing_found(empty, as_json)
+        print(f"{key + ':':<{width + 1}} {human(key, value, zone)}")
 
 
 def confirm(question: str, yes: bool, as_json: bool) -> None:
@@ -194,3 +187,35 @@ def confirm(question: str, yes: bool, as_json: bool) -> None:
         fail("refusing without --yes (no terminal to confirm on)", as_json, kind="invalid")
     if not typer.confirm(question, default=False):
         fail("cancelled; nothing changed", as_json, kind="cancelled")
+
+
+class Bar:
+    """A progress bar a command advances as its work goes (see :func:`progress_bar`)."""
+
+    def __init__(self, progress: Progress, task: TaskID) -> None:
+        self._progress = progress
+        self._task = task
+
+    def advance(self, done: int = 1) -> None:
+        """``done`` more units of work are finished."""
+        self._progress.advance(self._task, done)
+
+    def reached(self, done: float) -> None:
+        """So much of the work is finished, in the bar's units (a percentage, say)."""
+        self._progress.update(self._task, completed=done)
+
+    def expect(self, total: int) -> None:
+        """The work turned out to be ``total`` units (a bar without a total spins)."""
+        self._progress.update(self._task, total=total)
+
+
+@contextmanager
+def progress_bar(label: str, total: int | None = None, *, hidden: bool = False) -> Iterator[Bar]:
+    """A rich progress bar on stderr for long work; gone when the work ends.
+
+    It is drawn only on a terminal, never with ``--json`` (``hidden``), so that output
+    meant for programs stays clean.
+    """
+    shown = not hidden and err_console.is_terminal
+    with Progress(console=err_console, transient=True, disable=not shown) as progress:
+        yield Bar(progress, progress.add_task(label, total=total))

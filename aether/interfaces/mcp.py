@@ -142,9 +142,18 @@ def build_server(services: Services) -> MCPServer[Any]:
         async def work() -> dict[str, Any]:
             await search.ensure_index()
             hits = await search.search(query, limit=limit, kind=kind)
-            return {"results": [{"key": h.key, "id": h.doc.get("id"), "kind": h.doc.get("kind"),
-                                 "content": h.content, "relevance": h.relevance}
-                                for h in hits]}  # fmt: skip
+            return {
+                "results": [
+                    {
+                        "key": h.key,
+                        "id": h.doc.get("id"),
+                        "kind": h.doc.get("kind"),
+                        "content": h.content,
+                        "relevance": h.relevance,
+                    }
+                    for h in hits
+                ]
+            }
 
         return await work()
 
@@ -213,8 +222,14 @@ def build_server(services: Services) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """The context aether would send a model for ``query``, within ``max_tokens``."""
         settings = services.settings
-        assembler = ContextAssembler(layer, services.identity, settings.context, search,
-                                     settings.beliefs, archetype(settings.archetype))  # fmt: skip
+        assembler = ContextAssembler(
+            layer,
+            services.identity,
+            settings.context,
+            search,
+            settings.beliefs,
+            archetype(settings.archetype),
+        )
 
         async def work() -> dict[str, Any]:
             await search.ensure_index()
@@ -222,9 +237,19 @@ def build_server(services: Services) -> MCPServer[Any]:
 
         return await work()
 
-    for fn in (memory_search, memory_log, memory_remember, memory_forget, scratchpad_get,
-               scratchpad_set, checkpoint_create, checkpoint_list, checkpoint_rollback,
-               identity_get, context_assemble):  # fmt: skip
+    for fn in (
+        memory_search,
+        memory_log,
+        memory_remember,
+        memory_forget,
+        scratchpad_get,
+        scratchpad_set,
+        checkpoint_create,
+        checkpoint_list,
+        checkpoint_rollback,
+        identity_get,
+        context_assemble,
+    ):
         tool(fn)
     return server
 

@@ -79,8 +79,13 @@ class MaintenanceReport:
 
 def _entry_messages(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Daily entries as messages for the summarizer."""
-    return [{"role": "user" if d.get("source") == "user" else "assistant",
-             "content": str(d.get("content", ""))} for d in docs]  # fmt: skip
+    return [
+        {
+            "role": "user" if d.get("source") == "user" else "assistant",
+            "content": str(d.get("content", "")),
+        }
+        for d in docs
+    ]
 
 
 class MaintenanceEngine:
@@ -135,8 +140,11 @@ class MaintenanceEngine:
                 await self.client.delete(lock)
         report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
         if not dry_run:
-            last: dict[Any, Any] = {"at": when.isoformat(), "by": self.actor,
-                    "report": json.dumps(report.to_dict())}  # fmt: skip
+            last: dict[Any, Any] = {
+                "at": when.isoformat(),
+                "by": self.actor,
+                "report": json.dumps(report.to_dict()),
+            }
             await self.client.hset(self.keys.daemon_maintenance(), mapping=last)
             changed = sum(s.changed for s in report.steps)
             event = {"type": "maintenance.done", "changed": changed}
@@ -149,8 +157,9 @@ class MaintenanceEngine:
         if self.llm is not None:
             lines = "\n".join(f"- {d.get('content', '')}" for d in docs)
             try:
-                return await self.llm.complete(instruction, truncate_to_tokens(lines, 6000),
-                                               max_tokens=DIGEST_TOKENS)  # fmt: skip
+                return await self.llm.complete(
+                    instruction, truncate_to_tokens(lines, 6000), max_tokens=DIGEST_TOKENS
+                )
             except LLMError as e:
                 log.warning("LLM unavailable for maintenance; extractive instead", error=str(e))
         summary = ExtractiveSummarizer().summarize_now("", _entry_messages(docs), DIGEST_TOKENS)
@@ -172,8 +181,9 @@ class MaintenanceEngine:
             ]
             step.detail = f"would compress {len(old_days)} days"
             return step
-        cp = await self.checkpoints.create(label="before compressing old daily logs",
-                                           reason="pre-maintenance", actor=self.actor)  # fmt: skip
+        cp = await self.checkpoints.create(
+            label="before compressing old daily logs", reason="pre-maintenance", actor=self.actor
+        )
         step.checkpoint = cp.id
         for day in old_days:
             step.changed += await self._compress_day(day)
@@ -186,19 +196,25 @@ class MaintenanceEngine:
         if not docs:
             await self.layer.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
             return 0
-        ranked = sorted(docs, key=lambda d: (float(d.get("score", 0.5)), d["timestamp"]),
-                        reverse=True)[:DIGEST_MAX_ENTRIES]  # fmt: skip
+        ranked = sorted(
+            docs, key=lambda d: (float(d.get("score", 0.5)), d["timestamp"]), reverse=True
+        )[:DIGEST_MAX_ENTRIES]
         ranked.sort(key=lambda d: d["timestamp"])
-        summary = await self._summary(ranked, "Summarise one day of your own log for long-term "
-                                      "memory: facts, decisions, outcomes, names, numbers. "
-                                      "Plain text.")  # fmt: skip
+        summary = await self._summary(
+            ranked,
+            "Summarise one day of your own log for long-term "
+            "memory: facts, decisions, outcomes, names, numbers. "
+            "Plain text.",
+        )
         tags = sorted({t for d in docs for t in d.get("tags", [])})[:30]
         digest = build_memory(
-            self.layer, f"Digest of {day.isoformat()} ({len(docs)} entries):\n{summary}",
-            source="system", tags=[DIGEST_TAG, *[t for t in tags if t != DIGEST_TAG]][:32],
+            self.layer,
+            f"Digest of {day.isoformat()} ({len(docs)} entries):\n{summary}",
+            source="system",
+            tags=[DIGEST_TAG, *[t for t in tags if t != DIGEST_TAG]][:32],
             sources=[d["id"] for d in docs],
             timestamp=max(float(d["timestamp"]) for d in docs),
-        )  # fmt: skip
+        )
         await self.layer.attach_embeddings([digest])
         for start in range(0, len(docs), DELETE_BATCH):
             batch = docs[start : start + DELETE_BATCH]
@@ -245,24 +261,34 @@ class MaintenanceEngine:
         state = self.keys.maintenance_state()
         raw = await self.client.hget(state, "reflected_until")
         since = float(raw) if raw else (now - timedelta(days=1)).timestamp()
-        docs = [d for d in await self.daily.recent(2)
-                if since < float(d["timestamp"]) <= now.timestamp()
-                and REFLECTION_TAG not in d.get("tags", [])]  # fmt: skip
+        docs = [
+            d
+            for d in await self.daily.recent(2)
+            if since < float(d["timestamp"]) <= now.timestamp()
+            and REFLECTION_TAG not in d.get("tags", [])
+        ]
         if len(docs) < REFLECT_MIN_ENTRIES:
             step.detail = f"{len(docs)} new entries since the last reflection; nothing to distill"
             return step
         if dry_run:
             step.changed, step.detail = 1, f"would distill {len(docs)} entries"
             return step
-        text_ = await self._summary(docs, "Reflect on these recent notes of yours. Write the "
-                                    "lasting facts, lessons and decisions worth remembering, "
-                                    "one per line, nothing else.")  # fmt: skip
+        text_ = await self._summary(
+            docs,
+            "Reflect on these recent notes of yours. Write the "
+            "lasting facts, lessons and decisions worth remembering, "
+            "one per line, nothing else.",
+        )
         lines = [ln.strip(" -*\t") for ln in text_.splitlines() if ln.strip(" -*\t")]
         if self.llm is None or not lines:
             lines = [" ".join(text_.split())]
         ids = [d["id"] for d in docs]
-        memories = [build_memory(self.layer, line, source="agent", tags=[REFLECTION_TAG],
-                                 sources=ids, timestamp=now) for line in lines[:20]]  # fmt: skip
+        memories = [
+            build_memory(
+                self.layer, line, source="agent", tags=[REFLECTION_TAG], sources=ids, timestamp=now
+            )
+            for line in lines[:20]
+        ]
         await self.layer.attach_embeddings(memories)
         m = Mutation()
         for memory in memories:
@@ -292,8 +318,9 @@ class MaintenanceEngine:
             verb = "would prune" if dry_run else "pruned"
             step.detail = f"{len(active)} active beliefs; {verb} {len(doomed)} under {limit}"
             return step
-        cp = await self.checkpoints.create(label="before pruning beliefs", reason="pre-maintenance",
-                                           actor=self.actor)  # fmt: skip
+        cp = await self.checkpoints.create(
+            label="before pruning beliefs", reason="pre-maintenance", actor=self.actor
+        )
         step.checkpoint = cp.id
         step.items = await beliefs.prune(limit, when)
         step.changed = len(step.items)

@@ -49,10 +49,19 @@ class Schedule:
         first = datetime.now(UTC) + timedelta(
             seconds=interval_s if first_in_s is None else first_in_s
         )
-        self.scheduler.add_job(self._guarded, "interval", seconds=interval_s, id=job_id,
-                               args=[job_id, interval_s, job], replace_existing=True, name=job_id,
-                               max_instances=1, coalesce=True, next_run_time=first,
-                               misfire_grace_time=max(1, int(interval_s)))  # fmt: skip
+        self.scheduler.add_job(
+            self._guarded,
+            "interval",
+            seconds=interval_s,
+            id=job_id,
+            args=[job_id, interval_s, job],
+            replace_existing=True,
+            name=job_id,
+            max_instances=1,
+            coalesce=True,
+            next_run_time=first,
+            misfire_grace_time=max(1, int(interval_s)),
+        )
 
     async def claim(self, job_id: str, interval_s: float) -> bool:
         """Claim this slot of ``job_id`` for this process (``False``: another has it)."""

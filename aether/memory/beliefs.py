@@ -55,8 +55,19 @@ TYPES = ("fact", "insight")
 BeliefStatus = Literal["active", "invalidated", "forgotten", "pruned"]
 STATUSES: tuple[str, ...] = get_args(BeliefStatus)
 NEIGHBOURS = 5
-BELIEF_FIELDS = ("id", "content", "type", "confidence", "reinforced_at", "status", "evidence",
-                 "supersedes", "superseded_by", "tags", "timestamp")  # fmt: skip
+BELIEF_FIELDS = (
+    "id",
+    "content",
+    "type",
+    "confidence",
+    "reinforced_at",
+    "status",
+    "evidence",
+    "supersedes",
+    "superseded_by",
+    "tags",
+    "timestamp",
+)
 _NEGATIONS = frozenset(
     [
         "not",
@@ -112,8 +123,11 @@ def heuristic_contradiction(old: str, new: str) -> bool:
 
 def keyword_tags(statement: str, limit: int = 2) -> list[str]:
     """Topic tags for a statement without an LLM: its longest content words."""
-    words = [w for w in dict.fromkeys(re.findall(r"[a-z][a-z-]{3,}", statement.lower()))
-             if w not in STOPWORDS]  # fmt: skip
+    words = [
+        w
+        for w in dict.fromkeys(re.findall(r"[a-z][a-z-]{3,}", statement.lower()))
+        if w not in STOPWORDS
+    ]
     return sorted(words, key=len, reverse=True)[:limit]
 
 
@@ -151,8 +165,9 @@ class Beliefs:
         self.keys = layer.keys
         self.settings = settings
         self.llm = llm
-        self.index = search_index(layer.client, layer.keys,
-                                  layer.embedder.dims if layer.embedder else None)  # fmt: skip
+        self.index = search_index(
+            layer.client, layer.keys, layer.embedder.dims if layer.embedder else None
+        )
 
     def effective(self, doc: dict[str, Any], now: float | None = None) -> float:
         """The belief's effective confidence now."""
@@ -178,8 +193,10 @@ class Beliefs:
     async def ids(self) -> list[str]:
         """Every belief id (any status)."""
         prefix = self.keys.belief("")
-        found = [text(k)[len(prefix):] async for k in
-                 self.layer.client.scan_iter(match=prefix + "*", count=1000)]  # fmt: skip
+        found = [
+            text(k)[len(prefix) :]
+            async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)
+        ]
         return sorted(found)
 
     async def select(
@@ -214,8 +231,11 @@ class Beliefs:
 
     async def questions(self, now: float | None = None) -> list[dict[str, Any]]:
         """Open questions: active beliefs whose effective confidence is under 0.5."""
-        return [b for b in await self.select("active", now)
-                if b["effective_confidence"] < self.settings.uncertain_at]  # fmt: skip
+        return [
+            b
+            for b in await self.select("active", now)
+            if b["effective_confidence"] < self.settings.uncertain_at
+        ]
 
     async def similar(
         self, statement: str, vector: list[float] | None, limit: int = NEIGHBOURS
@@ -224,16 +244,26 @@ class Beliefs:
         active = (Tag("kind") == "belief") & (Tag("status") == "active")
         try:
             if vector is not None:
-                query = VectorQuery(vector, "embedding", filter_expression=active,
-                                    num_results=limit, return_fields=[])  # fmt: skip
+                query = VectorQuery(
+                    vector,
+                    "embedding",
+                    filter_expression=active,
+                    num_results=limit,
+                    return_fields=[],
+                )
                 rows = await self.index.search(query.query, query_params=query.params)
                 scored = [(doc.id, 1.0 - float(doc.vector_distance)) for doc in rows.docs]
             else:
                 tokens = query_tokens(statement)
                 if not tokens:
                     return []
-                query = TextQuery(" ".join(tokens), "content", filter_expression=active,
-                                  num_results=limit * 4, stopwords=None)  # fmt: skip
+                query = TextQuery(
+                    " ".join(tokens),
+                    "content",
+                    filter_expression=active,
+                    num_results=limit * 4,
+                    stopwords=None,
+                )
                 query.no_content()
                 rows = await self.index.search(query.query, query_params=query.params)
                 scored = [(doc.id, 0.0) for doc in rows.docs]
@@ -245,26 +275,41 @@ class Beliefs:
         for (_, sim), doc in zip(scored, docs, strict=True):
             if doc is None or doc.get("status") != "active":
                 continue
-            out.append((doc, sim if vector is not None else
-                        lexical_similarity(statement, str(doc["content"]))))  # fmt: skip
+            out.append(
+                (
+                    doc,
+                    sim
+                    if vector is not None
+                    else lexical_similarity(statement, str(doc["content"])),
+                )
+            )
         out.sort(key=lambda pair: pair[1], reverse=True)
         return out[:limit]
 
     # ------------------------------------------------------------------ writing
 
     async def remember(
-        self, statement: str, *, source: str = "user", tags: list[str] | None = None,
-        session: str | None = None, now: float | None = None,
-    ) -> RememberReport:  # fmt: skip
+        self,
+        statement: str,
+        *,
+        source: str = "user",
+        tags: list[str] | None = None,
+        session: str | None = None,
+        now: float | None = None,
+    ) -> RememberReport:
         """Log ``statement`` and fold the beliefs it holds into memory (see module docs).
 
         Raises:
             InvalidOperationError: empty or oversized text, bad tags; nothing is written.
         """
         when = now or time.time()
-        entry = await DailyLog(self.layer).log(statement, source=source,
-                                               tags=["remember", *(tags or [])],
-                                               session=session, timestamp=when)  # fmt: skip
+        entry = await DailyLog(self.layer).log(
+            statement,
+            source=source,
+            tags=["remember", *(tags or [])],
+            session=session,
+            timestamp=when,
+        )
         report = RememberReport(entry)
         for extracted in await self._extract(statement):
             report.outcomes.append(await self._fold(extracted, entry["id"], tags or [], when))
@@ -275,10 +320,12 @@ class Beliefs:
         fallback = [{"statement": statement.strip(), "type": "fact", "tags": []}]
         if self.llm is None:
             return fallback
-        prompt = ("Extract at most two beliefs from the text: one personal fact and, only if "
-                  "there is one, one general insight. Answer only JSON: "
-                  '[{"statement": "...", "type": "fact" or "insight", "tags": ["topic"]}]\n\n'
-                  f"Text: {statement}")  # fmt: skip
+        prompt = (
+            "Extract at most two beliefs from the text: one personal fact and, only if "
+            "there is one, one general insight. Answer only JSON: "
+            '[{"statement": "...", "type": "fact" or "insight", "tags": ["topic"]}]\n\n'
+            f"Text: {statement}"
+        )
         try:
             raw = await self.llm.complete("You extract durable beliefs.", prompt, max_tokens=300)
             items = json.loads(raw[raw.index("[") : raw.rindex("]") + 1])
@@ -297,12 +344,15 @@ class Beliefs:
 
     async def _contradicts(self, old: str, new: str) -> bool:
         if self.llm is not None:
-            prompt = ("Do these two statements contradict each other (cannot both be true "
-                      'now)? Answer only JSON {"contradicts": true|false}.\n'
-                      f"A: {old}\nB: {new}")  # fmt: skip
+            prompt = (
+                "Do these two statements contradict each other (cannot both be true "
+                'now)? Answer only JSON {"contradicts": true|false}.\n'
+                f"A: {old}\nB: {new}"
+            )
             try:
-                raw = await self.llm.complete("You check statements for contradiction.", prompt,
-                                              max_tokens=20)  # fmt: skip
+                raw = await self.llm.complete(
+                    "You check statements for contradiction.", prompt, max_tokens=20
+                )
                 return bool(json.loads(raw[raw.index("{") : raw.rindex("}") + 1])["contradicts"])
             except (LLMError, ValueError, KeyError) as e:
                 log.info("contradiction check fell back to the heuristic", error=str(e))
@@ -318,8 +368,14 @@ class Beliefs:
             if sim < self.settings.check_above:
                 break
             if await self._contradicts(str(old["content"]), statement):
-                new = self._build(statement, extracted["type"], evidence,
-                                  tags + extracted["tags"], now, supersedes=old["id"])  # fmt: skip
+                new = self._build(
+                    statement,
+                    extracted["type"],
+                    evidence,
+                    tags + extracted["tags"],
+                    now,
+                    supersedes=old["id"],
+                )
                 await self._write_new(new, vector, superseding=old, now=now, similarity=sim)
                 return Outcome("superseded", new, old, sim)
         if neighbours and neighbours[0][1] > self.settings.reinforce_above:
@@ -329,15 +385,38 @@ class Beliefs:
         await self._write_new(new, vector, now=now)
         return Outcome("created", new, None, neighbours[0][1] if neighbours else 0.0)
 
-    def _build(self, statement: str, kind: str, evidence: str, tags: list[str], now: float,
-               supersedes: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def _build(
+        self,
+        statement: str,
+        kind: str,
+        evidence: str,
+        tags: list[str],
+        now: float,
+        supersedes: str | None = None,
+    ) -> dict[str, Any]:
         topic = list(dict.fromkeys([*tags, *keyword_tags(statement)]))[:8]
-        doc = base_record("belief", statement, max_bytes=self.layer.settings.max_content_bytes,
-                          source="agent", tags=topic, score=self.settings.initial_confidence,
-                          timestamp=now, record_id=new_id())  # fmt: skip
-        doc.update({"type": kind, "confidence": self.settings.initial_confidence,
-                    "reinforced_at": now, "status": "active", "evidence": [evidence],
-                    "supersedes": supersedes, "superseded_by": None, "session": ""})  # fmt: skip
+        doc = base_record(
+            "belief",
+            statement,
+            max_bytes=self.layer.settings.max_content_bytes,
+            source="agent",
+            tags=topic,
+            score=self.settings.initial_confidence,
+            timestamp=now,
+            record_id=new_id(),
+        )
+        doc.update(
+            {
+                "type": kind,
+                "confidence": self.settings.initial_confidence,
+                "reinforced_at": now,
+                "status": "active",
+                "evidence": [evidence],
+                "supersedes": supersedes,
+                "superseded_by": None,
+                "session": "",
+            }
+        )
         return doc
 
     def _event(self, m: Mutation, belief_id: str, kind: str, now: float, **detail: Any) -> None:
@@ -345,21 +424,39 @@ class Beliefs:
         m.rpush(self.keys.belief_history(belief_id), json.dumps(event, ensure_ascii=False))
 
     async def _write_new(
-        self, doc: dict[str, Any], vector: list[float] | None, now: float,
-        superseding: dict[str, Any] | None = None, similarity: float = 0.0,
-    ) -> None:  # fmt: skip
+        self,
+        doc: dict[str, Any],
+        vector: list[float] | None,
+        now: float,
+        superseding: dict[str, Any] | None = None,
+        similarity: float = 0.0,
+    ) -> None:
         if vector is not None:
             doc["embedding"] = [round(x, 6) for x in vector]
         m = Mutation().json_set(self.keys.belief(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
-        self._event(m, doc["id"], "create", now, evidence=doc["evidence"],
-                    confidence=doc["confidence"], supersedes=doc["supersedes"])  # fmt: skip
+        self._event(
+            m,
+            doc["id"],
+            "create",
+            now,
+            evidence=doc["evidence"],
+            confidence=doc["confidence"],
+            supersedes=doc["supersedes"],
+        )
         if superseding is not None:
             self._status_ops(m, superseding, "invalidated")
             key = self.keys.belief(superseding["id"])
             m.json_set(key, doc["id"], "$.superseded_by")
-            self._event(m, superseding["id"], "contradict", now, by=doc["id"],
-                        evidence=doc["evidence"], similarity=round(similarity, 4))  # fmt: skip
+            self._event(
+                m,
+                superseding["id"],
+                "contradict",
+                now,
+                by=doc["id"],
+                evidence=doc["evidence"],
+                similarity=round(similarity, 4),
+            )
         await self.layer.store.apply(m, "belief.create")
 
     def _status_ops(self, m: Mutation, doc: dict[str, Any], status: str) -> None:
@@ -378,11 +475,22 @@ class Beliefs:
         m.json_set(key, round(confidence, 6), "$.score")
         m.json_set(key, now, "$.reinforced_at")
         m.json_set(key, [*doc.get("evidence", []), evidence], "$.evidence")
-        self._event(m, doc["id"], "reinforce", now, evidence=[evidence],
-                    confidence=round(confidence, 6), similarity=round(similarity, 4))  # fmt: skip
+        self._event(
+            m,
+            doc["id"],
+            "reinforce",
+            now,
+            evidence=[evidence],
+            confidence=round(confidence, 6),
+            similarity=round(similarity, 4),
+        )
         await self.layer.store.apply(m, "belief.reinforce")
-        return {**doc, "confidence": confidence, "reinforced_at": now,
-                "evidence": [*doc.get("evidence", []), evidence]}  # fmt: skip
+        return {
+            **doc,
+            "confidence": confidence,
+            "reinforced_at": now,
+            "evidence": [*doc.get("evidence", []), evidence],
+        }
 
     async def forget(self, id_or_prefix: str, now: float | None = None) -> dict[str, Any]:
         """Soft-delete a belief (status ``forgotten``); it never reaches a context again.
@@ -411,8 +519,9 @@ class Beliefs:
             m = Mutation()
             for doc in doomed[start : start + 200]:
                 self._status_ops(m, doc, "pruned")
-                self._event(m, doc["id"], "prune", when,
-                            effective_confidence=doc["effective_confidence"])  # fmt: skip
+                self._event(
+                    m, doc["id"], "prune", when, effective_confidence=doc["effective_confidence"]
+                )
             await self.layer.store.apply(m, "belief.prune")
         return [d["id"] for d in doomed]
 
@@ -426,8 +535,11 @@ class Beliefs:
             if doc["id"] in seen:
                 continue
             vector = await self.layer.embed(str(doc["content"]))
-            near = [d["id"] for d, sim in await self.similar(str(doc["content"]), vector, 10)
-                    if d["id"] != doc["id"] and sim > 0.9 and d["id"] not in seen]  # fmt: skip
+            near = [
+                d["id"]
+                for d, sim in await self.similar(str(doc["content"]), vector, 10)
+                if d["id"] != doc["id"] and sim > 0.9 and d["id"] not in seen
+            ]
             if near:
                 clusters.append([doc["id"], *near])
                 seen.update([doc["id"], *near])
@@ -443,11 +555,17 @@ class Beliefs:
         mean = sum(b["effective_confidence"] for b in active) / len(active) if active else 0.0
         tiers = self.settings
         return {
-            "total": len(every), "by_status": by_status, "active_by_type": by_type,
+            "total": len(every),
+            "by_status": by_status,
+            "active_by_type": by_type,
             "mean_effective_confidence": round(mean, 4),
             "in_context": sum(1 for b in active if b["effective_confidence"] >= tiers.context_at),
-            "uncertain": sum(1 for b in active
-                             if tiers.uncertain_at <= b["effective_confidence"] < tiers.context_at),
-            "open_questions": sum(1 for b in active
-                                  if b["effective_confidence"] < tiers.uncertain_at),
-        }  # fmt: skip
+            "uncertain": sum(
+                1
+                for b in active
+                if tiers.uncertain_at <= b["effective_confidence"] < tiers.context_at
+            ),
+            "open_questions": sum(
+                1 for b in active if b["effective_confidence"] < tiers.uncertain_at
+            ),
+        }

@@ -32,8 +32,13 @@ def _message(role: str, content: str, ts: float, **extra: Any) -> dict[str, Any]
         raise InvalidOperationError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
     if not isinstance(content, str):
         raise InvalidOperationError("message content must be text")
-    return {"id": new_id(), "role": role, "content": content, "timestamp": ts,
-            **{k: v for k, v in extra.items() if v is not None}}  # fmt: skip
+    return {
+        "id": new_id(),
+        "role": role,
+        "content": content,
+        "timestamp": ts,
+        **{k: v for k, v in extra.items() if v is not None},
+    }
 
 
 class ChatSessions:
@@ -99,15 +104,24 @@ class ChatSessions:
             raise InvalidOperationError("every tool call needs exactly one result, and vice versa")
         ts = check_timestamp(timestamp)
         messages = [_message("assistant", content, ts, tool_calls=tool_calls)]
-        messages += [_message("tool", str(r.get("content", "")), ts,
-                              tool_call_id=r["tool_call_id"], name=r.get("name"))
-                     for r in results]  # fmt: skip
+        messages += [
+            _message(
+                "tool",
+                str(r.get("content", "")),
+                ts,
+                tool_call_id=r["tool_call_id"],
+                name=r.get("name"),
+            )
+            for r in results
+        ]
         # members of one time sort by id: the call must come before its results
         for message, ordered in zip(messages, sorted(m["id"] for m in messages), strict=True):
             message["id"] = ordered
         m = Mutation()
-        m.zadd(self.keys.chat_messages(session),
-               {json.dumps(msg, ensure_ascii=False): ts for msg in messages})  # fmt: skip
+        m.zadd(
+            self.keys.chat_messages(session),
+            {json.dumps(msg, ensure_ascii=False): ts for msg in messages},
+        )
         await self._meta_ops(m, session, ts, None)
         await self.layer.store.apply(m, "chat.tool_exchange")
         return messages

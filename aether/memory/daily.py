@@ -25,9 +25,16 @@ def build_entry(
     entry_id: str | None = None,
 ) -> dict[str, Any]:
     """A validated daily entry document (without its embedding)."""
-    doc = base_record("daily", content, max_bytes=layer.settings.max_content_bytes,
-                      source=source, tags=tags, score=score, timestamp=timestamp,
-                      record_id=entry_id)  # fmt: skip
+    doc = base_record(
+        "daily",
+        content,
+        max_bytes=layer.settings.max_content_bytes,
+        source=source,
+        tags=tags,
+        score=score,
+        timestamp=timestamp,
+        record_id=entry_id,
+    )
     doc["session"] = check_id(session, "session id") if session else ""
     doc["day"] = day_of(doc["timestamp"])
     return doc
@@ -55,8 +62,15 @@ class DailyLog:
             InvalidOperationError: empty or oversized content, unknown source, bad tags,
                 score, session id or timestamp; nothing is written.
         """
-        doc = build_entry(self.layer, content, source=source, tags=tags, score=score,
-                          session=session, timestamp=timestamp)  # fmt: skip
+        doc = build_entry(
+            self.layer,
+            content,
+            source=source,
+            tags=tags,
+            score=score,
+            session=session,
+            timestamp=timestamp,
+        )
         await self.layer.attach_embeddings([doc])
         await self.layer.store.apply(self.mutation([doc]), "memory.log")
         return doc

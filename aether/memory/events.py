@@ -101,16 +101,30 @@ class Events:
         ):
             raise InvalidOperationError(f"parent event {parent!r} does not exist")
         ts = check_timestamp(timestamp) if timestamp is not None else time.time()
-        doc = base_record("event", event_text(kind, summary, payload),
-                          max_bytes=self.layer.settings.max_content_bytes,
-                          source=actor, tags=[kind], score=0.5, timestamp=ts,
-                          record_id=None)  # fmt: skip
-        doc.update({
-            "type": kind, "actor": actor, "payload": payload, "summary": summary or "",
-            "outcome": outcome or "", "parent": parent or "", "duration_ms": duration_ms,
-            "keywords": [k.lower() for k in keywords or []][:20], "scope": check_scope(scope),
-            "session": session,
-        })  # fmt: skip
+        doc = base_record(
+            "event",
+            event_text(kind, summary, payload),
+            max_bytes=self.layer.settings.max_content_bytes,
+            source=actor,
+            tags=[kind],
+            score=0.5,
+            timestamp=ts,
+            record_id=None,
+        )
+        doc.update(
+            {
+                "type": kind,
+                "actor": actor,
+                "payload": payload,
+                "summary": summary or "",
+                "outcome": outcome or "",
+                "parent": parent or "",
+                "duration_ms": duration_ms,
+                "keywords": [k.lower() for k in keywords or []][:20],
+                "scope": check_scope(scope),
+                "session": session,
+            }
+        )
         entities, relations = run_extractors(self.archetype, doc)
         m = await self.graph.upsert(entities, relations, evidence=doc["id"], now=ts)
         await self.layer.attach_embeddings([doc])
@@ -144,12 +158,25 @@ class Events:
         self, session: str, limit: int = 20, scopes: list[str] | None = None
     ) -> list[dict[str, Any]]:
         """The session's latest events, newest first."""
-        ids = texts(await self.layer.client.zrevrange(self.keys.timeline(check_id(session)),
-                                                      0, limit - 1))  # fmt: skip
-        fields = ("id", "type", "actor", "summary", "content", "outcome", "parent",
-                  "duration_ms", "keywords", "scope", "timestamp")  # fmt: skip
-        docs = [d for d in await self.layer.get_docs([self.keys.event(i) for i in ids], fields)
-                if d]  # fmt: skip
+        ids = texts(
+            await self.layer.client.zrevrange(self.keys.timeline(check_id(session)), 0, limit - 1)
+        )
+        fields = (
+            "id",
+            "type",
+            "actor",
+            "summary",
+            "content",
+            "outcome",
+            "parent",
+            "duration_ms",
+            "keywords",
+            "scope",
+            "timestamp",
+        )
+        docs = [
+            d for d in await self.layer.get_docs([self.keys.event(i) for i in ids], fields) if d
+        ]
         if scopes:
             wanted = {check_scope(s) for s in scopes}
             docs = [d for d in docs if d.get("scope") in wanted]

@@ -147,8 +147,10 @@ class Graph:
                 rels[rid] = RelationIn(r.type, r.source, r.target, r.weight)
         pipe = self.client.pipeline(transaction=False)
         for eid in merged:
-            pipe.hmget(self.keys.entity(eid), ["first_seen", "mention_count", "aliases",
-                                               "properties", "base_salience"])  # fmt: skip
+            pipe.hmget(
+                self.keys.entity(eid),
+                ["first_seen", "mention_count", "aliases", "properties", "base_salience"],
+            )
         for rid in rels:
             pipe.hmget(self.keys.relation(rid), ["weight", "evidence"])
         endpoints = {x for r in rels.values() for x in (r.source, r.target)} - set(merged)
@@ -156,21 +158,30 @@ class Graph:
             pipe.exists(self.keys.entity(eid))
         replies = await pipe.execute()
         m = Mutation()
-        for (eid, e), (first, count, aliases, props, sal) in zip(merged.items(), replies,
-                                                                 strict=False):  # fmt: skip
+        for (eid, e), (first, count, aliases, props, sal) in zip(
+            merged.items(), replies, strict=False
+        ):
             mentions = int(count or 0) + 1
             known = json.loads(aliases) if aliases else []
             all_aliases = list(dict.fromkeys([*known, *[a for a in e.aliases if a != e.name]]))
             properties = {**(json.loads(props) if props else {}), **e.properties}
             base = max(e.salience, float(sal) if sal else 0.0)
-            m.hset(self.keys.entity(eid), {
-                "id": eid, "type": e.type, "name": e.name.strip(), "scope": e.scope,
-                "aliases": json.dumps(all_aliases[:20], ensure_ascii=False),
-                "properties": json.dumps(properties, ensure_ascii=False, default=str),
-                "first_seen": float(first) if first else when, "last_seen": when,
-                "mention_count": mentions, "salience": salience_of(mentions, base),
-                "base_salience": base,
-            })  # fmt: skip
+            m.hset(
+                self.keys.entity(eid),
+                {
+                    "id": eid,
+                    "type": e.type,
+                    "name": e.name.strip(),
+                    "scope": e.scope,
+                    "aliases": json.dumps(all_aliases[:20], ensure_ascii=False),
+                    "properties": json.dumps(properties, ensure_ascii=False, default=str),
+                    "first_seen": float(first) if first else when,
+                    "last_seen": when,
+                    "mention_count": mentions,
+                    "salience": salience_of(mentions, base),
+                    "base_salience": base,
+                },
+            )
             names = {e.name.strip().lower(), *[a.lower() for a in all_aliases[:20]]}
             m.zadd(self.keys.entity_names(), {f"{n}{SEP}{eid}": 0 for n in names})
         offset = len(merged)
@@ -182,9 +193,17 @@ class Graph:
             if evidence and evidence not in kept:
                 kept = [*kept, evidence][-MAX_EVIDENCE:]
             weight = float(weight_raw or 0) + r.weight
-            m.hset(self.keys.relation(rid), {
-                "id": rid, "type": r.type, "source": r.source, "target": r.target,
-                "weight": weight, "evidence": json.dumps(kept)})  # fmt: skip
+            m.hset(
+                self.keys.relation(rid),
+                {
+                    "id": rid,
+                    "type": r.type,
+                    "source": r.source,
+                    "target": r.target,
+                    "weight": weight,
+                    "evidence": json.dumps(kept),
+                },
+            )
         for eid, exists in zip(endpoints, replies[offset + len(rels) :], strict=True):
             if not exists:
                 raise InvalidOperationError(f"a relation names an unknown entity {eid!r}")
@@ -219,8 +238,11 @@ class Graph:
         pipe = self.client.pipeline(transaction=False)
         for word in words:
             pipe.zrangebylex(self.keys.entity_names(), f"[{word}", f"[{word}\xff", 0, 50)
-        ids = list(dict.fromkeys(text(member).rsplit(SEP, 1)[1]
-                                 for rows in await pipe.execute() for member in rows))  # fmt: skip
+        ids = list(
+            dict.fromkeys(
+                text(member).rsplit(SEP, 1)[1] for rows in await pipe.execute() for member in rows
+            )
+        )
         pipe = self.client.pipeline(transaction=False)
         for eid in ids:
             pipe.hgetall(self.keys.entity(eid))

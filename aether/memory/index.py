@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -33,28 +34,42 @@ def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
         {"name": "content", "type": "text", "path": "$.content", "attrs": {"weight": 2.0}},
         {"name": "kind", "type": "tag", "path": "$.kind"},
         {"name": "source", "type": "tag", "path": "$.source"},
-        {"name": "tags", "type": "tag", "path": "$.tags[*]",
-         "attrs": {"separator": TAG_SEPARATOR}},
+        {"name": "tags", "type": "tag", "path": "$.tags[*]", "attrs": {"separator": TAG_SEPARATOR}},
         {"name": "session", "type": "tag", "path": "$.session"},
         {"name": "status", "type": "tag", "path": "$.status"},
         {"name": "scope", "type": "tag", "path": "$.scope"},
         {"name": "pattern", "type": "tag", "path": "$.pattern"},
         {"name": "hash", "type": "tag", "path": "$.hash"},
-        {"name": "timestamp", "type": "numeric", "path": "$.timestamp",
-         "attrs": {"sortable": True}},
+        {
+            "name": "timestamp",
+            "type": "numeric",
+            "path": "$.timestamp",
+            "attrs": {"sortable": True},
+        },
         {"name": "score", "type": "numeric", "path": "$.score", "attrs": {"sortable": True}},
-    ]  # fmt: skip
+    ]
     if dims:
         fields.append(
-            {"name": "embedding", "type": "vector", "path": "$.embedding",
-             "attrs": {"algorithm": "hnsw", "dims": dims, "distance_metric": "cosine",
-                       "datatype": "float32"}}
-        )  # fmt: skip
+            {
+                "name": "embedding",
+                "type": "vector",
+                "path": "$.embedding",
+                "attrs": {
+                    "algorithm": "hnsw",
+                    "dims": dims,
+                    "distance_metric": "cosine",
+                    "datatype": "float32",
+                },
+            }
+        )
     return {
-        "index": {"name": keys.memory_index(), "prefix": keys.memory_prefixes(),
-                  "storage_type": "json"},
+        "index": {
+            "name": keys.memory_index(),
+            "prefix": keys.memory_prefixes(),
+            "storage_type": "json",
+        },
         "fields": fields,
-    }  # fmt: skip
+    }
 
 
 def search_index(client: Redis, keys: Keyspace, dims: int | None) -> AsyncSearchIndex:
@@ -62,8 +77,20 @@ def search_index(client: Redis, keys: Keyspace, dims: int | None) -> AsyncSearch
     return AsyncSearchIndex.from_dict(schema(keys, dims), redis_client=client)
 
 
-async def ensure_index(client: Redis, keys: Keyspace, dims: int | None) -> AsyncSearchIndex:
-    """Create the index if missing, rebuild it if its schema changed; idempotent."""
+async def ensure_index(
+    client: Redis,
+    keys: Keyspace,
+    dims: int | None,
+    percent: Callable[[float], None] | None = None,
+) -> AsyncSearchIndex:
+    """Create the index if missing, rebuild it if its schema changed; idempotent.
+
+    Args:
+        client: the namespace's client.
+        keys: the namespace's keyspace.
+        dims: the embedder's dimensions (no vector field when None).
+        percent: told how much of the existing documents a new index has scanned (0-100).
+    """
     wanted = schema(keys, dims)
     fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
     index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
@@ -76,11 +103,15 @@ async def ensure_index(client: Redis, keys: Keyspace, dims: int | None) -> Async
         await index.delete(drop=False)  # keeps the documents; they are indexed again
     await index.create(overwrite=False)
     await client.set(keys.memory_index_schema(), fingerprint)
-    await _wait_indexed(index)
+    await _wait_indexed(index, percent)
     return index
 
 
-async def _wait_indexed(index: AsyncSearchIndex, timeout_s: float = 120.0) -> None:
+async def _wait_indexed(
+    index: AsyncSearchIndex,
+    percent: Callable[[float], None] | None = None,
+    timeout_s: float = 120.0,
+) -> None:
     """Wait while a new index scans the documents that existed before it.
 
     Documents written after creation are indexed as they are written; those already
@@ -92,8 +123,11 @@ async def _wait_indexed(index: AsyncSearchIndex, timeout_s: float = 120.0) -> No
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         info = await index.info()
+        if percent is not None:
+            percent(100.0 * float(info.get("percent_indexed", 1) or 0))
         if not int(float(info.get("indexing", 0) or 0)):
             return
         await asyncio.sleep(0.05)
-    log.warning("the memory index is still scanning documents; searches may miss some",
-                index=index.name)  # fmt: skip
+    log.warning(
+        "the memory index is still scanning documents; searches may miss some", index=index.name
+    )

@@ -53,8 +53,13 @@ class MemoryLayer:
             from aether.memory.qdrant_mirror import QdrantMirror
 
             mirror = QdrantMirror(settings, keys, embedder.dims)
-        return cls(Store(client, keys, actor), settings.memory, embedder, mirror,
-                   settings.qdrant_search and mirror is not None)  # fmt: skip
+        return cls(
+            Store(client, keys, actor),
+            settings.memory,
+            embedder,
+            mirror,
+            settings.qdrant_search and mirror is not None,
+        )
 
     @property
     def client(self) -> Redis:

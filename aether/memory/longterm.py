@@ -29,9 +29,16 @@ def build_memory(
     memory_id: str | None = None,
 ) -> dict[str, Any]:
     """A validated long-term memory document (without its embedding)."""
-    doc = base_record("longterm", content, max_bytes=layer.settings.max_content_bytes,
-                      source=source, tags=tags, score=score, timestamp=timestamp,
-                      record_id=memory_id)  # fmt: skip
+    doc = base_record(
+        "longterm",
+        content,
+        max_bytes=layer.settings.max_content_bytes,
+        source=source,
+        tags=tags,
+        score=score,
+        timestamp=timestamp,
+        record_id=memory_id,
+    )
     doc["sources"] = [check_id(s, "source entry id") for s in sources or []]
     return doc
 
@@ -53,8 +60,15 @@ class LongTermMemory:
         timestamp: datetime | float | None = None,
     ) -> dict[str, Any]:
         """Store a memory; ``sources`` are the daily entry ids it was distilled from."""
-        doc = build_memory(self.layer, content, source=source, tags=tags, score=score,
-                           sources=sources, timestamp=timestamp)  # fmt: skip
+        doc = build_memory(
+            self.layer,
+            content,
+            source=source,
+            tags=tags,
+            score=score,
+            sources=sources,
+            timestamp=timestamp,
+        )
         await self.layer.attach_embeddings([doc])
         m = Mutation().json_set(self.keys.longterm(doc["id"]), doc)
         count_ops(m, self.keys, [doc])

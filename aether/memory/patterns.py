@@ -6,12 +6,14 @@ import re
 
 _VARIABLE = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
-    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
-     "<uuid>"),
+    (
+        re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+        "<uuid>",
+    ),
     (re.compile(r"(?:[A-Za-z]:)?(?:[\w.-]*/)+[\w.-]+"), "<path>"),
     (re.compile(r"'[^']*'|\"[^\"]*\""), "<value>"),
     (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
-]  # fmt: skip
+]
 
 
 def pattern_key(error: str) -> str:

@@ -33,9 +33,13 @@ def point_id(doc_id: str) -> str:
 def doc_key(keys: Keyspace, kind: str, doc_id: str) -> str:
     """The Redis key of a memory document."""
     builders = {
-        "daily": keys.daily_entry, "longterm": keys.longterm, "belief": keys.belief,
-        "event": keys.event, "decision": keys.decision, "failure": keys.failure,
-    }  # fmt: skip
+        "daily": keys.daily_entry,
+        "longterm": keys.longterm,
+        "belief": keys.belief,
+        "event": keys.event,
+        "decision": keys.decision,
+        "failure": keys.failure,
+    }
     return builders[kind](doc_id)
 
 
@@ -65,9 +69,8 @@ class QdrantMirror:
         if not await self.client.collection_exists(self.collection):
             await self.client.create_collection(
                 self.collection,
-                vectors_config=models.VectorParams(size=self.dims,
-                                                   distance=models.Distance.COSINE),
-            )  # fmt: skip
+                vectors_config=models.VectorParams(size=self.dims, distance=models.Distance.COSINE),
+            )
         self._ready = True
 
     def _warn(self, error: Exception) -> None:
@@ -78,10 +81,14 @@ class QdrantMirror:
     async def upsert(self, docs: list[dict[str, Any]]) -> None:
         """Write the documents' vectors (those that have one)."""
         points = [
-            models.PointStruct(id=point_id(d["id"]), vector=d["embedding"],
-                               payload={k: d.get(k) for k in PAYLOAD_FIELDS})
-            for d in docs if d.get("embedding")
-        ]  # fmt: skip
+            models.PointStruct(
+                id=point_id(d["id"]),
+                vector=d["embedding"],
+                payload={k: d.get(k) for k in PAYLOAD_FIELDS},
+            )
+            for d in docs
+            if d.get("embedding")
+        ]
         if not points:
             return
         try:
@@ -119,9 +126,12 @@ class QdrantMirror:
         if criteria.get("since") is not None:
             must.append(field(key="timestamp", range=models.Range(gte=criteria["since"])))
         result = await self.client.query_points(
-            self.collection, query=vector, limit=limit,
-            query_filter=models.Filter(must=must) if must else None, with_payload=True,
-        )  # fmt: skip
+            self.collection,
+            query=vector,
+            limit=limit,
+            query_filter=models.Filter(must=must) if must else None,
+            with_payload=True,
+        )
         out = []
         for point in result.points:
             payload = point.payload or {}

@@ -23,9 +23,22 @@ KINDS: tuple[str, ...] = get_args(Kind)
 MAX_TAGS = 32
 # The fields a search hit carries (never the embedding): fewer paths, faster reads.
 HIT_FIELDS: tuple[str, ...] = (
-    "id", "kind", "content", "source", "tags", "score", "session", "timestamp",
-    "status", "confidence", "reinforced_at", "type", "outcome", "scope", "pattern",
-)  # fmt: skip
+    "id",
+    "kind",
+    "content",
+    "source",
+    "tags",
+    "score",
+    "session",
+    "timestamp",
+    "status",
+    "confidence",
+    "reinforced_at",
+    "type",
+    "outcome",
+    "scope",
+    "pattern",
+)
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
 
 

@@ -33,9 +33,26 @@ from aether.memory.layer import MemoryLayer
 from aether.store.codec import byte_map, text, texts
 from aether.store.state import Mutation
 
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
-                       ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build", "target",
-                       ".tox", ".next", "vendor"})  # fmt: skip
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        "dist",
+        "build",
+        "target",
+        ".tox",
+        ".next",
+        "vendor",
+    }
+)
 MAX_FILE_BYTES = 1024 * 1024
 WRITE_BATCH = 200
 FILE_FIELDS = ("path", "language", "hash", "imports", "module", "is_test", "symbols")
@@ -77,9 +94,21 @@ def list_files(root: Path) -> Listing:
     skipped: list[tuple[str, str]] = []
     if (root / ".git").exists():
         try:
-            out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached",
-                                  "--others", "--exclude-standard"], capture_output=True,
-                                 check=True, timeout=60)  # fmt: skip
+            out = subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(root),
+                    "ls-files",
+                    "-z",
+                    "--cached",
+                    "--others",
+                    "--exclude-standard",
+                ],
+                capture_output=True,
+                check=True,
+                timeout=60,
+            )
             candidates = [p for p in out.stdout.decode(errors="replace").split("\0") if p]
         except (OSError, subprocess.SubprocessError):
             candidates = []
@@ -90,8 +119,13 @@ def list_files(root: Path) -> Listing:
                 verdict = contain(root, rel / name)
                 reason = "outside_root" if verdict.reason == "outside_root" else "symlinked_dir"
                 skipped.append(((rel / name).as_posix(), reason))
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
-                             and not (Path(folder) / d).is_symlink())  # fmt: skip
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in SKIP_DIRS
+                and not d.startswith(".")
+                and not (Path(folder) / d).is_symlink()
+            )
             candidates += [(rel / f).as_posix() for f in sorted(files)]
     real: dict[str, Path] = {}
     for path in sorted(candidates):
@@ -201,8 +235,12 @@ class Repositories:
         report.seconds = round(time.perf_counter() - start, 3)
         if report.changed or report.removed or not known:
             meta: dict[str, str | float] = {
-                "id": rid, "root": report.root, "files": report.files,
-                "indexed_at": time.time(), "languages": json.dumps(report.languages)}  # fmt: skip
+                "id": rid,
+                "root": report.root,
+                "files": report.files,
+                "indexed_at": time.time(),
+                "languages": json.dumps(report.languages),
+            }
             m = Mutation().hset(self.keys.repo(rid), meta)
             m.zadd(self.keys.repos(), {rid: time.time()})
             await self.layer.store.apply(m, "repo.index")
@@ -248,8 +286,9 @@ class Repositories:
         files: dict[str, dict[str, Any]] = {}
         for begin in range(0, len(paths), 500):
             batch = paths[begin : begin + 500]
-            docs = await self.layer.get_docs([self.keys.repo_file(rid, path_id(p)) for p in batch],
-                                             FILE_FIELDS)  # fmt: skip
+            docs = await self.layer.get_docs(
+                [self.keys.repo_file(rid, path_id(p)) for p in batch], FILE_FIELDS
+            )
             files.update({p: d for p, d in zip(batch, docs, strict=True) if d})
         by_module: dict[str, list[str]] = {}
         for path, doc in files.items():
@@ -322,22 +361,42 @@ def _read(real: Path) -> bytes | None:
 
 def _file_doc(path: str, data: bytes, digest: str) -> dict[str, Any]:
     language = language_of(path) or "other"
-    doc: dict[str, Any] = {"path": path, "language": language, "hash": digest,
-                           "size": len(data), "imports": [], "symbols": [], "is_test": False,
-                           "module": module_of(path, language) or "", "error": ""}  # fmt: skip
+    doc: dict[str, Any] = {
+        "path": path,
+        "language": language,
+        "hash": digest,
+        "size": len(data),
+        "imports": [],
+        "symbols": [],
+        "is_test": False,
+        "module": module_of(path, language) or "",
+        "error": "",
+    }
     if len(data) > MAX_FILE_BYTES:
         doc["error"] = "too large to parse"
         return doc
     facts = extract(path, data.decode("utf-8", errors="replace"))
     if facts is not None:
-        doc.update({"imports": facts.imports, "is_test": facts.is_test, "error": facts.error or "",
-                    "symbols": [f"{s.kind}:{s.parent + '.' if s.parent else ''}{s.name}"
-                                for s in facts.symbols]})  # fmt: skip
+        doc.update(
+            {
+                "imports": facts.imports,
+                "is_test": facts.is_test,
+                "error": facts.error or "",
+                "symbols": [
+                    f"{s.kind}:{s.parent + '.' if s.parent else ''}{s.name}" for s in facts.symbols
+                ],
+            }
+        )
     return doc
 
 
-def _resolve(path: str, spec: str, language: str, files: dict[str, dict[str, Any]],
-             by_module: dict[str, list[str]]) -> list[str]:  # fmt: skip
+def _resolve(
+    path: str,
+    spec: str,
+    language: str,
+    files: dict[str, dict[str, Any]],
+    by_module: dict[str, list[str]],
+) -> list[str]:
     """The repository files an import means (none for external packages)."""
     module = resolve_import(path, spec, language)
     if module in by_module:
@@ -358,14 +417,21 @@ def _resolve(path: str, spec: str, language: str, files: dict[str, dict[str, Any
         if not matching:
             return []
         best = max(matching, key=len)
-        return sorted(p for p in files if str(PurePosixPath(p).parent) == best
-                      and files[p]["language"] == "go")  # fmt: skip
+        return sorted(
+            p
+            for p in files
+            if str(PurePosixPath(p).parent) == best and files[p]["language"] == "go"
+        )
     if language == "rust":
         parts = [x for x in spec.replace("crate::", "").replace("self::", "").split("::") if x]
         for n in range(len(parts), 0, -1):
             stem = "/".join(parts[:n])
-            for candidate in (f"src/{stem}.rs", f"src/{stem}/mod.rs", f"{stem}.rs",
-                              str(PurePosixPath(path).parent / f"{stem}.rs")):  # fmt: skip
+            for candidate in (
+                f"src/{stem}.rs",
+                f"src/{stem}/mod.rs",
+                f"{stem}.rs",
+                str(PurePosixPath(path).parent / f"{stem}.rs"),
+            ):
                 if candidate in files:
                     return [candidate]
     return []
@@ -380,5 +446,8 @@ def _walk(start: str, edges: dict[str, set[str]]) -> list[dict[str, Any]]:
             if nxt not in seen:
                 seen[nxt] = seen[current] + 1
                 queue.append(nxt)
-    return [{"path": p, "depth": d} for p, d in sorted(seen.items(), key=lambda kv: (kv[1], kv[0]))
-            if p != start]  # fmt: skip
+    return [
+        {"path": p, "depth": d}
+        for p, d in sorted(seen.items(), key=lambda kv: (kv[1], kv[0]))
+        if p != start
+    ]

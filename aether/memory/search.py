@@ -16,6 +16,7 @@ import asyncio
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -114,10 +115,14 @@ class MemorySearch:
         dims = layer.embedder.dims if layer.embedder else None
         self.index = search_index(layer.client, layer.keys, dims)
 
-    async def ensure_index(self) -> None:
-        """Create (or rebuild) the index for the configured embedder."""
+    async def ensure_index(self, percent: Callable[[float], None] | None = None) -> None:
+        """Create (or rebuild) the index for the configured embedder.
+
+        Args:
+            percent: told how much of the existing memories a new index has scanned.
+        """
         dims = self.layer.embedder.dims if self.layer.embedder else None
-        self.index = await ensure_index(self.layer.client, self.layer.keys, dims)
+        self.index = await ensure_index(self.layer.client, self.layer.keys, dims, percent)
 
     async def search(
         self,
@@ -144,9 +149,14 @@ class MemorySearch:
         flt = build_filter(kind, source, tags, since, session, scopes)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
-        criteria = {"kind": kind, "source": source, "tags": tags, "session": session,
-                    "since": check_timestamp(since) if since is not None else None,
-                    "scopes": [check_scope(x) for x in scopes or []]}  # fmt: skip
+        criteria = {
+            "kind": kind,
+            "source": source,
+            "tags": tags,
+            "session": session,
+            "since": check_timestamp(since) if since is not None else None,
+            "scopes": [check_scope(x) for x in scopes or []],
+        }
         try:
             ranked = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
@@ -154,23 +164,34 @@ class MemorySearch:
         return await self._rank(ranked, limit, now or time.time())
 
     async def _candidates(
-        self, query: str, tokens: list[str], flt: FilterExpression | None, pool: int,
+        self,
+        query: str,
+        tokens: list[str],
+        flt: FilterExpression | None,
+        pool: int,
         criteria: dict[str, Any],
-    ) -> dict[str, list[tuple[str, float]]]:  # fmt: skip
+    ) -> dict[str, list[tuple[str, float]]]:
         """Candidates of each signal: (key, similarity) best first."""
         out: dict[str, list[tuple[str, float]]] = {}
         vector = await self.layer.embed(query) if query.strip() else None
         tasks: dict[str, Any] = {}
         if tokens:
-            text = TextQuery(" ".join(tokens), "content", text_scorer="BM25STD",
-                             filter_expression=flt, num_results=pool, stopwords=None)  # fmt: skip
+            text = TextQuery(
+                " ".join(tokens),
+                "content",
+                text_scorer="BM25STD",
+                filter_expression=flt,
+                num_results=pool,
+                stopwords=None,
+            )
             text.no_content()  # ids and scores only: documents are fetched for the shortlist
             tasks["text"] = self.index.search(text.query, query_params=text.params)
         if vector is not None and self.layer.qdrant_search and self.layer.mirror is not None:
             tasks["qdrant"] = self.layer.mirror.search(vector, pool, criteria)
         elif vector is not None:
-            knn = VectorQuery(vector, "embedding", filter_expression=flt, num_results=pool,
-                              return_fields=[])  # fmt: skip
+            knn = VectorQuery(
+                vector, "embedding", filter_expression=flt, num_results=pool, return_fields=[]
+            )
             tasks["vector"] = self.index.search(knn.query, query_params=knn.params)
         results = await asyncio.gather(*tasks.values())
         for name, rows in zip(tasks, results, strict=True):
@@ -211,20 +232,31 @@ class MemorySearch:
             age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
             recency = math.pow(0.5, age_days / settings.recency_half_life_days)
             score = (1 - settings.recency_weight) * fused[key] + settings.recency_weight * recency
-            hits.append(SearchHit(key, doc, round(score, 6), ranks[key].get("text"),
-                                  ranks[key].get("vector")))  # fmt: skip
+            hits.append(
+                SearchHit(
+                    key, doc, round(score, 6), ranks[key].get("text"), ranks[key].get("vector")
+                )
+            )
         hits.sort(key=lambda h: h.relevance, reverse=True)
         return hits[:limit]
 
     async def _fallback(
-        self, query: str, tokens: list[str], kind: str | None, source: str | None,
-        tags: list[str] | None, since: datetime | float | None, limit: int, error: Exception,
-    ) -> list[SearchHit]:  # fmt: skip
+        self,
+        query: str,
+        tokens: list[str],
+        kind: str | None,
+        source: str | None,
+        tags: list[str] | None,
+        since: datetime | float | None,
+        limit: int,
+        error: Exception,
+    ) -> list[SearchHit]:
         global _fallback_logged
         if not _fallback_logged:
             _fallback_logged = True
-            log.warning("search index unavailable; substring match over recent daily logs",
-                        error=str(error))  # fmt: skip
+            log.warning(
+                "search index unavailable; substring match over recent daily logs", error=str(error)
+            )
         if kind not in (None, "daily"):
             return []
         needles = tokens or [query.lower().strip()]
@@ -243,7 +275,10 @@ class MemorySearch:
             if since_ts is not None and float(doc.get("timestamp", 0)) < since_ts:
                 continue
             doc.pop("embedding", None)
-            hits.append(SearchHit(self.layer.keys.daily_entry(doc["id"]), doc,
-                                  matched / len(needles), None, None))  # fmt: skip
+            hits.append(
+                SearchHit(
+                    self.layer.keys.daily_entry(doc["id"]), doc, matched / len(needles), None, None
+                )
+            )
         hits.sort(key=lambda h: (h.relevance, h.doc.get("timestamp", 0)), reverse=True)
         return hits[:limit]

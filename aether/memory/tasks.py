@@ -47,8 +47,15 @@ class Tasks:
                 due = date.fromisoformat(due).isoformat()
             except ValueError as e:
                 raise InvalidOperationError(f"due {due!r}: use YYYY-MM-DD") from e
-        task = {"id": new_id(), "title": title.strip(), "status": "open", "priority": priority,
-                "due": due, "created_at": now or time.time(), "done_at": None}  # fmt: skip
+        task = {
+            "id": new_id(),
+            "title": title.strip(),
+            "status": "open",
+            "priority": priority,
+            "due": due,
+            "created_at": now or time.time(),
+            "done_at": None,
+        }
         await self._write(task, "task.add")
         return task
 
@@ -60,8 +67,14 @@ class Tasks:
         """Every task: open ones by priority, due date and age, then done ones."""
         raw = await self.layer.client.hgetall(self.key)
         tasks = [json.loads(text(v)) for v in raw.values()]
-        tasks.sort(key=lambda t: (t["status"] != "open", t["priority"], t["due"] or "9999",
-                                  t["created_at"]))  # fmt: skip
+        tasks.sort(
+            key=lambda t: (
+                t["status"] != "open",
+                t["priority"],
+                t["due"] or "9999",
+                t["created_at"],
+            )
+        )
         return tasks
 
     async def list(self, status: str | None = "open") -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ a rollback takes the counters back with the memories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,8 +21,14 @@ from aether.memory.layer import MemoryLayer
 from aether.store.codec import text
 from aether.store.state import Mutation
 
-KIND_LABELS = {"daily": "daily entries", "longterm": "long-term memories", "belief": "beliefs",
-               "event": "events", "decision": "decisions", "failure": "failures"}  # fmt: skip
+KIND_LABELS = {
+    "daily": "daily entries",
+    "longterm": "long-term memories",
+    "belief": "beliefs",
+    "event": "events",
+    "decision": "decisions",
+    "failure": "failures",
+}
 MAX_ROWS = 60
 
 
@@ -70,8 +76,9 @@ class MemoryIndex:
         """The table within ``max_tokens``: most common topics first."""
         pipe = self.layer.client.pipeline(transaction=False)
         pipe.zrange(self.keys.memory_counts(), 0, -1, withscores=True)
-        pipe.zrevrangebyscore(self.keys.memory_topics(), "+inf", "(0", start=0, num=MAX_ROWS,
-                              withscores=True)  # fmt: skip
+        pipe.zrevrangebyscore(
+            self.keys.memory_topics(), "+inf", "(0", start=0, num=MAX_ROWS, withscores=True
+        )
         pipe.zcount(self.keys.memory_topics(), "(0", "+inf")
         counts_raw, topics_raw, total_topics = await pipe.execute()
         counts = {text(k): int(v) for k, v in counts_raw if v > 0}
@@ -110,7 +117,9 @@ class MemoryIndex:
         tokens = count_tokens(rendered)
         return MemoryIndexTable(rendered, tokens, rows, int(total_topics), counts)
 
-    async def _documents(self) -> list[dict[str, Any]]:
+    async def _documents(
+        self, progress: Callable[[int], None] | None = None
+    ) -> list[dict[str, Any]]:
         """The counted fields of every memory document (beliefs while active)."""
         keys: list[str] = []
         for prefix in self.keys.memory_prefixes():
@@ -126,6 +135,8 @@ class MemoryIndex:
             docs += [
                 d for d in batch if d and d.get("kind") and d.get("status", "active") == "active"
             ]
+            if progress is not None:
+                progress(len(batch))
         return docs
 
     async def recount(self) -> dict[str, dict[str, int]]:
@@ -149,9 +160,13 @@ class MemoryIndex:
             "topics": {text(k): int(v) for k, v in topics if v},
         }
 
-    async def rebuild(self) -> dict[str, int]:
-        """Recount from the documents (for namespaces written before the index existed)."""
-        docs = await self._documents()
+    async def rebuild(self, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+        """Recount from the documents (for namespaces written before the index existed).
+
+        Args:
+            progress: told how many more documents were read, batch by batch.
+        """
+        docs = await self._documents(progress)
         m = Mutation()
         for key in (
             self.keys.memory_counts(),

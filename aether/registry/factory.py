@@ -39,5 +39,6 @@ def open_registry(settings: Settings, client: Redis, actor: str = "aether") -> R
     from aether.registry.redis_backend import RedisAgentLedger, RedisToolRegistry
 
     keys = Keyspace(settings.namespace)
-    return RegistryAndLedger(RedisToolRegistry(Store(client, keys, actor)),
-                             RedisAgentLedger(client, keys), "redis")  # fmt: skip
+    return RegistryAndLedger(
+        RedisToolRegistry(Store(client, keys, actor)), RedisAgentLedger(client, keys), "redis"
+    )

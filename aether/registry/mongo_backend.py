@@ -44,8 +44,9 @@ class MongoBackend:
         if self._ready:
             return
         try:
-            await self.tools.create_index([("name", ASCENDING), ("version", ASCENDING)],
-                                          unique=True)  # fmt: skip
+            await self.tools.create_index(
+                [("name", ASCENDING), ("version", ASCENDING)], unique=True
+            )
             await self.ledger.create_index([("at", DESCENDING)])
         except PyMongoError as e:
             raise StoreError(f"MongoDB unavailable: {e}") from e
@@ -57,8 +58,13 @@ class MongoBackend:
 
 
 def _record(doc: dict[str, Any]) -> ToolRecord:
-    return ToolRecord(doc["name"], doc["version"], doc["description"],
-                      json.loads(doc["schema"]), doc["registered_at"])  # fmt: skip
+    return ToolRecord(
+        doc["name"],
+        doc["version"],
+        doc["description"],
+        json.loads(doc["schema"]),
+        doc["registered_at"],
+    )
 
 
 class MongoToolRegistry:
@@ -78,8 +84,13 @@ class MongoToolRegistry:
             if last and last["schema"] == canonical and last["description"] == description.strip():
                 return _record(last)
             version = 1 if last is None else int(last["version"]) + 1
-            doc = {"name": name, "version": version, "description": description.strip(),
-                   "schema": canonical, "registered_at": time.time()}  # fmt: skip
+            doc = {
+                "name": name,
+                "version": version,
+                "description": description.strip(),
+                "schema": canonical,
+                "registered_at": time.time(),
+            }
             try:
                 await self.backend.tools.insert_one(doc)
                 return _record(doc)

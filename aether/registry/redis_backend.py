@@ -59,8 +59,9 @@ class RedisToolRegistry:
             version = 1 if last is None else ToolRecord(**json.loads(last)).version + 1
             import time
 
-            record = ToolRecord(name, version, description.strip(), json.loads(canonical),
-                                time.time())  # fmt: skip
+            record = ToolRecord(
+                name, version, description.strip(), json.loads(canonical), time.time()
+            )
             m = Mutation().rpush(self.keys.registry_tool(name), json.dumps(asdict(record)))
             m.zadd(self.keys.registry(), {name: version})
             await self.store.apply(m, "registry.register")
@@ -98,8 +99,12 @@ class RedisAgentLedger:
 
     async def append(self, entry: LedgerEntry) -> LedgerEntry:
         """Add an entry."""
-        await self.client.xadd(self.keys.ledger(), {"e": json.dumps(asdict(entry), default=str)},
-                               maxlen=LEDGER_MAXLEN, approximate=True)  # fmt: skip
+        await self.client.xadd(
+            self.keys.ledger(),
+            {"e": json.dumps(asdict(entry), default=str)},
+            maxlen=LEDGER_MAXLEN,
+            approximate=True,
+        )
         return entry
 
     async def entries(

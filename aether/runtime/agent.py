@@ -90,9 +90,14 @@ class AgentRuntime:
         self.actor = actor
         self.identity = IdentityStore(layer.store, checkpoints)
         self.search = MemorySearch(layer)
-        self.assembler = ContextAssembler(layer, self.identity, settings.context, self.search,
-                                          settings.beliefs,
-                                          archetype(settings.archetype))  # fmt: skip
+        self.assembler = ContextAssembler(
+            layer,
+            self.identity,
+            settings.context,
+            self.search,
+            settings.beliefs,
+            archetype(settings.archetype),
+        )
         self.chats = ChatSessions(layer)
         self.episodes = Episodes(layer)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)
@@ -137,14 +142,25 @@ class AgentRuntime:
     async def session_window(self) -> SessionWindow:
         """The session's window (the operator's time zone read from the identity)."""
         identity = await self.identity.load()
-        return SessionWindow(self.layer, self.checkpoints, self.settings.context, self.window,
-                             self.session, self._summarizer, operator_zone(identity),
-                             self.actor)  # fmt: skip
+        return SessionWindow(
+            self.layer,
+            self.checkpoints,
+            self.settings.context,
+            self.window,
+            self.session,
+            self._summarizer,
+            operator_zone(identity),
+            self.actor,
+        )
 
     async def observe(
-        self, role: str, content: str, *, name: str | None = None,
+        self,
+        role: str,
+        content: str,
+        *,
+        name: str | None = None,
         timestamp: datetime | float | None = None,
-    ) -> EnforceReport:  # fmt: skip
+    ) -> EnforceReport:
         """Record a message without calling the model, then apply the thresholds."""
         await self.chats.append(self.session, role, content, name=name, timestamp=timestamp)
         window = await self.session_window()
@@ -203,56 +219,73 @@ class AgentRuntime:
             result.memories = len(ctx.chosen)
             last = round_ == rounds - 1
             started = time.perf_counter()
-            completion = await llm.chat(ctx.messages(), tools=None if last else schemas or None,
-                                        max_tokens=reserve)  # fmt: skip
+            completion = await llm.chat(
+                ctx.messages(), tools=None if last else schemas or None, max_tokens=reserve
+            )
             result.llm_calls += 1
             await self._ledger_llm(llm.model, completion, (time.perf_counter() - started) * 1000)
             if completion.tool_calls and not last:
                 runs = [await self.toolbox.run(call) for call in completion.tool_calls]
                 await self._record_tools(completion.content, completion.tool_calls, runs)
                 for run in runs:
-                    await self._ledger_append("tool_call", summary=run.name,
-                                              duration_ms=run.duration_ms,
-                                              detail={"arguments": run.arguments,
-                                                      "success": run.success})  # fmt: skip
+                    await self._ledger_append(
+                        "tool_call",
+                        summary=run.name,
+                        duration_ms=run.duration_ms,
+                        detail={"arguments": run.arguments, "success": run.success},
+                    )
                 result.tool_runs += runs
                 continue
             result.reply = completion.content
             break
-        await self.chats.append(self.session, "assistant", result.reply,
-                                ref=f"reply:{ref}" if ref else None)  # fmt: skip
+        await self.chats.append(
+            self.session, "assistant", result.reply, ref=f"reply:{ref}" if ref else None
+        )
         # measured as the next request will be: the same system, memories and tools
         _, report = await (await self.session_window()).enforce(fixed)
         self._collect(result, report)
         result.usage = report.usage_after
-        log.info("step", session=self.session, llm_calls=result.llm_calls,
-                 tools=len(result.tool_runs), usage=round(result.usage, 3),
-                 actions=result.actions)  # fmt: skip
+        log.info(
+            "step",
+            session=self.session,
+            llm_calls=result.llm_calls,
+            tools=len(result.tool_runs),
+            usage=round(result.usage, 3),
+            actions=result.actions,
+        )
         return result
 
     async def _record_tools(self, content: str, calls: list[ToolCall], runs: list[ToolRun]) -> None:
         """Episodes for each run, then the calls and their results in one chat change."""
         for run in runs:
-            await self.episodes.record(self.session, run.name, run.arguments, run.output,
-                                       run.success, run.duration_ms)  # fmt: skip
+            await self.episodes.record(
+                self.session, run.name, run.arguments, run.output, run.success, run.duration_ms
+            )
         parts = [call.as_message_part() for call in calls]
         results = [{"tool_call_id": r.call_id, "content": r.output, "name": r.name} for r in runs]
         await self.chats.append_tool_exchange(self.session, content, parts, results)
 
     async def _ledger_llm(self, model: str, completion: Completion, duration_ms: float) -> None:
         prices = self.settings
-        cost = (completion.prompt_tokens * prices.llm_price_in_per_mtok
-                + completion.completion_tokens * prices.llm_price_out_per_mtok) / 1e6  # fmt: skip
-        await self._ledger_append("llm_call", model=model, duration_ms=duration_ms,
-                                  prompt_tokens=completion.prompt_tokens,
-                                  completion_tokens=completion.completion_tokens,
-                                  cost_usd=round(cost, 8),
-                                  summary=completion.finish_reason)  # fmt: skip
+        cost = (
+            completion.prompt_tokens * prices.llm_price_in_per_mtok
+            + completion.completion_tokens * prices.llm_price_out_per_mtok
+        ) / 1e6
+        await self._ledger_append(
+            "llm_call",
+            model=model,
+            duration_ms=duration_ms,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            cost_usd=round(cost, 8),
+            summary=completion.finish_reason,
+        )
 
     async def _ledger_append(self, kind: str, **fields: Any) -> None:
         if self.ledger is not None:
-            await self.ledger.append(new_entry(kind, actor=self.actor, session=self.session,
-                                               **fields))  # fmt: skip
+            await self.ledger.append(
+                new_entry(kind, actor=self.actor, session=self.session, **fields)
+            )
 
     @staticmethod
     def _collect(result: StepResult, report: EnforceReport) -> None:

@@ -76,10 +76,15 @@ class Daemon:
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once)."""
         if session not in self._runtimes:
-            self._runtimes[session] = AgentRuntime(self.settings, self.layer, self.checkpoints,
-                                                   session=session, llm=self.llm,
-                                                   actor="daemon",
-                                                   ledger=self.services.ledger)  # fmt: skip
+            self._runtimes[session] = AgentRuntime(
+                self.settings,
+                self.layer,
+                self.checkpoints,
+                session=session,
+                llm=self.llm,
+                actor="daemon",
+                ledger=self.services.ledger,
+            )
         return self._runtimes[session]
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -87,13 +92,23 @@ class Daemon:
         await self.inbox.ensure_group()
         await self.register_tools()
         if self.llm is None:
-            log.warning("no LLM configured: the autonomous loop is paused; inbox messages are "
-                        "stored and answered with that notice, maintenance runs")  # fmt: skip
+            log.warning(
+                "no LLM configured: the autonomous loop is paused; inbox messages are "
+                "stored and answered with that notice, maintenance runs"
+            )
         cfg = self.settings.daemon
-        self.schedule.add("heartbeat", cfg.heartbeat_interval_s, self.heartbeat,
-                          first_in_s=min(5.0, cfg.heartbeat_interval_s))  # fmt: skip
-        self.schedule.add("maintenance", cfg.maintenance_interval_s, self.maintenance,
-                          first_in_s=min(60.0, cfg.maintenance_interval_s))  # fmt: skip
+        self.schedule.add(
+            "heartbeat",
+            cfg.heartbeat_interval_s,
+            self.heartbeat,
+            first_in_s=min(5.0, cfg.heartbeat_interval_s),
+        )
+        self.schedule.add(
+            "maintenance",
+            cfg.maintenance_interval_s,
+            self.maintenance,
+            first_in_s=min(60.0, cfg.maintenance_interval_s),
+        )
         self.schedule.start()
         events = asyncio.create_task(self._listen(stop))
         inbox = asyncio.create_task(self._serve_inbox(stop))
@@ -112,8 +127,9 @@ class Daemon:
         try:
             for schema in self.runtime(self.settings.daemon.session).toolbox.schemas():
                 fn = schema["function"]
-                await self.services.registry.register(fn["name"], fn["description"],
-                                                      fn["parameters"])  # fmt: skip
+                await self.services.registry.register(
+                    fn["name"], fn["description"], fn["parameters"]
+                )
         except AetherError as e:
             log.warning("tool registry unavailable; tools not recorded", error=str(e))
 
@@ -165,8 +181,12 @@ class Daemon:
             return await self._reply(message, str(stored["content"]), session)
         if self.llm is None:
             if await rt.chats.find_ref(session, message.id) is None:
-                await rt.chats.append(session, message.role if message.role in ("user", "system")
-                                      else "user", message.content, ref=message.id)  # fmt: skip
+                await rt.chats.append(
+                    session,
+                    message.role if message.role in ("user", "system") else "user",
+                    message.content,
+                    ref=message.id,
+                )
             return await self._reply(message, "", session, error=NO_LLM)
         attempts = self._attempts.get(message.id, 0) + 1
         self._attempts[message.id] = attempts
@@ -211,12 +231,17 @@ class Daemon:
             return
         depth = await self.inbox.depth()
         tasks = (await Tasks(self.layer).list("open"))[:OPEN_TASKS_SHOWN]
-        listed = "\n".join(f"- [{t['id']}] p{t['priority']} {t['title']}"
-                           + (f" (due {t['due']})" if t["due"] else "") for t in tasks)  # fmt: skip
-        prompt = (f"Heartbeat tick. Work through your heartbeat instructions. Focus of this "
-                  f"tick: {check}. Inbox: {depth['waiting']} waiting, {depth['pending']} in "
-                  "progress.\nOpen tasks:\n" + (listed or "- none") + "\n"
-                  "Use your tools; reply with one line on what you did.")  # fmt: skip
+        listed = "\n".join(
+            f"- [{t['id']}] p{t['priority']} {t['title']}"
+            + (f" (due {t['due']})" if t["due"] else "")
+            for t in tasks
+        )
+        prompt = (
+            f"Heartbeat tick. Work through your heartbeat instructions. Focus of this "
+            f"tick: {check}. Inbox: {depth['waiting']} waiting, {depth['pending']} in "
+            "progress.\nOpen tasks:\n" + (listed or "- none") + "\n"
+            "Use your tools; reply with one line on what you did."
+        )
         try:
             await self.runtime(HEARTBEAT_SESSION).step(prompt)
         except AetherError as e:
@@ -224,8 +249,9 @@ class Daemon:
 
     async def maintenance(self) -> None:
         """The scheduled maintenance run."""
-        engine = MaintenanceEngine(self.layer, self.checkpoints, self.llm, actor="daemon",
-                                   beliefs=self.settings.beliefs)  # fmt: skip
+        engine = MaintenanceEngine(
+            self.layer, self.checkpoints, self.llm, actor="daemon", beliefs=self.settings.beliefs
+        )
         await engine.run()
 
     async def _listen(self, stop: asyncio.Event) -> None:

@@ -93,21 +93,24 @@ class Inbox:
 
     async def pending(self) -> list[InboxMessage]:
         """Messages delivered to this consumer and not yet answered (after a restart)."""
-        reply: Any = await self.client.xreadgroup(GROUP, self.consumer, {self.keys.inbox(): "0"},
-                                                  count=100)  # fmt: skip
+        reply: Any = await self.client.xreadgroup(
+            GROUP, self.consumer, {self.keys.inbox(): "0"}, count=100
+        )
         found = [m for _, entries in reply or [] for m in _decode(entries)]
         return await self._with_deliveries(found)
 
     async def claim_stale(self, min_idle_ms: int) -> list[InboxMessage]:
         """Take over messages another consumer has held for ``min_idle_ms`` (it died)."""
-        reply: Any = await self.client.xautoclaim(self.keys.inbox(), GROUP, self.consumer,
-                                                  min_idle_time=min_idle_ms, count=100)  # fmt: skip
+        reply: Any = await self.client.xautoclaim(
+            self.keys.inbox(), GROUP, self.consumer, min_idle_time=min_idle_ms, count=100
+        )
         return await self._with_deliveries(_decode(reply[1]))
 
     async def read(self, block_ms: int, count: int = 1) -> list[InboxMessage]:
         """New messages, waiting up to ``block_ms``."""
-        reply: Any = await self.client.xreadgroup(GROUP, self.consumer, {self.keys.inbox(): ">"},
-                                                  count=count, block=block_ms)  # fmt: skip
+        reply: Any = await self.client.xreadgroup(
+            GROUP, self.consumer, {self.keys.inbox(): ">"}, count=count, block=block_ms
+        )
         return [InboxMessage(i, f) for _, entries in reply or [] for i, f in _decode(entries)]
 
     async def _with_deliveries(self, found: list[tuple[str, dict[str, str]]]) -> list[InboxMessage]:
@@ -127,9 +130,16 @@ class Inbox:
         """
         fields = {"in_reply_to": message.id, "role": "assistant", "content": content, **extra}
         flat = [v for pair in fields.items() for v in pair]
-        outbox_id = await self.client.fcall("aether_reply", 2, self.keys.inbox(),
-                                            self.keys.outbox(), GROUP, message.id,
-                                            self.outbox_maxlen, *flat)  # fmt: skip
+        outbox_id = await self.client.fcall(
+            "aether_reply",
+            2,
+            self.keys.inbox(),
+            self.keys.outbox(),
+            GROUP,
+            message.id,
+            self.outbox_maxlen,
+            *flat,
+        )
         return None if outbox_id is None else text(outbox_id)
 
     async def depth(self) -> dict[str, int]:
@@ -157,8 +167,9 @@ async def wait_for_reply(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        reply: Any = await client.xread({keys.outbox(): last}, count=100,
-                                        block=max(1, int(min(remaining, 1.0) * 1000)))  # fmt: skip
+        reply: Any = await client.xread(
+            {keys.outbox(): last}, count=100, block=max(1, int(min(remaining, 1.0) * 1000))
+        )
         for _, entries in reply or []:
             for entry_id, fields in _decode(entries):
                 last = entry_id

@@ -32,8 +32,11 @@ class ToolCall:
 
     def as_message_part(self) -> dict[str, Any]:
         """The call as it appears in an assistant message."""
-        return {"id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}  # fmt: skip
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,12 @@ class LLMClient:
         max_retries: int = 3,
     ) -> None:
         self.model = model
-        self.client = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                  timeout=timeout_s, max_retries=max_retries)  # fmt: skip
+        self.client = AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout_s,
+            max_retries=max_retries,
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMClient | None:
@@ -76,8 +83,13 @@ class LLMClient:
         if not settings.llm_base_url or not settings.llm_model:
             return None
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return cls(settings.llm_base_url, settings.llm_model, key,
-                   settings.llm_timeout_s, settings.llm_max_retries)  # fmt: skip
+        return cls(
+            settings.llm_base_url,
+            settings.llm_model,
+            key,
+            settings.llm_timeout_s,
+            settings.llm_max_retries,
+        )
 
     @staticmethod
     def require(client: LLMClient | None) -> LLMClient:

@@ -29,9 +29,13 @@ log = structlog.get_logger(__name__)
 Handler = Callable[[dict[str, Any]], Awaitable[str]]
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "array": (list,), "object": (dict,),
-}  # fmt: skip
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,11 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The tool as the chat API declares it."""
-        function = {"name": self.name, "description": self.description,
-                    "parameters": self.parameters}  # fmt: skip
+        function = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        }
         return {"type": "function", "function": function}
 
 
@@ -141,15 +148,17 @@ def builtin_tools(
     """The memory tools every agent has: search, log, remember, scratchpad, checkpoint."""
 
     async def memory_search(args: dict[str, Any]) -> str:
-        hits = await search.search(str(args["query"]), limit=int(args.get("limit", 5)),
-                                   kind=args.get("kind"))  # fmt: skip
+        hits = await search.search(
+            str(args["query"]), limit=int(args.get("limit", 5)), kind=args.get("kind")
+        )
         if not hits:
             return "no memories found"
         return "\n".join(f"[{h.doc.get('kind')} {h.doc.get('id')}] {h.content}" for h in hits)
 
     async def memory_log(args: dict[str, Any]) -> str:
-        doc = await DailyLog(layer).log(str(args["content"]), source="agent",
-                                        tags=args.get("tags"), session=session)  # fmt: skip
+        doc = await DailyLog(layer).log(
+            str(args["content"]), source="agent", tags=args.get("tags"), session=session
+        )
         return f"logged {doc['id']}"
 
     async def memory_remember(args: dict[str, Any]) -> str:
@@ -170,26 +179,56 @@ def builtin_tools(
         raise InvalidOperationError("scratchpad action must be get or set")
 
     async def checkpoint(args: dict[str, Any]) -> str:
-        cp = await checkpoints.create(label=str(args.get("label", ""))[:200], reason="agent",
-                                      actor="agent")  # fmt: skip
+        cp = await checkpoints.create(
+            label=str(args.get("label", ""))[:200], reason="agent", actor="agent"
+        )
         return f"checkpoint {cp.id} created"
 
     tags = {"type": "array", "items": {"type": "string"}, "description": "optional tags"}
     return [
-        Tool("memory_search", "Search your memory (daily logs, long-term memories, beliefs).",
-             _object({"query": {"type": "string"},
-                      "limit": {"type": "integer", "description": "1-50, default 5"},
-                      "kind": {"type": "string", "enum": ["daily", "longterm", "belief"]}},
-                     ["query"]), memory_search),
-        Tool("memory_log", "Write a note to today's log.",
-             _object({"content": {"type": "string"}, "tags": tags}, ["content"]), memory_log),
-        Tool("memory_remember", "Store a lasting fact or lesson in long-term memory.",
-             _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
-             memory_remember),
-        Tool("scratchpad", "Get or set a short-lived working note (expires, default 1 h).",
-             _object({"action": {"type": "string", "enum": ["get", "set"]},
-                      "id": {"type": "string"}, "value": {"type": "string"},
-                      "ttl_s": {"type": "integer"}}, ["action", "id"]), scratchpad),
-        Tool("checkpoint", "Checkpoint your state now (it can be rolled back to later).",
-             _object({"label": {"type": "string"}}, []), checkpoint),
-    ]  # fmt: skip
+        Tool(
+            "memory_search",
+            "Search your memory (daily logs, long-term memories, beliefs).",
+            _object(
+                {
+                    "query": {"type": "string"},
+                    "limit": {"type": "integer", "description": "1-50, default 5"},
+                    "kind": {"type": "string", "enum": ["daily", "longterm", "belief"]},
+                },
+                ["query"],
+            ),
+            memory_search,
+        ),
+        Tool(
+            "memory_log",
+            "Write a note to today's log.",
+            _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
+            memory_log,
+        ),
+        Tool(
+            "memory_remember",
+            "Store a lasting fact or lesson in long-term memory.",
+            _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
+            memory_remember,
+        ),
+        Tool(
+            "scratchpad",
+            "Get or set a short-lived working note (expires, default 1 h).",
+            _object(
+                {
+                    "action": {"type": "string", "enum": ["get", "set"]},
+                    "id": {"type": "string"},
+                    "value": {"type": "string"},
+                    "ttl_s": {"type": "integer"},
+                },
+                ["action", "id"],
+            ),
+            scratchpad,
+        ),
+        Tool(
+            "checkpoint",
+            "Checkpoint your state now (it can be rolled back to later).",
+            _object({"label": {"type": "string"}}, []),
+            checkpoint,
+        ),
+    ]

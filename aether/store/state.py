@@ -33,11 +33,23 @@ STRUCTURAL_COMMANDS = frozenset(
 )
 IMAGE_COMMANDS = frozenset(
     {
-        "SET", "DEL", "HSET", "HDEL", "HINCRBY", "HINCRBYFLOAT",
-        "JSON.SET", "JSON.DEL", "JSON.MERGE", "JSON.ARRAPPEND", "JSON.NUMINCRBY",
-        "JSON.STRAPPEND", "SADD", "SREM", "RESTORE",
+        "SET",
+        "DEL",
+        "HSET",
+        "HDEL",
+        "HINCRBY",
+        "HINCRBYFLOAT",
+        "JSON.SET",
+        "JSON.DEL",
+        "JSON.MERGE",
+        "JSON.ARRAPPEND",
+        "JSON.NUMINCRBY",
+        "JSON.STRAPPEND",
+        "SADD",
+        "SREM",
+        "RESTORE",
     }
-)  # fmt: skip
+)
 # a guard changes nothing; it refuses the whole batch when its key exists
 GUARD_COMMANDS = frozenset({"ABSENT"})
 SUPPORTED_COMMANDS = STRUCTURAL_COMMANDS | IMAGE_COMMANDS | GUARD_COMMANDS

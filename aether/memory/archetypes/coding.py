@@ -44,17 +44,27 @@ def file_entities(event: dict[str, Any]) -> list[EntityIn]:
         return []
     facts = _facts(event)
     language = language_of(path) or "other"
-    entities = [EntityIn("file", path, properties={"language": language,
-                                                   "test": bool(facts and facts.is_test)},
-                         salience=0.4)]  # fmt: skip
+    entities = [
+        EntityIn(
+            "file",
+            path,
+            properties={"language": language, "test": bool(facts and facts.is_test)},
+            salience=0.4,
+        )
+    ]
     if facts is None:
         return entities
     for s in facts.symbols:
         kind = "function" if s.kind == "function" else "class"
         qual = f"{s.parent}.{s.name}" if s.parent else s.name
-        entities.append(EntityIn(kind, _qualified(facts, s.name, s.parent),
-                                 aliases=list(dict.fromkeys([s.name, qual])),
-                                 properties={"path": path, "line": s.line}))  # fmt: skip
+        entities.append(
+            EntityIn(
+                kind,
+                _qualified(facts, s.name, s.parent),
+                aliases=list(dict.fromkeys([s.name, qual])),
+                properties={"path": path, "line": s.line},
+            )
+        )
     own = module_of(path, facts.language)
     if own:
         entities.append(EntityIn("module", own, properties={"path": path}))
@@ -123,8 +133,7 @@ def error_entities(event: dict[str, Any]) -> list[EntityIn]:
     message = str(payload.get("message") or event.get("content") or "")
     if not message.strip():
         return []
-    out = [EntityIn("error_pattern", pattern_key(message), aliases=[message[:200]],
-                    salience=0.5)]  # fmt: skip
+    out = [EntityIn("error_pattern", pattern_key(message), aliases=[message[:200]], salience=0.5)]
     if isinstance(payload.get("path"), str) and payload["path"]:
         out.append(EntityIn("file", payload["path"], salience=0.4))
     return out
@@ -142,19 +151,37 @@ class CodingArchetype:
 
     name = "coding"
     description = "AI coding agent for software development"
-    event_types = ("file_read", "file_write", "file_edit", "shell_exec", "search", "error",
-                   "user_message", "agent_response")  # fmt: skip
+    event_types = (
+        "file_read",
+        "file_write",
+        "file_edit",
+        "shell_exec",
+        "search",
+        "error",
+        "user_message",
+        "agent_response",
+    )
     entity_types = ("file", "function", "class", "module", "variable", "type", "error_pattern")
-    relation_types = ("imports", "exports", "calls", "extends", "implements", "uses", "tests",
-                      "caused_by", "defines")  # fmt: skip
+    relation_types = (
+        "imports",
+        "exports",
+        "calls",
+        "extends",
+        "implements",
+        "uses",
+        "tests",
+        "caused_by",
+        "defines",
+    )
     extractors = MappingProxyType(
         {**dict.fromkeys(FILE_EVENTS, file_entities), "error": error_entities}
     )
     relation_extractors = MappingProxyType(
         {**dict.fromkeys(FILE_EVENTS, file_relations), "error": error_relations}
     )
-    strategy = ContextStrategy(0.3, 0.5, 0.2, {"recent": 15, "semantic": 40, "entities": 25,
-                                                "relations": 20})  # fmt: skip
+    strategy = ContextStrategy(
+        0.3, 0.5, 0.2, {"recent": 15, "semantic": 40, "entities": 25, "relations": 20}
+    )
     tools = (
         ToolSpec("read_file", "Read file contents"),
         ToolSpec("write_file", "Write file contents"),

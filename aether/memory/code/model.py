@@ -6,11 +6,19 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 LANGUAGES = {
-    ".py": "python", ".pyi": "python",
-    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".go": "go", ".rs": "rust",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".go": "go",
+    ".rs": "rust",
+}
 
 
 def language_of(path: str) -> str | None:
@@ -55,6 +63,20 @@ def looks_like_test(path: str) -> bool:
     """Test files by the usual conventions of each language."""
     p = PurePosixPath(path)
     name = p.name.lower()
-    return (name.startswith("test_") or name.endswith(("_test.py", "_test.go", ".test.ts",
-            ".test.js", ".spec.ts", ".spec.js", ".test.tsx", ".spec.tsx"))
-            or "tests" in p.parts[:-1] or "__tests__" in p.parts)  # fmt: skip
+    return (
+        name.startswith("test_")
+        or name.endswith(
+            (
+                "_test.py",
+                "_test.go",
+                ".test.ts",
+                ".test.js",
+                ".spec.ts",
+                ".spec.js",
+                ".test.tsx",
+                ".spec.tsx",
+            )
+        )
+        or "tests" in p.parts[:-1]
+        or "__tests__" in p.parts
+    )

@@ -41,8 +41,11 @@ def extract_python(path: str, source: str) -> CodeFacts:
                 visit(node.body, node.name)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 facts.symbols.append(Symbol("function", node.name, node.lineno, parent))
-                callees = {name for sub in ast.walk(node) if isinstance(sub, ast.Call)
-                           and (name := _called_name(sub))}  # fmt: skip
+                callees = {
+                    name
+                    for sub in ast.walk(node)
+                    if isinstance(sub, ast.Call) and (name := _called_name(sub))
+                }
                 facts.calls += sorted((node.name, callee) for callee in callees)
 
     visit(tree.body, None)

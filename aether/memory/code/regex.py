@@ -149,8 +149,9 @@ def extract_typescript(path: str, source: str, language: str = "typescript") -> 
     for m in _TS_METHOD.finditer(code):
         owner = next((c for s, e, c in classes if s < m.start() < e), None)
         if owner and m.group(1) not in _KEYWORDS:
-            found.append((m.start(1), Symbol("function", m.group(1),
-                                             _line_of(code, m.start(1)), owner)))  # fmt: skip
+            found.append(
+                (m.start(1), Symbol("function", m.group(1), _line_of(code, m.start(1)), owner))
+            )
     found.sort(key=lambda item: item[0])
     facts.symbols = [s for _, s in found]
     facts.imports = list(dict.fromkeys(facts.imports))
@@ -200,8 +201,9 @@ def extract_go(path: str, source: str) -> CodeFacts:
     for m in _GO_TYPE.finditer(code):
         found.append((m.start(), Symbol("class", m.group(1), _line_of(code, m.start()))))
     for m in _GO_FUNC.finditer(code):
-        found.append((m.start(), Symbol("function", m.group(2), _line_of(code, m.start()),
-                                        m.group(1))))  # fmt: skip
+        found.append(
+            (m.start(), Symbol("function", m.group(2), _line_of(code, m.start()), m.group(1)))
+        )
     found.sort(key=lambda item: item[0])
     facts.symbols = [s for _, s in found]
     facts.imports = list(dict.fromkeys(facts.imports))
@@ -242,8 +244,9 @@ def extract_rust(path: str, source: str) -> CodeFacts:
         found.append((m.start(2), Symbol("class", m.group(2), _line_of(code, m.start(2)))))
     for m in _RS_FN.finditer(code):
         owner = next((t for s, e, t in impls if s < m.start(1) < e), None)
-        found.append((m.start(1), Symbol("function", m.group(1), _line_of(code, m.start(1)),
-                                         owner)))  # fmt: skip
+        found.append(
+            (m.start(1), Symbol("function", m.group(1), _line_of(code, m.start(1)), owner))
+        )
     found.sort(key=lambda item: item[0])
     facts.symbols = [s for _, s in found]
     facts.imports = list(dict.fromkeys(facts.imports))

@@ -1,0 +1,236 @@
+"""Value-level diffs: what a key held at a checkpoint against what it holds now.
+
+The journal keeps, for every change, the ops that undo it. A key's value at a checkpoint
+is its value now with its inverses after the checkpoint applied newest first, which is
+what a rollback would do. The exact pre-images (``RESTORE`` of a DUMP) are decoded by
+restoring them into a short-lived scratch key; the structural inverses (pops, pushes,
+sorted-set adds and removals) are replayed in Python. Nothing of the agent's state is
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, cast
+
+from redis.asyncio import Redis
+
+from aether.keys import Keyspace
+from aether.store.codec import command, text
+
+# how long a decoded pre-image may outlive a crashed diff, in milliseconds
+SCRATCH_TTL_MS = 60_000
+# arrays of numbers longer than this (vectors) show as a count, not element by element
+_VECTOR_AT = 8
+
+ValueType = Literal["none", "string", "hash", "json", "list", "set", "zset"]
+Change = Literal["created", "modified", "deleted"]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A key's content, decoded: ``content`` by type (None when the key is absent)."""
+
+    type: ValueType
+    content: Any = None
+
+
+ABSENT = Value("none")
+
+
+@dataclass
+class FieldChange:
+    """One field (hash field, JSON path, sorted-set member or the string) that changed."""
+
+    field: str
+    before: str | None
+    after: str | None
+
+
+@dataclass
+class KeyChange:
+    """How one key differs between a checkpoint and now."""
+
+    key: str
+    tier: str
+    change: Change
+    type: ValueType
+    fields: list[FieldChange] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return asdict(self)
+
+
+def shown(raw: bytes | str | None) -> str | None:
+    """A stored value as text: UTF-8 as is, anything else as its size."""
+    if raw is None or isinstance(raw, str):
+        return raw
+    try:
+        decoded = raw.decode()
+    except UnicodeDecodeError:
+        return f"<{len(raw)} bytes>"
+    return decoded if decoded.isprintable() or decoded.strip() else f"<{len(raw)} bytes>"
+
+
+async def read_value(client: Redis, key: str) -> Value:
+    """The content of ``key`` now, by its type."""
+    kind = text(await client.type(key))
+    if kind == "none":
+        return ABSENT
+    if kind == "string":
+        return Value("string", await client.get(key))
+    if kind == "hash":
+        return Value("hash", {text(k): v for k, v in (await client.hgetall(key)).items()})
+    if kind == "list":
+        return Value("list", list(await client.lrange(key, 0, -1)))
+    if kind == "set":
+        return Value("set", set(await client.smembers(key)))
+    if kind == "zset":
+        pairs = cast(list[tuple[bytes, float]], await client.zrange(key, 0, -1, withscores=True))
+        return Value("zset", {member: float(score) for member, score in pairs})
+    if kind == "ReJSON-RL":
+        raw = await command(client, "JSON.GET", key, "$")
+        return Value("json", json.loads(text(raw))[0])
+    return Value("string", f"<{kind}>".encode())
+
+
+async def _decode_image(client: Redis, keys: Keyspace, payload: bytes) -> Value:
+    scratch = keys.diff_scratch(secrets.token_hex(8))
+    await command(client, "RESTORE", scratch, SCRATCH_TTL_MS, payload, "REPLACE")
+    try:
+        return await read_value(client, scratch)
+    finally:
+        await client.delete(scratch)
+
+
+def _replay(value: Value, op: list[bytes]) -> Value:
+    """Apply one structural inverse op to a list or sorted set held in Python."""
+    cmd, args = text(op[0]), op[2:]
+    if cmd in ("RPOP", "LPOP", "RPUSH", "LPUSH"):
+        items: list[bytes] = list(value.content or [])
+        if cmd == "RPOP":
+            items = items[: max(len(items) - int(args[0]), 0)]
+        elif cmd == "LPOP":
+            items = items[int(args[0]) :]
+        elif cmd == "RPUSH":
+            items = items + list(args)
+        else:
+            items = list(reversed(args)) + items
+        return Value("list", items) if items else ABSENT
+    scores: dict[bytes, float] = dict(value.content or {})
+    if cmd == "ZADD":
+        start = 1 if args and args[0] == b"GT" else 0
+        for i in range(start, len(args) - 1, 2):
+            score, member = float(args[i]), args[i + 1]
+            if start == 0 or member not in scores or score > scores[member]:
+                scores[member] = score
+    elif cmd == "ZREM":
+        for member in args:
+            scores.pop(member, None)
+    else:
+        raise ValueError(f"cannot replay {cmd}")
+    return Value("zset", scores) if scores else ABSENT
+
+
+async def value_at_checkpoint(
+    client: Redis, keys: Keyspace, now: Value, undo: list[list[bytes]]
+) -> Value:
+    """A key's value at a checkpoint, from its value now and its inverses in undo order.
+
+    Args:
+        client: the namespace's client (a scratch key decodes DUMP images).
+        keys: the namespace's keyspace.
+        now: the key's value now.
+        undo: the key's inverse ops after the checkpoint, newest change first, each
+            change's ops in their application order (the order a rollback applies them).
+    """
+    last_image = max(
+        (i for i, op in enumerate(undo) if op[0] in (b"RESTORE", b"DEL")), default=None
+    )
+    value, rest = now, undo
+    if last_image is not None:
+        op = undo[last_image]
+        value = await _decode_image(client, keys, op[2]) if op[0] == b"RESTORE" else ABSENT
+        rest = undo[last_image + 1 :]
+    for op in rest:
+        value = _replay(value, op)
+    return value
+
+
+def _flatten(doc: Any, path: str = "") -> dict[str, str]:
+    """A JSON document as ``path -> value`` leaves (objects walked; arrays are leaves)."""
+    if isinstance(doc, dict) and doc:
+        out: dict[str, str] = {}
+        for name, child in doc.items():
+            out.update(_flatten(child, f"{path}.{name}" if path else str(name)))
+        return out
+    numeric = isinstance(doc, list) and all(isinstance(x, int | float) for x in doc)
+    if numeric and len(doc) > _VECTOR_AT:
+        return {path or "$": f"<{len(doc)} numbers>"}
+    return {path or "$": doc if isinstance(doc, str) else json.dumps(doc, sort_keys=True)}
+
+
+def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old != new:
+            changes.append(FieldChange(name, shown(old), shown(new)))
+    return changes
+
+
+def _members(items: Iterable[bytes]) -> list[str]:
+    return [shown(item) or "" for item in items]
+
+
+def compare(before: Value, after: Value) -> KeyChange | None:
+    """How ``after`` differs from ``before`` (None when they are equal).
+
+    The key and tier are left empty for the caller to fill in.
+    """
+    if before == after:
+        return None
+    if before.type == "none":
+        change: Change = "created"
+    elif after.type == "none":
+        change = "deleted"
+    else:
+        change = "modified"
+    kind = after.type if after.type != "none" else before.type
+    result = KeyChange("", "", change, kind)
+    if before.type not in (kind, "none") or after.type not in (kind, "none"):
+        result.fields.append(FieldChange("type", before.type, after.type))
+        return result
+    old, new = before.content, after.content
+    if kind == "string":
+        result.fields.append(FieldChange("value", shown(old), shown(new)))
+    elif kind == "hash":
+        result.fields = _field_changes(old or {}, new or {})
+    elif kind == "json":
+        result.fields = _field_changes(
+            _flatten(old) if old is not None else {}, _flatten(new) if new is not None else {}
+        )
+    elif kind == "zset":
+        old_scores, new_scores = old or {}, new or {}
+        result.added = _members(sorted(m for m in new_scores if m not in old_scores))
+        result.removed = _members(sorted(m for m in old_scores if m not in new_scores))
+        result.fields = [
+            FieldChange(shown(m) or "", f"{old_scores[m]:g}", f"{new_scores[m]:g}")
+            for m in sorted(old_scores)
+            if m in new_scores and old_scores[m] != new_scores[m]
+        ]
+    elif kind == "set":
+        result.added = _members(sorted(set(new or ()) - set(old or ())))
+        result.removed = _members(sorted(set(old or ()) - set(new or ())))
+    else:  # a list: the items that came and went, repeats counted
+        old_items, new_items = Counter(old or ()), Counter(new or ())
+        result.added = _members((new_items - old_items).elements())
+        result.removed = _members((old_items - new_items).elements())
+    return result
