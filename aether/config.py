@@ -182,11 +182,16 @@ class McpSettings(BaseModel):
     token: SecretStr | None = Field(default=None, description="bearer token; required for HTTP")
 
 
+LogFormat = Literal["auto", "console", "json"]
+
+
 class LogSettings(BaseModel):
     """Logging."""
 
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     console_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    # auto: readable lines on a terminal, JSON lines when piped (to a collector, say)
+    format: LogFormat = "auto"
     file_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     file_backups: int = Field(default=5, ge=0)
 

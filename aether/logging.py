@@ -15,7 +15,7 @@ import sys
 
 import structlog
 
-from aether.config import Settings
+from aether.config import LogFormat, Settings
 from aether.files import FILE_MODE, log_tightened, private_dir, tighten_home
 
 _SHARED: list[structlog.types.Processor] = [
@@ -47,7 +47,11 @@ def _not_file_only(record: logging.LogRecord) -> bool:
 
 
 def configure_logging(
-    settings: Settings, *, console_level: str | None = None, stream: object | None = None
+    settings: Settings,
+    *,
+    console_level: str | None = None,
+    stream: object | None = None,
+    log_format: LogFormat | None = None,
 ) -> None:
     """Route structlog and stdlib logging to stderr and the rotating log file.
 
@@ -56,12 +60,17 @@ def configure_logging(
         console_level: level shown on the console (default ``settings.log.console_level``);
             the file always receives ``settings.log.level``.
         stream: where console output goes (default ``sys.stderr``).
+        log_format: the console's format (default ``settings.log.format``): ``console``
+            lines for people, ``json`` lines for collectors, or ``auto`` (people on a
+            terminal, JSON otherwise). The file is always JSON lines.
     """
     out = stream if stream is not None else sys.stderr
+    chosen = log_format or settings.log.format
     is_tty = bool(getattr(out, "isatty", lambda: False)())
+    for_people = chosen == "console" or (chosen == "auto" and is_tty)
     console_renderer: structlog.types.Processor = (
-        structlog.dev.ConsoleRenderer(colors=True)
-        if is_tty
+        structlog.dev.ConsoleRenderer(colors=is_tty)
+        if for_people
         else structlog.processors.JSONRenderer()
     )
     json_formatter = structlog.stdlib.ProcessorFormatter(

@@ -193,3 +193,40 @@ def test_a_table_on_a_terminal_has_borders_and_keeps_ids_whole() -> None:
     assert "01M84XWET1CRAD2AX973PFH6ZN" in shown and "─" in shown
     assert max(len(line) for line in shown.splitlines()) <= 50  # text wraps, the id does not
     assert tables.Column is Column
+
+
+@pytest.mark.parametrize("chosen", ["console", "json", "auto", "env-json"])
+def test_log_lines_on_stderr_follow_the_log_format(tmp_path: Path, chosen: str) -> None:
+    """A wide home is tightened with a warning: console lines for people, JSON for machines."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    (home / "logs").mkdir(parents=True)
+    home.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
+    env.update({"AETHER_HOME": str(home), "AETHER_CONFIG_FILE": str(tmp_path / "none.toml")})
+    flag = ["--log-format", chosen] if chosen in ("console", "json") else []
+    if chosen == "env-json":
+        env["AETHER_LOG__FORMAT"] = "json"
+    out = subprocess.run(
+        [sys.executable, "-m", "aether", *flag, "config", "show", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["home"] == str(home)  # stdout stays for the program
+    (line,) = [x for x in out.stderr.splitlines() if "tightened permissions" in x]
+    if chosen == "console":
+        assert not line.startswith("{") and "[warning" in line and "home=" in line
+    else:  # json, and auto off a terminal
+        event = json.loads(line)
+        assert event["level"] == "warning" and event["home"] == str(home)
+
+
+def test_an_unknown_log_format_is_a_usage_error(agent_factory: Agent) -> None:
+    out = agent_factory("--log-format", "xml", "config", "show")
+    assert out.code == 64 and "console" in out.stderr and "json" in out.stderr

@@ -416,7 +416,11 @@ def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> Non
 
     asyncio.run(seed())
     listed = cli("tools", "list")
-    assert listed.returncode == 0 and "weather  v1" in listed.stdout
+    assert listed.returncode == 0
+    assert [line.split()[:2] for line in listed.stdout.splitlines()] == [
+        ["name", "version"],
+        ["weather", "v1"],
+    ]
     shown = json.loads(cli("tools", "show", "weather", "--json").stdout)
     assert shown["schema"] == SCHEMA
     assert cli("tools", "show", "nope").returncode == 1

@@ -26,7 +26,7 @@ try:  # typer >= 0.22 vendors click as typer._click; older versions use click it
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from aether.config import load_settings
+from aether.config import LogFormat, load_settings
 from aether.errors import AetherError, describe, error_code
 from aether.files import PRIVATE_UMASK
 from aether.interfaces import (
@@ -182,6 +182,14 @@ def root(
     debug: Annotated[
         bool, typer.Option("--debug", help="Print the traceback of an unexpected error.")
     ] = False,
+    log_format: Annotated[
+        LogFormat | None,
+        typer.Option(
+            "--log-format",
+            help="Log lines on stderr: console (for people), json, or auto (console on a "
+            "terminal, else json; AETHER_LOG__FORMAT).",
+        ),
+    ] = None,
 ) -> None:
     """Build the settings once and configure logging."""
     try:
@@ -189,7 +197,9 @@ def root(
     except AetherError as e:
         fail(str(e), json_ or json_requested.get(), kind="config")
     long_running = ctx.invoked_subcommand == "up"
-    configure_logging(settings, console_level="INFO" if long_running else None)
+    configure_logging(
+        settings, console_level="INFO" if long_running else None, log_format=log_format
+    )
     ctx.obj = AppState(settings=settings, json=json_ or json_requested.get())
 
 

@@ -63,7 +63,7 @@ def tools_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
     columns: list[Column[dict[str, Any]]] = [
         Column("name", lambda t: t["name"], whole=True),
-        Column("version", lambda t: f"v{t['version']}", justify="right"),
+        Column("version", lambda t: f"v{t['version']}"),
         Column("description", lambda t: t["description"]),
     ]
     emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no registered tools")
