@@ -55,7 +55,12 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         await session.initialize()
         listed = await session.list_tools()
         assert {t.name for t in listed.tools} == TOOLS
+        _assert_tools_describe_themselves(listed.tools)
         call = session.call_tool
+        too_many = _error(await call("memory_search", {"query": "x", "limit": 5000}))
+        assert too_many["code"] == "invalid" and "limit" in too_many["message"]
+        bad_kind = _error(await call("memory_search", {"query": "x", "kind": "gossip"}))
+        assert bad_kind["code"] == "invalid" and "kind" in bad_kind["message"]
         logged = _data(
             await call(
                 "memory_log", {"content": "The router password is in vault", "tags": ["ops"]}
@@ -86,6 +91,20 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         assert ctx["tokens"] <= 600 and "vault" in json.dumps(ctx["messages"])
         identity = _data(await call("identity_get", {}))
         assert identity["agent"]["name"]
+
+
+def _assert_tools_describe_themselves(tools: list[Any]) -> None:
+    """What an LLM client sees: a summary line, a described and bounded schema per tool."""
+    for tool in tools:
+        summary = tool.description.splitlines()[0]
+        assert 20 <= len(summary) <= 100 and summary.endswith("."), (tool.name, summary)
+        for name, prop in tool.input_schema.get("properties", {}).items():
+            assert prop.get("description"), (tool.name, name)
+    search = next(t for t in tools if t.name == "memory_search").input_schema["properties"]
+    assert search["limit"]["minimum"] == 1 and search["limit"]["maximum"] == 1000
+    kinds = next(option for option in search["kind"]["anyOf"] if "enum" in option)["enum"]
+    assert kinds == ["daily", "longterm", "belief", "event", "decision", "failure"]
+    assert "memory_remember" in next(t for t in tools if t.name == "memory_log").description
 
 
 def _free_port() -> int:

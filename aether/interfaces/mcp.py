@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import functools
 import hmac
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
 import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -39,10 +40,12 @@ from aether.errors import (
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.ids import check_id
+from aether.interfaces.ranges import LIMIT, MAX_TOKENS, TTL_S
 from aether.memory.archetypes import archetype
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
+from aether.memory.records import Kind
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
 
@@ -134,10 +137,20 @@ def build_server(services: Services) -> MCPServer[Any]:
     search = MemorySearch(layer)
 
     def tool(fn: Callable[..., Awaitable[dict[str, Any]]]) -> None:
-        server.add_tool(_guarded(fn), name=fn.__name__, description=(fn.__doc__ or "").strip())
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.add_tool(_guarded(fn), name=fn.__name__, description=description)
 
-    async def memory_search(query: str, limit: int = 5, kind: str | None = None) -> dict[str, Any]:
-        """Hybrid search of memory (daily logs, long-term memories, beliefs)."""
+    async def memory_search(
+        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        limit: Annotated[int, LIMIT.field("How many results, most relevant first.")] = 5,
+        kind: Annotated[Kind | None, Field(description="Only this kind of memory.")] = None,
+    ) -> dict[str, Any]:
+        """Find what the agent remembers about something, most relevant first.
+
+        Searches daily log entries, long-term memories, beliefs, events, decisions and failures
+        (full text, vectors and recency). Use it before answering from memory; an empty
+        ``results`` means nothing relevant is stored.
+        """
 
         async def work() -> dict[str, Any]:
             await search.ensure_index()
@@ -158,19 +171,36 @@ def build_server(services: Services) -> MCPServer[Any]:
         return await work()
 
     async def memory_log(
-        content: str, tags: list[str] | None = None, session: str | None = None
+        content: Annotated[str, Field(description="What happened, in a sentence or two.")],
+        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
+        session: Annotated[str | None, Field(description="The conversation it belongs to.")] = None,
     ) -> dict[str, Any]:
-        """Write an entry to today's daily log."""
+        """Record something that happened today in the daily log.
+
+        An event, a result, what the user said. For a lasting fact or preference use
+        memory_remember instead.
+        """
         doc = await DailyLog(layer).log(content, source="agent", tags=tags, session=session)
         return {"id": doc["id"], "day": doc["day"]}
 
-    async def memory_remember(content: str, tags: list[str] | None = None) -> dict[str, Any]:
-        """Store a long-term memory."""
+    async def memory_remember(
+        content: Annotated[str, Field(description="The fact or preference, self-contained.")],
+        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
+    ) -> dict[str, Any]:
+        """Keep a lasting fact or preference in long-term memory.
+
+        It outlives the daily logs. Returns its ``id``, which memory_forget takes.
+        """
         doc = await LongTermMemory(layer).add(content, tags=tags)
         return {"id": doc["id"]}
 
-    async def memory_forget(id: str) -> dict[str, Any]:
-        """Delete a long-term memory or a daily entry by id (a rollback restores it)."""
+    async def memory_forget(
+        id: Annotated[str, Field(description="The memory's id, as memory_search returns it.")],
+    ) -> dict[str, Any]:
+        """Delete one long-term memory or daily entry that is wrong or unwanted.
+
+        Journaled: a checkpoint rollback brings it back.
+        """
 
         async def work() -> dict[str, Any]:
             check_id(id, "memory id")
@@ -189,38 +219,77 @@ def build_server(services: Services) -> MCPServer[Any]:
 
         return await work()
 
-    async def scratchpad_get(id: str) -> dict[str, Any]:
-        """Read a scratchpad (``value`` is null when empty or expired)."""
+    async def scratchpad_get(
+        id: Annotated[str, Field(description="The scratchpad's name.")],
+    ) -> dict[str, Any]:
+        """Read a scratchpad: short-lived working notes for the task at hand.
+
+        ``value`` is null when it was never set or has expired.
+        """
         return {"id": id, "value": await Scratchpads(layer).get(id)}
 
-    async def scratchpad_set(id: str, value: str, ttl_s: int | None = None) -> dict[str, Any]:
-        """Set a scratchpad (expires after ttl_s, default one hour)."""
+    async def scratchpad_set(
+        id: Annotated[str, Field(description="The scratchpad's name.")],
+        value: Annotated[str, Field(description="The notes to keep (replaces the old ones).")],
+        ttl_s: Annotated[
+            int | None, TTL_S.field("Seconds until it expires (default 3600).")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Write working notes that expire (default after one hour).
+
+        Not part of memory: never searched, not rolled back.
+        """
         await Scratchpads(layer).set(id, value, ttl_s)
         return {"id": id, "ttl_s": await layer.client.ttl(layer.keys.scratchpad(id))}
 
-    async def checkpoint_create(label: str = "") -> dict[str, Any]:
-        """Checkpoint the agent's state now."""
+    async def checkpoint_create(
+        label: Annotated[
+            str, Field(max_length=200, description="A name to find it by later.")
+        ] = "",
+    ) -> dict[str, Any]:
+        """Save the agent's whole state now (O(1)), before a risky change.
+
+        checkpoint_rollback returns to it. Returns its ``id``.
+        """
         cp = await services.checkpoints.create(label=label, reason="mcp", actor="mcp")
         return cp.to_dict()
 
     async def checkpoint_list() -> dict[str, Any]:
-        """Checkpoints, newest first."""
+        """The kept checkpoints, newest first, with their ids, labels and times."""
         return {"checkpoints": [c.to_dict() for c in await services.checkpoints.list()]}
 
-    async def checkpoint_rollback(id: str) -> dict[str, Any]:
-        """Roll the state back to a checkpoint (by id or unique prefix); undoable."""
+    async def checkpoint_rollback(
+        id: Annotated[str, Field(description="A checkpoint id or a unique prefix (6+ chars).")],
+    ) -> dict[str, Any]:
+        """Return the agent's whole state to a checkpoint, atomically.
+
+        Everything after it is undone. A checkpoint of the current state is taken first, so
+        it is reversible (``aether checkpoint undo``).
+        """
         result = await services.checkpoints.rollback_to(id, actor="mcp")
         return result.to_dict()
 
     async def identity_get() -> dict[str, Any]:
-        """The agent's and the operator's profiles."""
+        """Who the agent is and who its operator is.
+
+        The agent's name, role and voice; the operator's name, time zone and preferences:
+        the profiles the system prompt is built from.
+        """
         identity = await services.identity.load()
         return {"agent": identity.agent, "user": identity.user}
 
     async def context_assemble(
-        query: str, max_tokens: int = 2000, session: str | None = None
+        query: Annotated[str, Field(description="The message the context is for.")],
+        max_tokens: Annotated[int, MAX_TOKENS.field("The token budget of the context.")] = 2000,
+        session: Annotated[
+            str | None, Field(description="The conversation, for its recent messages.")
+        ] = None,
     ) -> dict[str, Any]:
-        """The context aether would send a model for ``query``, within ``max_tokens``."""
+        """Build the messages aether would send a model for ``query``.
+
+        Identity, relevant memories and beliefs, recent conversation, fitted into
+        ``max_tokens``.
+        """
         settings = services.settings
         assembler = ContextAssembler(
             layer,

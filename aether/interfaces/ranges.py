@@ -1,4 +1,4 @@
-"""The declared range of every numeric CLI argument, in one place.
+"""The declared range of every numeric argument (CLI and MCP), in one place.
 
 A value out of its range is a usage error (exit 64) before anything runs, so no
 command ever hands Redis an integer it cannot hold or answers "found nothing" to a
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
+from pydantic import Field
 
 __all__ = [
     "CONFIDENCE",
@@ -38,6 +39,10 @@ class Range:
     def option(self, *decls: str, help: str) -> Any:
         """A typer option that refuses values outside the range."""
         return typer.Option(*decls, min=self.low, max=self.high, help=help)
+
+    def field(self, description: str) -> Any:
+        """A pydantic field in the range: an MCP tool's argument, its bounds in the schema."""
+        return Field(ge=self.low, le=self.high, description=description)
 
 
 LIMIT = Range(1, 1000)
