@@ -230,3 +230,48 @@ def test_log_lines_on_stderr_follow_the_log_format(tmp_path: Path, chosen: str) 
 def test_an_unknown_log_format_is_a_usage_error(agent_factory: Agent) -> None:
     out = agent_factory("--log-format", "xml", "config", "show")
     assert out.code == 64 and "console" in out.stderr and "json" in out.stderr
+
+
+def _stderr_on_a_terminal(env: dict[str, str], *args: str) -> tuple[int, str]:
+    """Run ``aether ARGS`` with stderr on a pseudo-terminal: what a person would see."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aether", *args],
+        env={**env, "COLUMNS": "100"},
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    return proc.wait(timeout=60), seen.decode(errors="replace")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_long_work_draws_a_progress_bar_on_a_terminal_only(
+    seeded: tuple[Agent, str], tmp_path: Path, as_json: bool
+) -> None:
+    agent, _ = seeded
+    flags = ["--json"] if as_json else []
+    code, seen = _stderr_on_a_terminal(agent.env, "memory", "reindex", *flags)
+    assert code == 0
+    assert ("recounting memories" in seen) is not as_json, seen
+    code, seen = _stderr_on_a_terminal(
+        agent.env, "memory", "export", str(tmp_path / "out.jsonl"), *flags
+    )
+    assert code == 0 and ("exporting" in seen) is not as_json, seen
+    piped = agent("memory", "export", str(tmp_path / "again.jsonl"))
+    assert piped.code == 0 and "exporting" not in piped.stderr  # not a terminal: no bar
