@@ -111,6 +111,8 @@ def test_every_help_page_is_plain_text(agent: Agent) -> None:
         assert out.code == 0, (path, out.text)
         for leak in ("``", "<bool>", "<str>", "<int>", "<float>", "<path>", "[bold", "[/", "╭"):
             assert leak not in out.stdout, (path, leak, out.stdout)
+        listed = out.stdout.split("Commands:", 1)[1] if "Commands:" in out.stdout else ""
+        assert not re.search(r"\.\.\.$", listed, re.M), (path, listed)  # never cut short
         usage = out.stdout.splitlines()[0]
         assert not re.search(r"\{[A-Z_]+\}", usage), (path, usage)  # CONTENT, not {CONTENT}
         options = out.stdout.split("Options:", 1)[-1]

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, NoReturn, Union, get_args, get_origi
 
 import structlog
 import typer
+from typer._click.utils import make_default_short_help
 from typer.core import TyperArgument, TyperGroup
 
 try:  # typer >= 0.22 vendors click as typer._click; older versions use click itself
@@ -98,6 +99,7 @@ class AetherGroup(TyperGroup):
 def _name_metavars(command: Any) -> None:
     """Give every value a readable placeholder in help: ``--since SINCE``, ``--kind [a|b]``.
 
+    Also lists each command by its first sentence whole, where click cuts it to fit.
     typer shows Python types (``<str>``, ``<list[str]>``, ``<bool>``) by default, and a
     required argument as ``{NAME}`` in the usage line; an argument here reads ``NAME``
     (``[NAME]`` when optional), with its choices when it has a fixed set.
@@ -112,6 +114,9 @@ def _name_metavars(command: Any) -> None:
             continue
         param.metavar = listed or (param.name or "value").upper()
     for sub in getattr(command, "commands", {}).values():
+        if sub.help and not sub.short_help:
+            # a group lists each command by its whole first sentence, wrapped, never cut
+            sub.short_help = make_default_short_help(sub.help, max_length=10_000)
         _name_metavars(sub)
 
 

@@ -71,7 +71,10 @@ def remember(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeat).")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Log TEXT and fold its beliefs into memory (create, reinforce or supersede)."""
+    """Log TEXT and fold its beliefs into memory.
+
+    Each belief in TEXT is created, or reinforces or supersedes one already held.
+    """
     st = state(ctx)
 
     async def body() -> dict[str, Any]:
@@ -237,7 +240,7 @@ def belief_stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
 
 def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Open questions: beliefs whose effective confidence is under 0.5."""
+    """Open questions: beliefs held with confidence under 0.5."""
     st = state(ctx)
 
     async def body() -> list[dict[str, Any]]:

@@ -48,7 +48,10 @@ def register(app: typer.Typer) -> None:
 
 
 def up(ctx: typer.Context) -> None:
-    """Run the agent: inbox, heartbeat, maintenance schedule (and MCP over HTTP) until Ctrl-C."""
+    """Run the agent until Ctrl-C (inbox, heartbeat, maintenance).
+
+    With AETHER_MCP__PORT set it also serves the MCP tools over HTTP.
+    """
     st = state(ctx)
     run(ctx, lambda: _up(st))
 
@@ -151,7 +154,9 @@ def _mcp_http(st: AppState, layer: Any, daemon: Any) -> Any:
 
 
 def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Whether the daemon is up, its last beat, inbox depth, last maintenance, Redis memory.
+    """Whether the daemon is up, and how it is doing.
+
+    Its last beat, inbox depth, last maintenance, Redis memory and file permissions.
 
     Exits 1 when the daemon is down.
     """
@@ -230,7 +235,7 @@ def send(
     ] = 120.0,
     json_: JsonOpt = False,
 ) -> None:
-    """Send a message to the running agent (its inbox stream) and print the reply."""
+    """Send the running agent a message and print its reply."""
     st = state(ctx)
     as_json = wants_json(ctx, json_)
     if not message.strip():

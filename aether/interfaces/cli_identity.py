@@ -16,7 +16,7 @@ from aether.interfaces import ranges
 from aether.interfaces.common import AppState, emit, group, redis_client, run, state, wants_json
 from aether.store.state import Store
 
-app = group("The agent's identity: bootstrap from markdown, show, set, prompt.")
+app = group("Identity: bootstrap from markdown, show, set, prompt.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 

@@ -40,7 +40,7 @@ from aether.memory.records import Kind, Source, public
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
 
-app = group("Memory: daily logs, long-term, scratchpads, episodes, chat, search.")
+app = group("Memory: daily logs, long-term, search, chat, import, export.")
 longterm_app = group("Long-term memory.")
 scratch_app = group("Scratchpads (TTL).")
 chat_app = group("Chat sessions.")

@@ -16,7 +16,7 @@ from aether.interfaces.common import emit, fail, group, redis_client, run, state
 from aether.server.embedded import EmbeddedRedis, Endpoint
 from aether.store.codec import command
 
-app = group("The embedded Redis server (or the one AETHER_REDIS_URL names).")
+app = group("The Redis server (embedded, or AETHER_REDIS_URL).")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
