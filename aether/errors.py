@@ -80,6 +80,14 @@ class ContextError(AetherError):
     """The context cannot be built within the model's window."""
 
 
+# what "Redis is away" looks like from redis-py (BusyLoadingError is a ConnectionError)
+REDIS_OUTAGE: tuple[type[BaseException], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    ConnectionError,
+)
+
+
 def describe(error: BaseException) -> str:
     """One line for an error that is not an AetherError (a bug, or a driver's error)."""
     if isinstance(error, AetherError):

@@ -301,8 +301,18 @@ class Keyspace:
 
     # runtime
     def daemon_presence(self) -> str:
-        """STRING with TTL (15 s, refreshed while ``aether up`` runs): the daemon is alive."""
+        """STRING with TTL (15 s, renewed while ``aether up`` runs): the daemon's lease.
+
+        Its value is the holder as JSON (pid, host, started_at, instance).
+        """
         return self._k("daemon", "alive")
+
+    def daemon_health(self) -> str:
+        """STRING with TTL (15 s, rewritten with each beat): the daemon's state as JSON.
+
+        ``{"state": "up"|"degraded", "reasons": [...], "at": epoch}``; absent while it starts.
+        """
+        return self._k("daemon", "health")
 
     def embed_requests(self) -> str:
         """STREAM: embedding requests the daemon answers (so a CLI needs no model load)."""

@@ -291,7 +291,9 @@ async def test_daemon_embeds_for_short_lived_commands(
 ) -> None:
     import asyncio
 
-    from aether.runtime.embedding_service import DaemonEmbedder, announce, serve
+    from aether.runtime.embedding_service import DaemonEmbedder, serve
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease, Holder, keep_alive
 
     fallback = _MustNotLoad()
     asker = DaemonEmbedder(client, keys, fallback, timeout_s=20)
@@ -300,23 +302,27 @@ async def test_daemon_embeds_for_short_lived_commands(
     daemon_layer = MemoryLayer.open(settings, client)
     assert daemon_layer.embedder is not None
     stop = asyncio.Event()
+    lease = DaemonLease(client, keys, Holder.this_process())
+    await lease.acquire()
     tasks = [
-        asyncio.create_task(announce(client, keys, stop)),
+        asyncio.create_task(keep_alive(lease, Health(ready=True), stop)),
         asyncio.create_task(serve(client, keys, daemon_layer.embedder, stop)),
     ]
     try:
         for _ in range(50):
-            if await client.exists(keys.daemon_presence()):
+            if await client.exists(keys.daemon_health()):
                 break
             await asyncio.sleep(0.05)
         vectors = await asker.embed_many(["the daemon answers this", "and this"])
     finally:
         stop.set()
         await asyncio.gather(*tasks)
+        await lease.release()
     assert fallback.calls == 1 and asker.served_by_daemon == 1
     expected = await daemon_layer.embedder.embed_many(["the daemon answers this", "and this"])
     assert vectors == expected
     assert await client.exists(keys.daemon_presence()) == 0  # gone when the daemon stops
+    assert await client.exists(keys.daemon_health()) == 0
 
 
 async def test_openai_embeddings_through_the_real_client(

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
-import socket
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import asdict
+from datetime import datetime
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
@@ -47,22 +46,28 @@ def register(app: typer.Typer) -> None:
     app.command()(mcp)
 
 
-def up(ctx: typer.Context) -> None:
+def up(
+    ctx: typer.Context,
+    standby: Annotated[
+        bool,
+        typer.Option(
+            "--standby",
+            help="When another daemon runs this namespace, wait and take over when it stops.",
+        ),
+    ] = False,
+) -> None:
     """Run the agent until Ctrl-C (inbox, heartbeat, maintenance).
 
-    With AETHER_MCP__PORT set it also serves the MCP tools over HTTP.
+    With AETHER_MCP__PORT set it also serves the MCP tools over HTTP. One daemon runs a
+    namespace: a second one exits 1 naming the first, unless started with --standby.
     """
     st = state(ctx)
-    run(ctx, lambda: _up(st))
+    run(ctx, lambda: _up(st, standby))
 
 
-async def _up(st: AppState) -> None:
-    from aether.memory.embeddings import preload_local_model
-    from aether.memory.layer import MemoryLayer
-    from aether.memory.search import MemorySearch
-    from aether.runtime import embedding_service
-    from aether.runtime.daemon import Daemon
-    from aether.runtime.llm import LLMClient
+async def _up(st: AppState, standby: bool) -> None:
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease, Holder
     from aether.store.client import connect
 
     settings = st.settings
@@ -78,19 +83,48 @@ async def _up(st: AppState) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     client = await connect(settings)
+    holder = Holder.this_process()
+    lease = DaemonLease(client, st.keys, holder)
+    if standby:
+        log.info("standing by: another daemon may run this namespace", instance=holder.instance)
+        if not await lease.wait(stop):
+            await client.aclose()
+            return
+    else:
+        try:
+            await lease.acquire()
+        except BaseException:
+            await client.aclose()
+            raise
+    health = Health()
+    try:
+        await _serve(st, client, lease, health, stop)
+    finally:
+        await lease.release()
+        await client.aclose()
+
+
+async def _serve(st: AppState, client: Any, lease: Any, health: Any, stop: asyncio.Event) -> None:
+    from aether.memory.embeddings import preload_local_model
+    from aether.memory.layer import MemoryLayer
+    from aether.memory.search import MemorySearch
+    from aether.runtime import embedding_service
+    from aether.runtime.daemon import Daemon
+    from aether.runtime.lease import keep_alive, publish
+    from aether.runtime.llm import LLMClient
+    from aether.runtime.supervisor import Supervisor
+
+    settings = st.settings
     identity = await cli_identity.identity_store(st, client, actor="daemon").ensure(
         cli_identity.identity_dir(st)
     )
     layer = MemoryLayer.open(settings, client, actor="daemon")
     await MemorySearch(layer).ensure_index()
-    started = datetime.now(UTC).isoformat()
-    about = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started_at": started,
-        "consumer": settings.daemon.consumer,
-    }
-    tasks = [asyncio.create_task(embedding_service.announce(client, layer.keys, stop, about))]
+    llm = LLMClient.from_settings(settings)
+    consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
+    daemon = Daemon(settings, layer, llm, consumer=consumer)
+    supervisor = Supervisor(client, health, stop, daemon.recover)
+    supervisor.start("beat", lambda: keep_alive(lease, health, stop))
     if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
         # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not
         # held up by it (asyncio's own worker threads are waited for at exit)
@@ -99,15 +133,16 @@ async def _up(st: AppState) -> None:
         while loader.is_alive() and not stop.is_set():
             await asyncio.sleep(0.1)
     if layer.embedder is not None and not stop.is_set():
-        await layer.embedder.embed_many(["aether warm-up"])
-        tasks.append(
-            asyncio.create_task(embedding_service.serve(client, layer.keys, layer.embedder, stop))
+        embedder = layer.embedder
+        await embedder.embed_many(["aether warm-up"])
+        supervisor.start(
+            "embeddings", lambda: embedding_service.serve(client, layer.keys, embedder, stop)
         )
-    llm = LLMClient.from_settings(settings)
-    daemon = Daemon(settings, layer, llm)
     http = _mcp_http(st, layer, daemon) if settings.mcp.port else None
     if http is not None:
-        tasks.append(asyncio.create_task(http.serve()))
+        supervisor.start("mcp", http.serve)
+    health.ready = True
+    await publish(lease, health)
     log.info(
         "aether is up",
         namespace=settings.namespace,
@@ -116,16 +151,16 @@ async def _up(st: AppState) -> None:
         embeddings=layer.embedder.model_name if layer.embedder else "none",
         llm=settings.llm_model or "none",
         mcp=f"{settings.mcp.host}:{settings.mcp.port}/mcp" if http else "off",
+        instance=lease.holder.instance,
     )
     try:
-        await daemon.run(stop)
+        await daemon.run(stop, supervisor)
         if http is not None:
             http.should_exit = True
-        await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+        await asyncio.wait_for(supervisor.wait(), timeout=5)
     finally:
         if llm is not None:
             await llm.aclose()
-        await client.aclose()
         log.info("aether stopped", answered=daemon.answered)
 
 
@@ -156,74 +191,96 @@ def _mcp_http(st: AppState, layer: Any, daemon: Any) -> Any:
 def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Whether the daemon is up, and how it is doing.
 
-    Its last beat, inbox depth, last maintenance, Redis memory and file permissions.
+    The daemon's state (starting, up, degraded with the reasons, or down), its last beat,
+    inbox depth, last maintenance, Redis memory and file permissions. It only reads: an
+    embedded Redis that is not running stays stopped.
 
-    Exits 1 when the daemon is down.
+    Exits 0 when the daemon is up or degraded, 1 otherwise (a health check).
     """
     st = state(ctx)
-
+    as_json = wants_json(ctx, json_)
     zones: list[ZoneInfo] = []  # the operator's, read with the rest
 
     async def body() -> dict[str, Any]:
+        from aether.errors import ServerError
         from aether.identity.flags import HeartbeatState
         from aether.runtime.inbox import Inbox
+        from aether.runtime.lease import parse_holder
         from aether.server.security import security_report
+        from aether.store.client import connect
         from aether.store.codec import byte_map, text
 
-        async with redis_client(st.settings) as client:
+        try:
+            client = await connect(st.settings, start=False)
+        except ServerError as e:
+            return {"state": "unknown", "redis": {"reachable": False, "error": str(e)}}
+        try:
             keys = st.keys
-            presence = await client.get(keys.daemon_presence())
+            holder = parse_holder(await client.get(keys.daemon_presence()))
+            raw_health = await client.get(keys.daemon_health())
+            health = json.loads(raw_health) if raw_health else None
             beat = await HeartbeatState(client, keys).get()
-            depth = await Inbox(client, keys).depth()
             last = {
                 text(k): text(v)
                 for k, v in byte_map(await client.hgetall(keys.daemon_maintenance())).items()
             }
             memory: Any = await client.info("memory")
-            security = await security_report(st.settings, client)
             zones.append(await read_operator_zone(client, keys))
+            daemon_state = "down" if holder is None else health["state"] if health else "starting"
             return {
-                "alive": presence is not None,
-                "daemon": json.loads(presence) if presence else None,
+                "state": daemon_state,
+                "alive": daemon_state in ("up", "degraded"),
+                "reasons": health["reasons"] if health and holder else [],
+                "daemon": asdict(holder) if holder else None,
+                "redis": {"reachable": True, "memory": memory.get("used_memory_human")},
                 "last_beat": beat.last_beat.isoformat() if beat.last_beat else None,
                 "beats": beat.beats,
-                "inbox": depth,
+                "inbox": await Inbox(client, keys).depth(),
                 "outbox": await client.xlen(keys.outbox()),
                 "last_maintenance": last.get("at"),
-                "redis_memory": memory.get("used_memory_human"),
-                "security": security,
+                "security": await security_report(st.settings, client),
             }
+        finally:
+            await client.aclose()
 
     data = run(ctx, body)
+    emit(data, as_json, lambda: _print_status(data, zones[0] if zones else None))
+    if data["state"] not in ("up", "degraded"):
+        raise typer.Exit(EXIT_ERROR)
+
+
+def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
+    """``aether status`` for people."""
+    if not data["redis"]["reachable"]:
+        print(f"redis: unavailable ({data['redis']['error']})")
+        print("daemon: unknown (its state lives in Redis)")
+        return
 
     def when(iso: str | None) -> str:
-        if not iso:
+        if not iso or zone is None:
             return "never"
-        return local_time(datetime.fromisoformat(iso).timestamp(), zones[0])
+        return local_time(datetime.fromisoformat(iso).timestamp(), zone)
 
-    def render() -> None:
-        alive = "up" if data["alive"] else "DOWN"
-        pid = f" (pid {data['daemon'].get('pid')})" if data["daemon"] else ""
-        print(f"daemon: {alive}{pid}")
-        print(f"last beat: {when(data['last_beat'])} ({plural(data['beats'], 'beat')})")
-        print(
-            f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
-            f"outbox: {data['outbox']}"
-        )
-        print(f"last maintenance: {when(data['last_maintenance'])}")
-        print(f"redis memory: {data['redis_memory']}")
-        sec = data["security"]
-        print(
-            f"security: home {sec['home_mode']}, data files {sec['data_files_mode']}, socket "
-            f"{sec['socket_mode'] or '-'}, auth {'on' if sec['auth'] else 'OFF'}, MCP "
-            + (f"{sec['mcp']['host']}:{sec['mcp']['port']}" if sec["mcp"]["port"] else "off")
-        )
-        for warning in sec["warnings"]:
-            print(f"  warning: {warning}")
-
-    emit(data, wants_json(ctx, json_), render)
-    if not data["alive"]:
-        raise typer.Exit(EXIT_ERROR)
+    holder = data["daemon"]
+    who = f" (pid {holder['pid']} on {holder['host']})" if holder else ""
+    print(f"daemon: {data['state'] if data['state'] != 'down' else 'DOWN'}{who}")
+    for reason in data["reasons"]:
+        print(f"  {reason}")
+    print(f"last beat: {when(data['last_beat'])} ({plural(data['beats'], 'beat')})")
+    print(
+        f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
+        f"outbox: {data['outbox']}"
+    )
+    print(f"last maintenance: {when(data['last_maintenance'])}")
+    print(f"redis memory: {data['redis']['memory']}")
+    sec = data["security"]
+    print(
+        f"security: home {sec['home_mode']}, data files {sec['data_files_mode']}, socket "
+        f"{sec['socket_mode'] or '-'}, auth {'on' if sec['auth'] else 'OFF'}, MCP "
+        + (f"{sec['mcp']['host']}:{sec['mcp']['port']}" if sec["mcp"]["port"] else "off")
+    )
+    for warning in sec["warnings"]:
+        print(f"  warning: {warning}")
 
 
 def send(
@@ -250,6 +307,8 @@ def send(
         async with redis_client(st.settings) as client:
             if not await client.exists(st.keys.daemon_presence()):
                 raise ConfigError("the daemon is not running: start it with 'aether up'")
+            if not await client.exists(st.keys.daemon_health()):
+                log.info("the daemon is starting; the message waits in its inbox")
             message_id = await Inbox(client, st.keys).send(message, session)
             return await wait_for_reply(client, st.keys, message_id, timeout)
 

@@ -17,7 +17,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from redis.asyncio import Redis
 
-from aether.errors import AetherError
+from aether.errors import REDIS_OUTAGE, AetherError
 from aether.keys import Keyspace
 
 log = structlog.get_logger(__name__)
@@ -70,7 +70,12 @@ class Schedule:
         return bool(claimed)
 
     async def _guarded(self, job_id: str, interval_s: float, job: Job) -> None:
-        if not await self.claim(job_id, interval_s):
+        try:
+            claimed = await self.claim(job_id, interval_s)
+        except REDIS_OUTAGE:
+            log.debug("job skipped: Redis is unavailable", job=job_id)
+            return
+        if not claimed:
             log.debug("job slot taken by another daemon", job=job_id)
             return
         self.runs[job_id] = self.runs.get(job_id, 0) + 1

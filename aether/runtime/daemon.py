@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 
 import structlog
 from redis.asyncio import Redis
@@ -34,8 +35,10 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.tasks import Tasks
 from aether.registry.factory import open_registry
 from aether.runtime.agent import AgentRuntime
+from aether.runtime.health import Health
 from aether.runtime.inbox import Inbox, InboxMessage
 from aether.runtime.llm import LLMClient
+from aether.runtime.supervisor import OUTAGE, Supervisor
 from aether.store.codec import text
 
 log = structlog.get_logger(__name__)
@@ -57,14 +60,21 @@ class Daemon:
         llm: the model, or ``None``.
     """
 
-    def __init__(self, settings: Settings, layer: MemoryLayer, llm: LLMClient | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        layer: MemoryLayer,
+        llm: LLMClient | None,
+        consumer: str | None = None,
+    ) -> None:
         self.settings = settings
         self.layer = layer
         self.client: Redis = layer.client
         self.keys = layer.keys
         self.llm = llm
         cfg = settings.daemon
-        self.inbox = Inbox(self.client, self.keys, cfg.consumer, cfg.outbox_maxlen)
+        self.consumer = consumer or cfg.consumer
+        self.inbox = Inbox(self.client, self.keys, self.consumer, cfg.outbox_maxlen)
         self.checkpoints = Checkpoints(self.client, self.keys, keep=settings.checkpoints.keep)
         self.heartbeat_state = HeartbeatState(self.client, self.keys)
         self.schedule = Schedule(self.client, self.keys)
@@ -72,6 +82,7 @@ class Daemon:
         self._runtimes: dict[str, AgentRuntime] = {}
         self._attempts: dict[str, int] = {}
         self.answered = 0
+        self._supervisor: Supervisor | None = None
 
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once)."""
@@ -87,8 +98,25 @@ class Daemon:
             )
         return self._runtimes[session]
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Serve until ``stop`` is set, then shut down (see the module docs)."""
+    async def recover(self) -> None:
+        """Re-create what a Redis restart may have lost: the library, group and index."""
+        from aether.memory.search import MemorySearch
+        from aether.store.client import load_library
+
+        await load_library(self.client)
+        await self.inbox.ensure_group()
+        await MemorySearch(self.layer).ensure_index()
+
+    async def run(self, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
+        """Serve until ``stop`` is set, then shut down (see the module docs).
+
+        Args:
+            stop: set to stop.
+            supervisor: runs the inbox and event tasks through Redis outages and
+                crashes (one is made when none is given).
+        """
+        supervisor = supervisor or Supervisor(self.client, Health(ready=True), stop, self.recover)
+        self._supervisor = supervisor
         await self.inbox.ensure_group()
         await self.register_tools()
         if self.llm is None:
@@ -100,18 +128,18 @@ class Daemon:
         self.schedule.add(
             "heartbeat",
             cfg.heartbeat_interval_s,
-            self.heartbeat,
+            self._through_outages("heartbeat", self.heartbeat),
             first_in_s=min(5.0, cfg.heartbeat_interval_s),
         )
         self.schedule.add(
             "maintenance",
             cfg.maintenance_interval_s,
-            self.maintenance,
+            self._through_outages("maintenance", self.maintenance),
             first_in_s=min(60.0, cfg.maintenance_interval_s),
         )
         self.schedule.start()
-        events = asyncio.create_task(self._listen(stop))
-        inbox = asyncio.create_task(self._serve_inbox(stop))
+        events = supervisor.start("events", lambda: self._listen(stop))
+        inbox = supervisor.start("inbox", lambda: self._serve_inbox(stop))
         try:
             await stop.wait()
         finally:
@@ -121,6 +149,21 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError):
                 await events
             await self.services.close()
+
+    def _through_outages(
+        self, name: str, job: Callable[[], Awaitable[None]]
+    ) -> Callable[[], Awaitable[None]]:
+        """A scheduled job that waits out a Redis outage instead of failing noisily."""
+
+        async def guarded() -> None:
+            try:
+                await job()
+            except OUTAGE as e:
+                if self._supervisor is None:
+                    raise
+                await self._supervisor.outage(e, task=name)
+
+        return guarded
 
     async def register_tools(self) -> None:
         """Record the agent's tools in the registry (a changed schema is a new version)."""
@@ -146,8 +189,12 @@ class Daemon:
                 await inbox
 
     async def _serve_inbox(self, stop: asyncio.Event) -> None:
-        """Answer what was pending at start, then new messages, one at a time."""
-        for message in await self.inbox.pending():
+        """Answer what was pending at start, then new messages, one at a time.
+
+        The daemon holds the namespace's lease, so messages another consumer still holds
+        were left by a daemon that died: they are taken over at once.
+        """
+        for message in await self.inbox.pending() + await self.inbox.claim_stale(0):
             if stop.is_set():
                 return
             await self.handle(message)

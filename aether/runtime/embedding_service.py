@@ -2,7 +2,8 @@
 
 ``aether up`` loads the model once and answers requests on ``ns:rpc:embed``; a CLI
 command asks it instead of loading the model itself (seconds), and falls back to a local
-load when no daemon answers in time. ``ns:daemon:alive`` says whether one runs.
+load when no daemon answers in time. ``ns:daemon:health`` says whether one runs and is
+ready (it appears once the model is loaded).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from aether.keys import Keyspace
 from aether.store.codec import byte_map, text
 
 log = structlog.get_logger(__name__)
-PRESENCE_TTL_S = 15
 REPLY_TTL_S = 30
 STREAM_MAXLEN = 1000
 
@@ -29,23 +29,6 @@ class _Embeds(Protocol):
     dims: int
 
     async def embed_many(self, texts: list[str]) -> list[list[float]]: ...
-
-
-async def announce(
-    client: Redis, keys: Keyspace, stop: asyncio.Event, about: dict[str, Any] | None = None
-) -> None:
-    """Keep ``ns:daemon:alive`` set (with a TTL) until ``stop`` is set.
-
-    Its value is ``about`` as JSON (pid, start time...), for ``aether status``.
-    """
-    value = json.dumps(about or {})
-    while not stop.is_set():
-        await client.set(keys.daemon_presence(), value, ex=PRESENCE_TTL_S)
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=PRESENCE_TTL_S / 3)
-        except TimeoutError:
-            continue
-    await client.delete(keys.daemon_presence())
 
 
 async def serve(client: Redis, keys: Keyspace, embedder: _Embeds, stop: asyncio.Event) -> None:
@@ -101,7 +84,7 @@ class DaemonEmbedder:
 
     async def embed_many(self, texts: list[str]) -> list[list[float]]:
         """Vectors from the daemon when it runs, else from the local model."""
-        if await self.client.exists(self.keys.daemon_presence()):
+        if await self.client.exists(self.keys.daemon_health()):
             request = uuid.uuid4().hex
             await self.client.xadd(
                 self.keys.embed_requests(),

@@ -1,0 +1,244 @@
+"""The daemon under the faults an operator meets, with real processes.
+
+Each test has its own embedded redis-server (in its own home) so that killing it harms
+no other test: the daemon (``aether up`` as a subprocess) must survive Redis being
+SIGKILLed and restarted, refuse to run twice on one namespace (or stand by and take over),
+and ``aether status`` must tell the truth without ever starting Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aether.config import Settings
+from aether.server.embedded import EmbeddedRedis
+from tests.openai_server import ScriptedOpenAI, completion
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    """A home with its own embedded server (appendfsync always), stopped after the test."""
+    server = EmbeddedRedis(Settings(home=tmp_path / "home", redis_appendfsync="always"))
+    server.start()
+    yield tmp_path / "home"
+    server.stop()
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedOpenAI]:
+    def answer(body: dict[str, object]) -> dict[str, object]:
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        return completion(f"echo: {str(messages[-1].get('content'))[-40:]}")
+
+    with ScriptedOpenAI(responder=answer) as server:
+        yield server
+
+
+def _env(home: Path, llm: ScriptedOpenAI | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
+    env.update(
+        {
+            "AETHER_HOME": str(home),
+            "AETHER_NAMESPACE": f"faults{uuid.uuid4().hex[:6]}",
+            "AETHER_EMBEDDINGS": "none",
+            "AETHER_CONFIG_FILE": str(home / "none.toml"),
+            "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
+            "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
+            "AETHER_REDIS_APPENDFSYNC": "always",
+        }
+    )
+    if llm is not None:
+        env.update(
+            {
+                "AETHER_LLM_BASE_URL": llm.base_url,
+                "AETHER_LLM_MODEL": "scripted",
+                "AETHER_LLM_MAX_RETRIES": "0",
+            }
+        )
+    return env
+
+
+def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _status(env: dict[str, str]) -> dict[str, object]:
+    out = _cli(env, "status", "--json")
+    data = json.loads(out.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def _up(env: dict[str, str], log: Path, *flags: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "aether", "up", *flags],
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait_up(env: dict[str, str], proc: subprocess.Popen[bytes], log: Path) -> dict[str, object]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = _status(env)
+        daemon = status.get("daemon")
+        if status.get("state") == "up" and isinstance(daemon, dict) and daemon["pid"] == proc.pid:
+            return status
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.3)
+    raise AssertionError("the daemon did not come up: " + log.read_text()[-3000:])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def _redis_pid(home: Path) -> int:
+    status = EmbeddedRedis(Settings(home=home)).status()
+    assert status.pid is not None
+    return status.pid
+
+
+def test_status_never_starts_redis_and_says_it_is_unavailable(tmp_path: Path) -> None:
+    home = tmp_path / "quiet"
+    env = _env(home)
+    out = _cli(env, "status")
+    assert out.returncode == 1
+    assert "redis: unavailable" in out.stdout and "daemon: unknown" in out.stdout
+    assert json.loads(_cli(env, "status", "--json").stdout)["state"] == "unknown"
+    assert not EmbeddedRedis(Settings(home=home)).status().running  # still not started
+
+
+def test_the_daemon_answers_again_after_redis_is_killed_and_restarted(
+    home: Path, llm: ScriptedOpenAI, tmp_path: Path
+) -> None:
+    env = _env(home, llm)
+    log = tmp_path / "daemon.log"
+    proc = _up(env, log)
+    try:
+        _wait_up(env, proc, log)
+        assert _cli(env, "send", "before the outage").stdout.startswith("echo: ")
+        os.kill(_redis_pid(home), signal.SIGKILL)
+        unknown = _cli(env, "status")
+        assert unknown.returncode == 1 and "redis: unavailable" in unknown.stdout
+        # longer than redis-py's own retries (~7 s): the daemon's supervisor takes over
+        time.sleep(9)
+        assert _cli(env, "redis", "start").returncode == 0
+        sent = _cli(env, "send", "after the outage", "--timeout", "60")
+        assert sent.returncode == 0, sent.stderr + log.read_text()[-3000:]
+        assert sent.stdout.startswith("echo: ") and "after the outage" in sent.stdout
+        assert proc.poll() is None
+        text = log.read_text()
+        assert text.count("redis unavailable; waiting for it to come back") == 1, text[-3000:]
+        assert "redis is back; resuming" in text
+        assert "Traceback" not in text
+        assert _status(env)["state"] == "up"
+    finally:
+        _stop(proc)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+
+
+def test_one_daemon_per_namespace_and_a_standby_takes_over(
+    home: Path, llm: ScriptedOpenAI, tmp_path: Path
+) -> None:
+    env = _env(home, llm)
+    first_log, second_log, standby_log = (tmp_path / f"{n}.log" for n in ("a", "b", "c"))
+    first = _up(env, first_log)
+    standby: subprocess.Popen[bytes] | None = None
+    try:
+        _wait_up(env, first, first_log)
+        second = _cli(env, "up", timeout=60)
+        assert second.returncode == 1
+        assert f"pid {first.pid}" in second.stderr and "--standby" in second.stderr
+        standby = _up(env, standby_log, "--standby")
+        time.sleep(2)
+        assert standby.poll() is None  # waiting, not answering
+        status = _status(env)
+        daemon = status["daemon"]
+        assert isinstance(daemon, dict) and daemon["pid"] == first.pid
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        started = time.monotonic()
+        _wait_up(env, standby, standby_log)
+        assert time.monotonic() - started < 15 + 10  # within a lease period (+ start-up)
+        sent = _cli(env, "send", "who answers now?")
+        assert sent.returncode == 0 and sent.stdout.startswith("echo: "), sent.stderr
+    finally:
+        _stop(first)
+        if standby is not None:
+            _stop(standby)
+
+
+def test_status_says_starting_until_the_daemon_can_answer(home: Path) -> None:
+    """The lease held without a published health is a daemon still starting."""
+    import asyncio
+
+    from aether.keys import Keyspace
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease, Holder, publish
+    from aether.store.client import connect
+
+    env = _env(home)
+    settings = Settings(home=home, namespace=env["AETHER_NAMESPACE"])
+
+    async def hold() -> tuple[DaemonLease, Health]:
+        client = await connect(settings, start=False)
+        lease = DaemonLease(client, Keyspace(settings.namespace), Holder.this_process())
+        await lease.acquire()
+        return lease, Health()
+
+    async def ready(lease: DaemonLease, health: Health) -> None:
+        health.ready = True
+        await publish(lease, health)
+
+    async def degrade(lease: DaemonLease, health: Health) -> None:
+        health.llm_failing_since = time.time()
+        health.llm_url = "http://127.0.0.1:9/v1"
+        health.llm_error = "Connection refused"
+        await publish(lease, health)
+
+    async def release(lease: DaemonLease) -> None:
+        await lease.release()
+        await lease.client.delete(lease.keys.daemon_health())
+        await lease.client.aclose()
+
+    loop = asyncio.new_event_loop()
+    try:
+        lease, health = loop.run_until_complete(hold())
+        starting = _cli(env, "status")
+        assert starting.returncode == 1 and "daemon: starting" in starting.stdout
+        loop.run_until_complete(ready(lease, health))
+        assert _cli(env, "status").returncode == 0 and _status(env)["state"] == "up"
+        loop.run_until_complete(degrade(lease, health))
+        degraded = _cli(env, "status")
+        assert degraded.returncode == 0 and "daemon: degraded" in degraded.stdout
+        assert "llm failing since" in degraded.stdout and "127.0.0.1:9" in degraded.stdout
+        loop.run_until_complete(release(lease))
+        down = _cli(env, "status")
+        assert down.returncode == 1 and "daemon: DOWN" in down.stdout
+    finally:
+        loop.close()
