@@ -236,6 +236,31 @@ async def test_diff_groups_changes_by_tier(
     assert diff.tiers["longterm"].deleted == [keys.longterm("old")]
 
 
+async def test_diff_compares_values_and_drops_what_changed_back(
+    store: Store, checkpoints: Checkpoints, client: Redis, keys: Keyspace
+) -> None:
+    profile, tags = keys.identity_profile(), keys.belief("b") + ":tags"
+    await store.apply(Mutation().hset(profile, {"name": "Ada", "tz": "UTC"}), "identity")
+    await store.apply(Mutation().sadd(tags, "a", "b"), "tags")
+    cp = await checkpoints.create()
+    await store.apply(Mutation().hset(profile, {"name": "Bea"}), "identity")
+    await store.apply(Mutation().hset(profile, {"name": "Ada"}), "identity")  # and back
+    await store.apply(Mutation().sadd(tags, "c").srem(tags, "a"), "tags")
+    await store.apply(Mutation().json_set(keys.longterm("n"), {"c": 1, "v": [0.5] * 9}), "lt")
+    diff = await checkpoints.diff(cp.id)
+    assert diff.entries == 4
+    by_key = {c.key: c for c in diff.changes}
+    assert profile not in by_key and diff.tiers["identity"].modified == []
+    assert by_key[tags].added == ["c"] and by_key[tags].removed == ["a"]
+    created = by_key[keys.longterm("n")]
+    assert created.change == "created" and created.type == "json"
+    assert [(f.field, f.before, f.after) for f in created.fields] == [
+        ("c", None, "1"),
+        ("v", None, "<9 numbers>"),
+    ]
+    assert await client.keys(keys.prefix + "tmp:*") == []  # the scratch keys are gone
+
+
 async def test_search_index_follows_rollback(
     store: Store, checkpoints: Checkpoints, client: Redis, keys: Keyspace
 ) -> None:
