@@ -236,6 +236,12 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
     llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
+    llm_breaker_failures: int = Field(
+        default=3, ge=1, description="failed LLM calls in a row that open the circuit breaker"
+    )
+    llm_breaker_cooldown_s: float = Field(
+        default=30.0, gt=0, description="while open, LLM calls fail at once for this long"
+    )
     llm_price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M prompt tokens")
     llm_price_out_per_mtok: float = Field(
         default=0.0, ge=0, description="USD per 1M completion tokens"

@@ -166,7 +166,7 @@ def test_one_daemon_per_namespace_and_a_standby_takes_over(
     home: Path, llm: ScriptedOpenAI, tmp_path: Path
 ) -> None:
     env = _env(home, llm)
-    first_log, second_log, standby_log = (tmp_path / f"{n}.log" for n in ("a", "b", "c"))
+    first_log, standby_log = tmp_path / "first.log", tmp_path / "standby.log"
     first = _up(env, first_log)
     standby: subprocess.Popen[bytes] | None = None
     try:

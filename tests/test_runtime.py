@@ -196,6 +196,38 @@ async def test_an_unreachable_llm_fails_retryably(
     assert (await rt.step("hello again")).reply.startswith("Understood.")
 
 
+async def test_a_failing_llm_opens_the_breaker_then_fails_at_once(
+    server: ScriptedOpenAI,
+) -> None:
+    """After N failures in a row calls fail at once (naming the URL) until the cool-down."""
+    import socket
+    import time
+
+    from aether.runtime.llm import CircuitBreaker, LLMClient
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    now = [1_000.0]
+    breaker = CircuitBreaker(dead, failures=2, cooldown_s=30, clock=lambda: now[0])
+    llm = LLMClient(dead, "m", timeout_s=5, max_retries=0, breaker=breaker)
+    messages = [{"role": "user", "content": "hi"}]
+    for _ in range(2):
+        with pytest.raises(LLMError, match="unreachable") as caught:
+            await llm.chat(messages)
+        assert dead in str(caught.value) and caught.value.retryable
+    started = time.monotonic()
+    with pytest.raises(LLMError, match="fail at once") as fast:
+        await llm.chat(messages)
+    assert time.monotonic() - started < 0.1 and not fast.value.retryable
+    assert dead in str(fast.value) and breaker.failing_since == 1_000.0
+    now[0] += 31  # the cool-down is over: the endpoint is tried again
+    llm.client = LLMClient(server.base_url, "m", max_retries=0).client  # and now it answers
+    assert (await llm.chat(messages)).content
+    assert breaker.open_until is None and breaker.in_a_row == 0
+    await llm.aclose()
+
+
 async def test_bad_tool_calls_become_error_results(
     settings: Settings, client: Redis, server: ScriptedOpenAI
 ) -> None:

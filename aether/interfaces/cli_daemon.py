@@ -124,6 +124,7 @@ async def _serve(st: AppState, client: Any, lease: Any, health: Any, stop: async
     consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
     daemon = Daemon(settings, layer, llm, consumer=consumer)
     supervisor = Supervisor(client, health, stop, daemon.recover)
+    health.llm = llm.breaker if llm is not None else None
     supervisor.start("beat", lambda: keep_alive(lease, health, stop))
     if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
         # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not

@@ -48,7 +48,10 @@ HEARTBEAT_CHECKS = ["inbox", "tasks", "failures", "memory"]
 CLAIM_EVERY_S = 30.0
 OPEN_TASKS_SHOWN = 10
 RETRY_PAUSE_S = 2.0
-NO_LLM = "no LLM configured (set AETHER_LLM_BASE_URL and AETHER_LLM_MODEL); message stored"
+NO_LLM = (
+    "no LLM configured: restart the daemon with AETHER_LLM_BASE_URL and AETHER_LLM_MODEL set; "
+    "the message is stored"
+)
 
 
 class Daemon:

@@ -27,6 +27,15 @@ class Health:
     llm_error: str | None = None
     llm_open_until: float | None = None
     restarting: dict[str, str] = field(default_factory=dict)
+    llm: Any = None  # the LLM client's CircuitBreaker, read at each beat
+
+    def _llm_state(self) -> None:
+        breaker = self.llm
+        if breaker is not None:
+            self.llm_failing_since = breaker.failing_since
+            self.llm_url = breaker.url
+            self.llm_error = breaker.last_error
+            self.llm_open_until = breaker.open_until
 
     @property
     def state(self) -> State:
@@ -37,6 +46,7 @@ class Health:
 
     def reasons(self) -> list[str]:
         """Why the daemon is degraded, one line each (empty when it is not)."""
+        self._llm_state()
         out = []
         if self.redis_down_since is not None:
             out.append(f"redis unavailable since {_iso(self.redis_down_since)}: {self.redis_error}")

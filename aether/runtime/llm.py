@@ -9,6 +9,8 @@ exponential backoff and jitter; what still fails becomes an :class:`LLMError`.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,8 +52,50 @@ class Completion:
     finish_reason: str = ""
 
 
+@dataclass
+class CircuitBreaker:
+    """Fails calls at once while an endpoint keeps failing, so callers learn it quickly.
+
+    After ``failures`` failed calls in a row (each after its own retries) the breaker
+    opens: for ``cooldown_s`` every call fails at once with the last error; then one call
+    is let through, and a success closes it again.
+    """
+
+    url: str
+    failures: int = 3
+    cooldown_s: float = 30.0
+    clock: Callable[[], float] = time.time
+    in_a_row: int = 0
+    failing_since: float | None = None
+    last_error: str | None = None
+    open_until: float | None = None
+
+    def check(self) -> None:
+        """Raise at once while the breaker is open."""
+        if self.open_until is not None and self.clock() < self.open_until:
+            raise LLMError(
+                f"LLM endpoint {self.url} is failing ({self.in_a_row} calls in a row; last: "
+                f"{self.last_error}); calls fail at once for {self.cooldown_s:g} s, then "
+                "it is tried again"
+            )
+
+    def failed(self, error: str) -> None:
+        """One more failed call."""
+        self.in_a_row += 1
+        self.last_error = error
+        if self.failing_since is None:
+            self.failing_since = self.clock()
+        if self.in_a_row >= self.failures:
+            self.open_until = self.clock() + self.cooldown_s
+
+    def succeeded(self) -> None:
+        """A call went through: close the breaker."""
+        self.in_a_row = 0
+        self.failing_since = self.last_error = self.open_until = None
+
+
 class LLMClient:
-    """Chat completions against one endpoint and model.
+    """Chat completions against one endpoint and model, behind a circuit breaker.
 
     Args:
         base_url: the OpenAI-compatible endpoint (``http://host/v1``).
@@ -59,6 +103,8 @@ class LLMClient:
         api_key: the key (endpoints that need none get a placeholder).
         timeout_s: per request.
         max_retries: retries with exponential backoff.
+        breaker: fails calls at once while the endpoint keeps failing (default: 3 in a
+            row open it for 30 s).
     """
 
     def __init__(
@@ -68,8 +114,11 @@ class LLMClient:
         api_key: str | None = None,
         timeout_s: float = 60.0,
         max_retries: int = 3,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.model = model
+        self.base_url = base_url
+        self.breaker = breaker or CircuitBreaker(base_url)
         self.client = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
@@ -83,12 +132,18 @@ class LLMClient:
         if not settings.llm_base_url or not settings.llm_model:
             return None
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        breaker = CircuitBreaker(
+            settings.llm_base_url,
+            settings.llm_breaker_failures,
+            settings.llm_breaker_cooldown_s,
+        )
         return cls(
             settings.llm_base_url,
             settings.llm_model,
             key,
             settings.llm_timeout_s,
             settings.llm_max_retries,
+            breaker,
         )
 
     @staticmethod
@@ -110,22 +165,30 @@ class LLMClient:
         """One chat completion.
 
         Raises:
-            LLMError: the endpoint failed after its retries, or sent no choice.
+            LLMError: the endpoint failed after its retries, sent no choice, or keeps
+                failing (the breaker is open: the call fails at once, not retryable).
         """
+        self.breaker.check()
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
+        url = self.base_url
         try:
             response = await self.client.chat.completions.create(**kwargs)
         except openai.APIStatusError as e:
             retryable = e.status_code in (408, 409, 429) or e.status_code >= 500
-            raise LLMError(f"LLM endpoint answered {e.status_code}: {_brief(e)}", retryable) from e
+            error = LLMError(f"LLM endpoint {url} answered {e.status_code}: {_brief(e)}", retryable)
+            if retryable:
+                self.breaker.failed(str(error))
+            raise error from e
         except (openai.APIConnectionError, openai.APITimeoutError) as e:
-            raise LLMError(f"LLM endpoint unreachable: {_brief(e)}", retryable=True) from e
+            self.breaker.failed(f"unreachable: {_brief(e)}")
+            raise LLMError(f"LLM endpoint {url} unreachable: {_brief(e)}", retryable=True) from e
         except openai.OpenAIError as e:
-            raise LLMError(f"LLM request failed: {_brief(e)}") from e
+            raise LLMError(f"LLM request to {url} failed: {_brief(e)}") from e
+        self.breaker.succeeded()
         if not response.choices:
             raise LLMError("LLM endpoint sent no choices", retryable=True)
         choice = response.choices[0]
