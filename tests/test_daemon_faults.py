@@ -187,6 +187,18 @@ def test_one_daemon_per_namespace_and_a_standby_takes_over(
         assert time.monotonic() - started < 15 + 10  # within a lease period (+ start-up)
         sent = _cli(env, "send", "who answers now?")
         assert sent.returncode == 0 and sent.stdout.startswith("echo: "), sent.stderr
+        # a crash, then a plain restart on the same host: the dead holder's lease is stale
+        standby.send_signal(signal.SIGKILL)
+        standby.wait(10)
+        restarted = _up(env, tmp_path / "restarted.log")
+        try:
+            _wait_up(env, restarted, tmp_path / "restarted.log")
+            assert (
+                "took over the lease of a daemon that died"
+                in (tmp_path / "restarted.log").read_text()
+            )
+        finally:
+            _stop(restarted)
     finally:
         _stop(first)
         if standby is not None:

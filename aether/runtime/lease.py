@@ -3,7 +3,9 @@
 The lease is ``ns:daemon:alive``: set if absent with an expiry, its value the holder
 (pid, host, start time, instance id) as JSON. The daemon renews it every third of the
 lease period and releases it on exit; a daemon that dies lets it expire, so a standby
-takes over within one lease period. Taking, renewing and releasing go through redis-py's
+takes over within one lease period. A daemon restarted on the same host after a crash
+does not wait: the holder's pid is gone, so the stale lease is removed (only if it still
+names that holder) and taken. Taking, renewing and releasing go through redis-py's
 ``Lock``, whose renewal and release check the holder's token atomically (a Lua script):
 a daemon that lost its lease (paused past the expiry while another took over) can
 neither renew nor release the new holder's.
@@ -107,7 +109,7 @@ class DaemonLease:
         Raises:
             LeaseHeldError: another daemon holds it (the message says who).
         """
-        if await self._lock.acquire(token=self.token):
+        if await self._take():
             return
         current = parse_holder(await self.client.get(self.keys.daemon_presence()))
         who = current.describe() if current else "another process"
@@ -116,10 +118,35 @@ class DaemonLease:
             "start this one with --standby to take over when it stops"
         )
 
+    async def _take(self) -> bool:
+        """Take the lease if it is free, or held by a daemon of this host that died."""
+        if await self._lock.acquire(token=self.token):
+            return True
+        raw = await self.client.get(self.keys.daemon_presence())
+        current = parse_holder(raw)
+        if raw is None or current is None or not self._died_here(current):
+            return False
+        # a crashed daemon of this host: its lease is stale, no need to wait it out
+        await self.client.fcall("aether_unlock", 1, self.keys.daemon_presence(), raw)
+        log.warning("took over the lease of a daemon that died", holder=current.describe())
+        return bool(await self._lock.acquire(token=self.token))
+
+    def _died_here(self, holder: Holder) -> bool:
+        """Whether ``holder`` ran on this host and its process is gone."""
+        if holder.host != self.holder.host or holder.pid == os.getpid():
+            return False
+        try:
+            os.kill(holder.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False  # alive, another user's
+        return False
+
     async def wait(self, stop: asyncio.Event) -> bool:
         """Stand by until the lease is free and take it (False: stopped before that)."""
         while not stop.is_set():
-            if await self._lock.acquire(token=self.token):
+            if await self._take():
                 return True
             try:
                 await asyncio.wait_for(stop.wait(), timeout=self.lease_s / 5)
