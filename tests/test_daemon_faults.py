@@ -23,6 +23,7 @@ import pytest
 from aether.config import Settings
 from aether.server.embedded import EmbeddedRedis
 from tests.openai_server import ScriptedOpenAI, completion
+from tests.test_daemon import _cli
 
 
 @pytest.fixture
@@ -67,16 +68,6 @@ def _env(home: Path, llm: ScriptedOpenAI | None = None) -> dict[str, str]:
             }
         )
     return env
-
-
-def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def _status(env: dict[str, str]) -> dict[str, object]:
