@@ -219,9 +219,10 @@ def test_status_says_starting_until_the_daemon_can_answer(home: Path) -> None:
         await publish(lease, health)
 
     async def degrade(lease: DaemonLease, health: Health) -> None:
-        health.llm_failing_since = time.time()
-        health.llm_url = "http://127.0.0.1:9/v1"
-        health.llm_error = "Connection refused"
+        from aether.runtime.llm import CircuitBreaker
+
+        health.llm = CircuitBreaker("http://127.0.0.1:9/v1")
+        health.llm.failed("unreachable: Connection refused")
         await publish(lease, health)
 
     async def release(lease: DaemonLease) -> None:

@@ -10,11 +10,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo
 
 import structlog
 import typer
+from redis.asyncio import Redis
 
 from aether.errors import ConfigError
 from aether.interfaces import cli_identity, ranges
@@ -32,6 +33,10 @@ from aether.interfaces.common import (
     state,
     wants_json,
 )
+
+if TYPE_CHECKING:
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease
 
 maintenance_app = group("The maintenance engine.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -104,7 +109,9 @@ async def _up(st: AppState, standby: bool) -> None:
         await client.aclose()
 
 
-async def _serve(st: AppState, client: Any, lease: Any, health: Any, stop: asyncio.Event) -> None:
+async def _serve(
+    st: AppState, client: Redis, lease: DaemonLease, health: Health, stop: asyncio.Event
+) -> None:
     from aether.memory.embeddings import preload_local_model
     from aether.memory.layer import MemoryLayer
     from aether.memory.search import MemorySearch

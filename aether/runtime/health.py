@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from aether.runtime.llm import CircuitBreaker
 
 State = Literal["starting", "up", "degraded"]
 
@@ -22,20 +25,8 @@ class Health:
     ready: bool = False
     redis_down_since: float | None = None
     redis_error: str | None = None
-    llm_failing_since: float | None = None
-    llm_url: str | None = None
-    llm_error: str | None = None
-    llm_open_until: float | None = None
     restarting: dict[str, str] = field(default_factory=dict)
-    llm: Any = None  # the LLM client's CircuitBreaker, read at each beat
-
-    def _llm_state(self) -> None:
-        breaker = self.llm
-        if breaker is not None:
-            self.llm_failing_since = breaker.failing_since
-            self.llm_url = breaker.url
-            self.llm_error = breaker.last_error
-            self.llm_open_until = breaker.open_until
+    llm: CircuitBreaker | None = None  # the LLM client's, read at each beat
 
     @property
     def state(self) -> State:
@@ -46,17 +37,14 @@ class Health:
 
     def reasons(self) -> list[str]:
         """Why the daemon is degraded, one line each (empty when it is not)."""
-        self._llm_state()
         out = []
         if self.redis_down_since is not None:
             out.append(f"redis unavailable since {_iso(self.redis_down_since)}: {self.redis_error}")
-        if self.llm_failing_since is not None:
-            line = (
-                f"llm failing since {_iso(self.llm_failing_since)} at {self.llm_url}: "
-                f"{self.llm_error}"
-            )
-            if self.llm_open_until is not None and self.llm_open_until > time.time():
-                line += f" (calls fail at once until {_iso(self.llm_open_until)})"
+        llm = self.llm
+        if llm is not None and llm.failing_since is not None:
+            line = f"llm failing since {_iso(llm.failing_since)} at {llm.url}: {llm.last_error}"
+            if llm.open_until is not None and llm.open_until > llm.clock():
+                line += f" (calls fail at once until {_iso(llm.open_until)})"
             out.append(line)
         out += [f"task {name} restarting after: {error}" for name, error in self.restarting.items()]
         return out

@@ -60,8 +60,6 @@ class Supervisor:
         self.stop = stop
         self.recover = recover
         self.max_backoff_s = max_backoff_s
-        self.restarts: dict[str, int] = {}
-        self.outages = 0
         self._probe = asyncio.Lock()
         self.tasks: list[asyncio.Task[None]] = []
 
@@ -89,7 +87,6 @@ class Supervisor:
                     return
                 if time.monotonic() - began > STABLE_S:
                     backoff = FIRST_BACKOFF_S
-                self.restarts[name] = self.restarts.get(name, 0) + 1
                 self.health.restarting[name] = describe(e)
                 log.error("task failed; restarting it", task=name, backoff_s=backoff, exc_info=True)
             if await self._pause(backoff):
@@ -99,12 +96,11 @@ class Supervisor:
     async def outage(self, error: BaseException, task: str = "") -> bool:
         """Wait out a Redis outage (one prober at a time), then recover.
 
-        Returns True when Redis was away (or another task was already waiting for it) and
-        answers again; False when it answered at once (the error was not an outage) or
-        the daemon stopped meanwhile.
+        Returns True when Redis was away and answers again, or answered at once after a
+        connection error (another task had already waited the outage out); False when the
+        error was not Redis's, or the daemon stopped meanwhile.
         """
         async with self._probe:
-            was_down = self.health.redis_down_since is not None
             backoff = FIRST_BACKOFF_S
             while not self.stop.is_set():
                 try:
@@ -112,7 +108,6 @@ class Supervisor:
                     await self.recover()
                 except OUTAGE as e:
                     if self.health.redis_lost(e if str(e) else error):
-                        self.outages += 1
                         log.warning(
                             "redis unavailable; waiting for it to come back",
                             task=task,
@@ -126,12 +121,8 @@ class Supervisor:
                     away = self.health.redis_back()
                     log.warning("redis is back; resuming", after_s=round(away, 1))
                     return True
-                return was_down or self._recovered_since(error)
+                return isinstance(error, RedisConnectionError | RedisTimeoutError)
             return False
-
-    def _recovered_since(self, error: BaseException) -> bool:
-        """A connection error seen after another task already waited the outage out."""
-        return isinstance(error, RedisConnectionError | RedisTimeoutError)
 
     async def _pause(self, seconds: float) -> bool:
         """Sleep ``seconds`` unless the daemon stops first (True: it stopped)."""
