@@ -32,6 +32,12 @@ class CheckpointSettings(BaseModel):
     """Checkpoint retention."""
 
     keep: int = Field(default=50, ge=1, description="checkpoints kept; older ones are pruned")
+    budget_ms: int = Field(
+        default=100,
+        ge=5,
+        le=10_000,
+        description="the longest one Redis Function call works: rollback and snapshot go in steps",
+    )
 
 
 class ArchiveSettings(BaseModel):

@@ -36,6 +36,28 @@ class ConflictError(InvalidOperationError):
     """A write that must create a key found it already there (nothing was changed)."""
 
 
+class BusyError(StoreError, redis.ResponseError):
+    """Redis is busy or a rollback holds writes back; nothing changed, try again.
+
+    Also a ``redis.ResponseError``, so code written against redis-py still catches it.
+    """
+
+
+class CapacityError(StoreError, redis.ResponseError):
+    """Redis refused a write because it is out of memory (``maxmemory``); nothing changed."""
+
+
+class RefusedError(StoreError, redis.ResponseError):
+    """Redis refused a command (wrong type, bad argument...): a bug or bad data."""
+
+
+class UnavailableError(AetherError, redis.ConnectionError):
+    """Redis cannot be reached (down, restarting, timing out); try again later.
+
+    Also a ``redis.ConnectionError``, so redis-py's retry and outage handling apply.
+    """
+
+
 class NotFoundError(AetherError):
     """An ID or key does not exist."""
 
@@ -104,13 +126,17 @@ def error_code(error: BaseException) -> tuple[str, bool]:
     """The stable code of an error and whether trying again may succeed.
 
     One table for every interface: the CLI's ``{"error": {"code", "message"}}`` and MCP's
-    ``{"code", "message", "retryable"}``. Codes: ``busy`` (another admin action; retryable),
+    ``{"code", "message", "retryable"}``. Codes: ``busy`` (another admin action, a
+    rollback holding writes, or Redis busy; retryable),
     ``ambiguous``, ``not_found``, ``invalid``, ``checkpoint``, ``identity``, ``llm``,
     ``config``, ``server``, ``archive``, ``unavailable`` (Redis unreachable; retryable),
+    ``capacity`` (Redis out of memory),
     ``error`` (anything else).
     """
     table: list[tuple[type[BaseException] | tuple[type[BaseException], ...], str, bool]] = [
-        (ConcurrentAdminError, "busy", True),
+        ((ConcurrentAdminError, BusyError), "busy", True),
+        (UnavailableError, "unavailable", True),
+        (CapacityError, "capacity", False),
         (AmbiguousIdError, "ambiguous", False),
         (NotFoundError, "not_found", False),
         (InvalidOperationError, "invalid", False),

@@ -291,6 +291,10 @@ class Keyspace:
         """STRING with TTL: held during a rollback, undo or restore."""
         return self._k("lock", "admin")
 
+    def write_hold(self) -> str:
+        """HASH: a rollback in progress (target, cursor, progress); writes wait while it exists."""
+        return self._k("lock", "writes")
+
     def diff_scratch(self, token: str) -> str:
         """Any type, TTL 60 s: a checkpoint's pre-image decoded for ``checkpoint diff``."""
         return self._k("tmp", "diff", token)

@@ -170,15 +170,15 @@ async def test_rollback_while_another_runs_is_refused(
 ) -> None:
     cp = await checkpoints.create(label="a")
     await _log(store, keys, "e1", "x")
-    other_admin = Checkpoints(client, keys)
-    token = await other_admin._lock()  # another rollback/undo/restore is in progress
+    other_admin = Checkpoints(client, keys)._admin_lock()
+    assert await other_admin.acquire()  # another rollback/undo/restore is in progress
     before = await dump_state(client, keys)
     n_checkpoints = await client.zcard(keys.checkpoints())
     try:
         with pytest.raises(ConcurrentAdminError, match="nothing changed"):
             await checkpoints.rollback_to(cp.id)
     finally:
-        await other_admin._unlock(token)
+        await other_admin.release()
     assert await dump_state(client, keys) == before
     assert await client.zcard(keys.checkpoints()) == n_checkpoints  # no pre-checkpoint either
     await checkpoints.rollback_to(cp.id)  # the lock is free again

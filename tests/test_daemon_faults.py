@@ -246,3 +246,61 @@ def test_status_says_starting_until_the_daemon_can_answer(home: Path) -> None:
         assert down.returncode == 1 and "daemon: DOWN" in down.stdout
     finally:
         loop.close()
+
+
+def test_the_daemon_finishes_a_rollback_that_a_crash_interrupted(
+    home: Path, tmp_path: Path
+) -> None:
+    """A rollback cut short holds every write; the daemon finishes it when it starts."""
+    import asyncio
+
+    from aether.checkpoints.manager import Checkpoints
+    from aether.keys import Keyspace
+    from aether.store.client import connect
+    from aether.store.state import Mutation, Store
+
+    env = _env(home)
+    settings = Settings(home=home, namespace=env["AETHER_NAMESPACE"])
+    keys = Keyspace(settings.namespace)
+
+    async def interrupt() -> None:
+        client = await connect(settings, start=False)
+        store, cps = Store(client, keys, "test"), Checkpoints(client, keys, budget_ms=1)
+        target = await cps.create(label="start")
+        for i in range(200):
+            await store.apply(Mutation().hset(keys.longterm(f"m{i}"), {"v": i}), "t")
+        lock = cps._admin_lock()
+        assert await lock.acquire()
+        pre = await cps.create(label="pre", prune=False)
+        assert await cps._begin(lock, target, pre, "cli", "rollback")
+        await client.fcall(
+            "aether_rollback_step",
+            3,
+            keys.journal(),
+            keys.admin_lock(),
+            keys.write_hold(),
+            lock.token,
+            0,
+        )
+        await lock.release()  # as if its process died and the lock expired
+        await client.aclose()
+
+    async def state() -> tuple[int, int]:
+        client = await connect(settings, start=False)
+        try:
+            found = [k async for k in client.scan_iter(f"{keys.longterm('')}*")]
+            return await client.exists(keys.write_hold()), len(found)
+        finally:
+            await client.aclose()
+
+    asyncio.run(interrupt())
+    assert asyncio.run(state())[0] == 1
+    log = tmp_path / "daemon.log"
+    proc = _up(env, log)
+    try:
+        _wait_up(env, proc, log)
+        assert asyncio.run(state()) == (0, 0)  # finished: back at the checkpoint
+        assert "finished an interrupted rollback" in log.read_text()
+        assert _cli(env, "remember", "the hold is gone").returncode == 0
+    finally:
+        _stop(proc)

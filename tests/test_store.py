@@ -87,12 +87,16 @@ async def test_malformed_payload_is_refused_by_the_library(client: Redis, keys: 
     from redis.exceptions import ResponseError
 
     with pytest.raises(ResponseError, match=r"not msgpack|malformed|no operations"):
-        await client.fcall("aether_apply", 1, keys.journal(), keys.prefix, "a", "r", b"\xc1junk")
+        await client.fcall(
+            "aether_apply", 2, keys.journal(), keys.write_hold(), keys.prefix, "a", "r", b"\xc1j"
+        )
     with pytest.raises(ResponseError, match="outside the namespace"):
         import msgpack
 
         ops = msgpack.packb([[b"SET", b"elsewhere:k", b"v"]], use_bin_type=False)
-        await client.fcall("aether_apply", 1, keys.journal(), keys.prefix, "a", "r", ops)
+        await client.fcall(
+            "aether_apply", 2, keys.journal(), keys.write_hold(), keys.prefix, "a", "r", ops
+        )
     assert await client.exists("elsewhere:k") == 0
 
 
@@ -167,5 +171,7 @@ async def test_a_guarded_change_rolls_back_and_replays(
     assert await dump_state(client, keys) == empty
     # the archive's replay applies forward ops: a replayed guard changes nothing
     fields = [v for pair in entry.fields.items() for v in pair]
-    await client.fcall("aether_replay", 1, keys.journal(), "9999999999999-0", *fields)
+    await client.fcall(
+        "aether_replay", 2, keys.journal(), doc, keys.prefix, "9999999999999-0", 0, *fields
+    )
     assert json.loads(await client.execute_command("JSON.GET", doc)) == {"content": "x"}

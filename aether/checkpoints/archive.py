@@ -4,6 +4,12 @@ Like PostgreSQL's own base backup + WAL: ``restore`` loads the newest base snaps
 or before the target into an empty Redis, then replays the archived journal up to the
 target, re-creating the journal entries under their own ids, so checkpoints inside the
 replayed range work again.
+
+A base snapshot is taken page by page (each ``aether_snapshot`` call at most
+``budget_ms``) while writes go on, like an online base backup: every key's DUMP is
+stored with the journal position of its page. Replay starts after the first page's
+position and skips, for each entry, the keys whose DUMP was taken at or after it (their
+state already includes it). The snapshot serves targets from its last page's position on.
 """
 
 from __future__ import annotations
@@ -19,10 +25,14 @@ import msgpack
 import structlog
 from redis.asyncio import Redis
 
-from aether.errors import AmbiguousIdError, ArchiveError, ConcurrentAdminError, NotFoundError
+from aether.config import Settings
+from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.journal import entries_after
+from aether.store.codec import command, text
+from aether.store.journal import compare_ids, entries_after
+from aether.store.lock import StateLock
+from aether.store.state import decode_ops
 
 log = structlog.get_logger(__name__)
 
@@ -86,6 +96,7 @@ class Archive:
         keys: the namespace's keyspace.
         snapshot_every: journal entries between two base snapshots.
         batch_size: journal entries per insert batch.
+        budget_ms: the most work one snapshot page does in Redis.
     """
 
     def __init__(
@@ -95,12 +106,28 @@ class Archive:
         keys: Keyspace,
         snapshot_every: int = 10_000,
         batch_size: int = 1_000,
+        budget_ms: int = 100,
     ) -> None:
         self.conn = conn
         self.client = client
         self.keys = keys
         self.snapshot_every = snapshot_every
         self.batch_size = batch_size
+        self.budget_ms = budget_ms
+
+    @classmethod
+    def from_settings(
+        cls, conn: asyncpg.Connection, client: Redis, keys: Keyspace, settings: Settings
+    ) -> Archive:
+        """An archive with the snapshot cadence, batch size and step budget of ``settings``."""
+        return cls(
+            conn,
+            client,
+            keys,
+            settings.archive.snapshot_every,
+            settings.archive.batch_size,
+            settings.checkpoints.budget_ms,
+        )
 
     async def archived_position(self) -> str | None:
         """Id of the newest archived journal entry."""
@@ -176,9 +203,6 @@ class Archive:
 
     async def _trimmed_past(self, cursor: str) -> bool:
         """Whether the journal lost entries after ``cursor`` before they were archived."""
-        from aether.store.codec import command, text
-        from aether.store.journal import compare_ids
-
         if not await self.client.exists(self.keys.journal()):
             return False
         info = await command(self.client, "XINFO", "STREAM", self.keys.journal())
@@ -219,35 +243,49 @@ class Archive:
         return len(kept)
 
     async def snapshot(self) -> str:
-        """Take a consistent base snapshot of every state key (one atomic server call)."""
-        reply = await self.client.fcall_ro(
-            "aether_snapshot",
-            1,
-            self.keys.journal(),
-            f"{_glob_escape(self.keys.prefix)}*",
-            msgpack.packb(self.keys.non_state_names()),
-            msgpack.packb(self.keys.non_state_prefixes()),
-        )
-        position = reply[0].decode()
-        pairs = list(zip(reply[1::2], reply[2::2], strict=True))
+        """Take a base snapshot of every state key, page by page (see the module docs)."""
+        cursor: bytes | str = "0"
+        start = end = ""
+        dumps: dict[bytes, tuple[bytes, int, int]] = {}  # a key seen twice: its later DUMP
+        while True:
+            reply = await self.client.fcall_ro(
+                "aether_snapshot",
+                1,
+                self.keys.journal(),
+                cursor,
+                f"{_glob_escape(self.keys.prefix)}*",
+                msgpack.packb(self.keys.non_state_names()),
+                msgpack.packb(self.keys.non_state_prefixes()),
+                self.budget_ms,
+            )
+            cursor, end = reply[0], text(reply[1])
+            start = start or end
+            ms, seq = _split(end)
+            for key, dump in zip(reply[2::2], reply[3::2], strict=True):
+                dumps[key] = (dump, ms, seq)
+            if text(cursor) == "0":
+                break
         snapshot_id = new_id()
-        ms, seq = _split(position)
         async with self.conn.transaction():
             await self.conn.execute(
-                "INSERT INTO aether_snapshots (ns, snapshot_id, ms, seq, key_count) "
-                "VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO aether_snapshots (ns, snapshot_id, ms, seq, key_count, "
+                "start_ms, start_seq) VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 self.keys.ns,
                 snapshot_id,
-                ms,
-                seq,
-                len(pairs),
+                *_split(end),
+                len(dumps),
+                *_split(start),
             )
             await self.conn.copy_records_to_table(
                 "aether_snapshot_keys",
-                records=[(self.keys.ns, snapshot_id, k, d) for k, d in pairs],
-                columns=["ns", "snapshot_id", "key", "dump"],
+                records=[
+                    (self.keys.ns, snapshot_id, k, d, ms, seq) for k, (d, ms, seq) in dumps.items()
+                ],
+                columns=["ns", "snapshot_id", "key", "dump", "ms", "seq"],
             )
-        log.info("archive snapshot taken", id=snapshot_id, keys=len(pairs), position=position)
+        log.info(
+            "archive snapshot taken", id=snapshot_id, keys=len(dumps), start=start, position=end
+        )
         return snapshot_id
 
     async def resolve_target(self, target: str) -> tuple[int, int]:
@@ -304,7 +342,8 @@ class Archive:
                 f"{existing[0].decode()!r}); restore only rebuilds into an empty namespace"
             )
         snap = await self.conn.fetchrow(
-            "SELECT snapshot_id, ms, seq FROM aether_snapshots "
+            "SELECT snapshot_id, ms, seq, coalesce(start_ms, ms) AS start_ms, "
+            "coalesce(start_seq, seq) AS start_seq FROM aether_snapshots "
             "WHERE ns = $1 AND (ms, seq) <= ($2, $3) ORDER BY ms DESC, seq DESC LIMIT 1",
             self.keys.ns,
             ms,
@@ -314,13 +353,14 @@ class Archive:
             raise ArchiveError(
                 f"no base snapshot of namespace {self.keys.ns!r} precedes {target!r}"
             )
-        token = new_id()
-        if not await self.client.set(self.keys.admin_lock(), token, nx=True, px=600_000):
-            raise ConcurrentAdminError(f"another admin action holds {self.keys.admin_lock()}")
-        try:
+        lock = StateLock(
+            self.client,
+            self.keys.admin_lock(),
+            ttl_s=600,
+            busy=f"another admin action holds {self.keys.admin_lock()}",
+        )
+        async with lock:
             return await self._rebuild(snap, ms, seq, progress)
-        finally:
-            await self.client.fcall("aether_unlock", 1, self.keys.admin_lock(), token)
 
     async def _rebuild(
         self,
@@ -337,14 +377,22 @@ class Archive:
             if progress is not None:
                 progress(done, total)
 
+        start = _pos(snap["start_ms"], snap["start_seq"])
+        dumped_at: dict[bytes, str] = {}  # keys dumped after the first page: their position
         async with self.conn.transaction():
             cursor = self.conn.cursor(
-                "SELECT key, dump FROM aether_snapshot_keys WHERE ns = $1 AND snapshot_id = $2",
+                "SELECT key, dump, ms, seq FROM aether_snapshot_keys "
+                "WHERE ns = $1 AND snapshot_id = $2",
                 self.keys.ns,
                 snap["snapshot_id"],
             )
             async for row in cursor:
-                pipe.restore(bytes(row["key"]), 0, bytes(row["dump"]), replace=True)
+                key = bytes(row["key"])
+                pipe.restore(key, 0, bytes(row["dump"]), replace=True)
+                if row["ms"] is not None:
+                    at = _pos(row["ms"], row["seq"])
+                    if compare_ids(at, start) > 0:
+                        dumped_at[key] = at
                 restored += 1
                 if len(pipe) >= 500:
                     await pipe.execute()
@@ -358,26 +406,27 @@ class Archive:
                 "SELECT ms, seq, fields FROM aether_journal WHERE ns = $1 "
                 "AND (ms, seq) > ($2, $3) AND (ms, seq) <= ($4, $5) ORDER BY ms, seq",
                 self.keys.ns,
-                snap["ms"],
-                snap["seq"],
+                snap["start_ms"],
+                snap["start_seq"],
                 ms,
                 seq,
             )
             async for row in entries:
-                fields: dict[bytes, bytes] = msgpack.unpackb(bytes(row["fields"]), raw=True)
-                flat = [v for pair in fields.items() for v in pair]
                 position = _pos(row["ms"], row["seq"])
-                await self.client.fcall("aether_replay", 1, self.keys.journal(), position, *flat)
+                await self._replay(
+                    position, msgpack.unpackb(bytes(row["fields"]), raw=True), dumped_at
+                )
                 replayed += 1
                 if replayed % 100 == 0:
                     advance(restored + replayed)
+            advance(restored + replayed)
             advance(restored + replayed)
             cps = await self.conn.fetch(
                 "SELECT * FROM aether_checkpoints WHERE ns = $1 AND (ms, seq) >= ($2, $3) "
                 "AND (ms, seq) <= ($4, $5)",
                 self.keys.ns,
-                snap["ms"],
-                snap["seq"],
+                snap["start_ms"],
+                snap["start_seq"],
                 ms,
                 seq,
             )
@@ -401,6 +450,25 @@ class Archive:
         log.info("archive restored", **report.__dict__)
         return report
 
+    async def _replay(
+        self, position: str, fields: dict[bytes, bytes], dumped_at: dict[bytes, str]
+    ) -> None:
+        """Re-apply one archived entry, except on keys whose DUMP already includes it."""
+        touched = list(dict.fromkeys(op[1] for op in decode_ops(fields.get(b"f", b"\x90"))))
+        skip = [k for k in touched if compare_ids(dumped_at.get(k, "0-0"), position) >= 0]
+        flat = [v for pair in fields.items() for v in pair]
+        await self.client.fcall(
+            "aether_replay",
+            1 + len(touched),
+            self.keys.journal(),
+            *touched,
+            self.keys.prefix,
+            position,
+            len(skip),
+            *skip,
+            *flat,
+        )
+
     async def _restore_size(self, snap: asyncpg.Record, ms: int, seq: int) -> int:
         """Keys in the base snapshot plus journal entries to replay after it."""
         size = await self.conn.fetchval(
@@ -409,8 +477,8 @@ class Archive:
             " AND (ms, seq) > ($3, $4) AND (ms, seq) <= ($5, $6))",
             self.keys.ns,
             snap["snapshot_id"],
-            snap["ms"],
-            snap["seq"],
+            snap["start_ms"],
+            snap["start_seq"],
             ms,
             seq,
         )

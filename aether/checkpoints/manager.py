@@ -1,39 +1,48 @@
 """Checkpoints: create (O(1)), list, resolve by prefix, diff, rollback, undo, prune.
 
 A checkpoint is a journal position plus metadata; rollback applies the journal's
-inverses back to it in one Redis Function call (atomic: nobody reads a half-rolled-back
-state) and is itself journaled, so ``undo`` can reverse it. Rollback and undo take the
-namespace's admin lock, and each is preceded by an automatic checkpoint.
+inverses back to it and is itself journaled, so ``undo`` can reverse it. Rollback and
+undo take the namespace's admin lock, and each is preceded by an automatic checkpoint.
+
+A rollback goes in steps (``aether_rollback_begin``, then ``aether_rollback_step`` until
+done), each at most ``budget_ms`` of work, so no other client ever waits on one long
+call. While it runs, the write hold makes writes and checkpoints wait (they retry, see
+:func:`aether.store.state.while_busy`). All or nothing: a step that fails undoes itself,
+and the steps already made are reversed by a rollback to the checkpoint taken first; a
+run cut short by a crash is finished by :meth:`Checkpoints.finish_interrupted`.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
-import secrets
 import time
+from typing import Any
 
 import structlog
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from aether.checkpoints.diff import KeyChange, compare, read_value, value_at_checkpoint
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
+from aether.config import Settings
 from aether.errors import (
     AmbiguousIdError,
     CheckpointError,
-    ConcurrentAdminError,
     NotFoundError,
+    UnavailableError,
 )
 from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.store.codec import byte_map, command, text
 from aether.store.journal import compare_ids, entries_after, last_position
+from aether.store.lock import StateLock
+from aether.store.state import WRITE_WAIT_S, while_busy
 
 log = structlog.get_logger(__name__)
 
 MIN_PREFIX = 6
-LOCK_TTL_MS = 300_000
+LOCK_TTL_S = 300.0
 ROLLBACK_HISTORY = 100
 
 
@@ -45,15 +54,34 @@ class Checkpoints:
         keys: the namespace's keyspace.
         keep: how many checkpoints retention keeps.
         durable: wait for the checkpoint to be fsync'd to the AOF before returning.
+        budget_ms: the most work one rollback step does.
+        write_wait_s: how long ``create`` waits while a rollback holds writes back.
     """
 
     _warned_no_aof = False
 
-    def __init__(self, client: Redis, keys: Keyspace, keep: int = 50, durable: bool = True):
+    def __init__(
+        self,
+        client: Redis,
+        keys: Keyspace,
+        keep: int = 50,
+        durable: bool = True,
+        budget_ms: int = 100,
+        write_wait_s: float = WRITE_WAIT_S,
+    ):
         self.client = client
         self.keys = keys
         self.keep = keep
         self.durable = durable
+        self.budget_ms = budget_ms
+        self.write_wait_s = write_wait_s
+
+    @classmethod
+    def from_settings(cls, client: Redis, keys: Keyspace, settings: Settings) -> Checkpoints:
+        """Checkpoints with the retention and step budget of ``settings``."""
+        return cls(
+            client, keys, keep=settings.checkpoints.keep, budget_ms=settings.checkpoints.budget_ms
+        )
 
     async def create(
         self,
@@ -71,18 +99,23 @@ class Checkpoints:
             raise CheckpointError("a checkpoint label is at most 200 characters")
         cp_id = new_id()
         created = int(time.time() * 1000)
-        pos = await self.client.fcall(
-            "aether_checkpoint",
-            3,
-            self.keys.journal(),
-            self.keys.checkpoint(cp_id),
-            self.keys.checkpoints(),
-            cp_id,
-            created,
-            label,
-            reason,
-            actor,
-        )
+
+        async def call() -> Any:
+            return await self.client.fcall(
+                "aether_checkpoint",
+                4,
+                self.keys.journal(),
+                self.keys.checkpoint(cp_id),
+                self.keys.checkpoints(),
+                self.keys.write_hold(),
+                cp_id,
+                created,
+                label,
+                reason,
+                actor,
+            )
+
+        pos = await while_busy(call, "checkpoint", self.write_wait_s)
         await self._wait_on_disk()
         checkpoint = Checkpoint(cp_id, created, label, reason, actor, text(pos))
         log.info("checkpoint created", id=cp_id, label=label, reason=reason)
@@ -189,33 +222,32 @@ class Checkpoints:
             changes.append(change)
         return Diff(checkpoint, entries, tiers, changes)
 
-    async def _lock(self) -> str:
-        token = secrets.token_hex(16)
-        if not await self.client.set(self.keys.admin_lock(), token, nx=True, px=LOCK_TTL_MS):
-            raise ConcurrentAdminError(
-                "another rollback, undo or restore is running on namespace "
-                f"{self.keys.ns!r} (lock {self.keys.admin_lock()} is held); nothing changed, "
-                "try again when it finishes"
-            )
-        return token
-
-    async def _unlock(self, token: str) -> None:
-        await self.client.fcall("aether_unlock", 1, self.keys.admin_lock(), token)
+    def _admin_lock(self) -> StateLock:
+        return StateLock(
+            self.client,
+            self.keys.admin_lock(),
+            ttl_s=LOCK_TTL_S,
+            busy="another rollback, undo or restore is running on namespace "
+            f"{self.keys.ns!r} (lock {self.keys.admin_lock()} is held); nothing changed, "
+            "try again when it finishes",
+        )
 
     async def rollback_to(
         self, id_or_prefix: str, actor: str = "cli", reason: str = "rollback"
     ) -> RollbackResult:
-        """Restore the exact state at a checkpoint, atomically; journaled, so undoable.
+        """Restore the exact state at a checkpoint, all or nothing; journaled, so undoable.
 
-        A checkpoint of the current state is taken first (``undo`` returns to it).
+        A checkpoint of the current state is taken first (``undo`` returns to it). The
+        work goes in steps of at most ``budget_ms``; writes wait meanwhile.
 
         Raises:
             NotFoundError / AmbiguousIdError: the id does not name one kept checkpoint.
             ConcurrentAdminError: another rollback, undo or restore is running.
+            CheckpointError: the rollback failed; its steps were reversed, nothing changed.
         """
         target = await self.resolve(id_or_prefix)
-        token = await self._lock()
-        try:
+        async with self._admin_lock() as lock:
+            await self._finish(lock)
             pre = await self.create(
                 label=f"before {reason} to {target.id}",
                 reason=f"pre-{reason}",
@@ -223,40 +255,138 @@ class Checkpoints:
                 prune=False,
             )
             try:
-                reply = await self.client.fcall(
-                    "aether_rollback",
-                    3,
-                    self.keys.journal(),
-                    self.keys.admin_lock(),
-                    self.keys.checkpoint(target.id),
-                    target.journal_pos,
-                    token,
-                    actor,
-                    reason,
-                    target.id,
-                )
+                begun = await self._begin(lock, target, pre, actor, reason)
             except ResponseError as e:
                 raise CheckpointError(
                     f"{reason} to {target.id} failed, nothing changed: {e}"
                 ) from e
-            entry = text(reply[0]) or None
-            result = RollbackResult(target, pre, entry, int(reply[1]), int(reply[2]))
-            record = {
-                **result.to_dict(),
-                "reason": reason,
-                "actor": actor,
-                "at": int(time.time() * 1000),
-            }
-            pipe = self.client.pipeline(transaction=True)
-            pipe.lpush(self.keys.rollbacks(), json.dumps(record))
-            pipe.ltrim(self.keys.rollbacks(), 0, ROLLBACK_HISTORY - 1)
-            pipe.publish(self.keys.events(), json.dumps({"type": reason, **result.to_dict()}))
-            await pipe.execute()
-            await self._wait_on_disk()
-        finally:
-            await self._unlock(token)
+            result = RollbackResult(target, pre, None, 0, 0)
+            if begun:
+                try:
+                    result = await self._steps(lock, target, pre)
+                except ResponseError as e:
+                    await self._abort(lock, target, pre, actor, reason, e)
+                    raise CheckpointError(
+                        f"{reason} to {target.id} failed, nothing changed: {e}"
+                    ) from e
+            await self._record(result, reason, actor)
         log.info(f"{reason} done", **result.to_dict())
         await self.prune()
+        return result
+
+    async def _begin(
+        self,
+        lock: StateLock,
+        target: Checkpoint,
+        pre: Checkpoint,
+        actor: str,
+        reason: str,
+        *,
+        replace: bool = False,
+    ) -> bool:
+        begun = await self.client.fcall(
+            "aether_rollback_begin",
+            4,
+            self.keys.journal(),
+            self.keys.admin_lock(),
+            self.keys.write_hold(),
+            self.keys.checkpoint(target.id),
+            lock.token,
+            target.journal_pos,
+            actor,
+            reason,
+            target.id,
+            "1" if replace else "0",
+            pre.id,
+        )
+        return bool(begun)
+
+    async def _steps(self, lock: StateLock, target: Checkpoint, pre: Checkpoint) -> RollbackResult:
+        """Run the steps of the rollback in the write hold until it is done."""
+        steps = 0
+        while True:
+            try:
+                reply = await self.client.fcall(
+                    "aether_rollback_step",
+                    3,
+                    self.keys.journal(),
+                    self.keys.admin_lock(),
+                    self.keys.write_hold(),
+                    lock.token,
+                    self.budget_ms,
+                )
+            except UnavailableError as e:
+                raise CheckpointError(
+                    "Redis became unreachable during the rollback; writes stay held and "
+                    "the rollback is finished by the next 'aether checkpoint rollback' or "
+                    f"'undo', or when the daemon starts: {e}"
+                ) from e
+            steps += 1
+            state, last, undone, ops = text(reply[0]), text(reply[1]), reply[2], reply[3]
+            if state == "done":
+                log.debug("rollback steps", steps=steps)
+                return RollbackResult(target, pre, last or None, int(undone), int(ops))
+            await lock.extend()
+
+    async def _abort(
+        self,
+        lock: StateLock,
+        target: Checkpoint,
+        pre: Checkpoint,
+        actor: str,
+        reason: str,
+        error: Exception,
+    ) -> None:
+        """Reverse the steps of a failed rollback: roll back to the checkpoint taken first."""
+        log.error(f"{reason} failed; reversing its steps", target=target.id, error=str(error))
+        try:
+            if await self._begin(lock, pre, pre, actor, f"{reason}-aborted", replace=True):
+                await self._steps(lock, pre, pre)
+        except (RedisError, CheckpointError) as e:
+            raise CheckpointError(
+                f"{reason} to {target.id} failed ({error}) and reversing its steps failed too "
+                f"({e}); writes stay held; finish with 'aether checkpoint rollback {pre.id}'"
+            ) from e
+
+    async def _record(self, result: RollbackResult, reason: str, actor: str) -> None:
+        record = {
+            **result.to_dict(),
+            "reason": reason,
+            "actor": actor,
+            "at": int(time.time() * 1000),
+        }
+        pipe = self.client.pipeline(transaction=True)
+        pipe.lpush(self.keys.rollbacks(), json.dumps(record))
+        pipe.ltrim(self.keys.rollbacks(), 0, ROLLBACK_HISTORY - 1)
+        pipe.publish(self.keys.events(), json.dumps({"type": reason, **result.to_dict()}))
+        await pipe.execute()
+        await self._wait_on_disk()
+
+    async def finish_interrupted(self) -> RollbackResult | None:
+        """Finish a rollback that a crash or an outage cut short (writes wait until then).
+
+        Returns what it finished, or ``None`` when none was interrupted.
+
+        Raises:
+            ConcurrentAdminError: a rollback is running now (it is not interrupted).
+        """
+        if not await self.client.exists(self.keys.write_hold()):
+            return None
+        async with self._admin_lock() as lock:
+            return await self._finish(lock)
+
+    async def _finish(self, lock: StateLock) -> RollbackResult | None:
+        raw = await self.client.hgetall(self.keys.write_hold())
+        hold = {text(k): text(v) for k, v in raw.items()}
+        if not hold:
+            return None
+        target_id, pre_id = hold.get("label", ""), hold.get("pre", "")
+        reason, actor = hold.get("reason", "rollback"), hold.get("actor", "aether")
+        log.warning("finishing a rollback that was interrupted", target=target_id)
+        target = Checkpoint(target_id, 0, "", reason, actor, hold.get("target", ""))
+        pre = Checkpoint(pre_id, 0, "", f"pre-{reason}", actor, "")
+        result = await self._steps(lock, target, pre)
+        await self._record(result, reason, actor)
         return result
 
     async def undo(self, actor: str = "cli", *, redo: bool = False) -> RollbackResult:
@@ -313,6 +443,8 @@ class Checkpoints:
         return doomed
 
     async def _trim_journal(self) -> None:
+        if await self.client.exists(self.keys.write_hold()):
+            return  # a rollback in progress reads the journal: trim next time
         oldest = await self.client.zrange(self.keys.checkpoints(), 0, 0)
         if not oldest:
             return

@@ -49,6 +49,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        """
+        -- snapshots are taken page by page: replay starts after (start_ms, start_seq), and
+        -- each key's DUMP holds its state at its own position (NULL: the snapshot's)
+        ALTER TABLE aether_snapshots ADD COLUMN start_ms bigint, ADD COLUMN start_seq bigint;
+        ALTER TABLE aether_snapshot_keys ADD COLUMN ms bigint, ADD COLUMN seq bigint;
+        """,
+    ),
 )
 
 _LOCK_ID = 0x6165746865720001  # "aether" + 1: serialises concurrent migrators

@@ -40,7 +40,7 @@ def _manager(st: AppState, client: object) -> Checkpoints:
     from redis.asyncio import Redis
 
     assert isinstance(client, Redis)
-    return Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep)
+    return Checkpoints.from_settings(client, st.keys, st.settings)
 
 
 @app.command()
@@ -172,7 +172,7 @@ def rollback(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Return the agent's state to a checkpoint, atomically (undo reverses it)."""
+    """Return the agent's state to a checkpoint, all or nothing (undo reverses it)."""
     st = state(ctx)
     as_json = wants_json(ctx, json_)
 
@@ -256,13 +256,7 @@ def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
         from aether.checkpoints.archive import Archive, open_archive
 
         async with redis_client(st.settings) as client, open_archive(dsn) as conn:
-            arch = Archive(
-                conn,
-                client,
-                st.keys,
-                st.settings.archive.snapshot_every,
-                st.settings.archive.batch_size,
-            )
+            arch = Archive.from_settings(conn, client, st.keys, st.settings)
             with progress_bar("archiving journal entries", hidden=as_json) as bar:
                 return (await arch.sync(bar.advance)).__dict__
 
@@ -287,7 +281,7 @@ def snapshot(ctx: typer.Context, json_: JsonOpt = False) -> None:
         from aether.checkpoints.archive import Archive, open_archive
 
         async with redis_client(st.settings) as client, open_archive(dsn) as conn:
-            return await Archive(conn, client, st.keys).snapshot()
+            return await Archive.from_settings(conn, client, st.keys, st.settings).snapshot()
 
     snap = run(ctx, body)
     emit({"snapshot": snap}, wants_json(ctx, json_), lambda: print(snap))
@@ -312,7 +306,11 @@ def restore(
 
         async with redis_client(st.settings) as client, open_archive(dsn) as conn:
             with progress_bar("restoring keys and journal entries", hidden=as_json) as bar:
-                return (await Archive(conn, client, st.keys).restore(to, advance)).__dict__
+                return (
+                    await Archive.from_settings(conn, client, st.keys, st.settings).restore(
+                        to, advance
+                    )
+                ).__dict__
 
     report = run(ctx, body)
     emit(

@@ -112,16 +112,18 @@ async def _up(st: AppState, standby: bool) -> None:
 async def _serve(
     st: AppState, client: Redis, lease: DaemonLease, health: Health, stop: asyncio.Event
 ) -> None:
+    from aether.checkpoints.manager import Checkpoints
     from aether.memory.embeddings import preload_local_model
     from aether.memory.layer import MemoryLayer
     from aether.memory.search import MemorySearch
     from aether.runtime import embedding_service
-    from aether.runtime.daemon import Daemon
+    from aether.runtime.daemon import Daemon, finish_interrupted_rollback
     from aether.runtime.lease import keep_alive, publish
     from aether.runtime.llm import LLMClient
     from aether.runtime.supervisor import Supervisor
 
     settings = st.settings
+    await finish_interrupted_rollback(Checkpoints.from_settings(client, st.keys, settings))
     identity = await cli_identity.identity_store(st, client, actor="daemon").ensure(
         cli_identity.identity_dir(st)
     )
@@ -359,7 +361,7 @@ def maintenance_run(
         async with redis_client(st.settings) as client:
             layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
             await MemorySearch(layer).ensure_index()
-            checkpoints = Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep)
+            checkpoints = Checkpoints.from_settings(client, st.keys, st.settings)
             llm = LLMClient.from_settings(st.settings)
             try:
                 engine = MaintenanceEngine(

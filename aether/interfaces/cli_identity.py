@@ -24,7 +24,7 @@ def identity_store(st: AppState, client: Redis, actor: str = "cli") -> IdentityS
     """The identity store of the invocation's namespace."""
     return IdentityStore(
         Store(client, st.keys, actor=actor),
-        Checkpoints(client, st.keys, keep=st.settings.checkpoints.keep),
+        Checkpoints.from_settings(client, st.keys, st.settings),
     )
 
 

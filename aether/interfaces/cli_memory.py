@@ -345,7 +345,7 @@ def longterm_flush(
 
     async def body() -> int:
         async with memory(st) as layer:
-            cps = Checkpoints(layer.client, layer.keys, keep=st.settings.checkpoints.keep)
+            cps = Checkpoints.from_settings(layer.client, layer.keys, st.settings)
             return await LongTermMemory(layer).flush(confirm=True, checkpoints=cps)
 
     print(f"flushed {run(ctx, body)} long-term memories")

@@ -130,11 +130,11 @@ def cli(
 
     try:
         reply = asyncio.run(body())
-    except AetherError as e:
-        fail(str(e))
     except ResponseError as e:  # as redis-cli: print the server's error, exit 1
         print(f"(error) {e}")
         raise typer.Exit(1) from e
+    except AetherError as e:
+        fail(str(e))
     print(format_reply(reply, sys.stdout.isatty()))
 
 

@@ -71,7 +71,7 @@ class Services:
     def open(cls, settings: Settings, client: Redis, actor: str = "mcp") -> Services:
         """Services over ``client`` (vectors through the daemon when one runs)."""
         layer = MemoryLayer.open(settings, client, actor=actor, via_daemon=True)
-        return cls(layer, Checkpoints(client, layer.keys, keep=settings.checkpoints.keep), settings)
+        return cls(layer, Checkpoints.from_settings(client, layer.keys, settings), settings)
 
     @property
     def identity(self) -> IdentityStore:

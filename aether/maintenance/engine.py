@@ -19,7 +19,6 @@ scheduled run and a person's ``aether maintenance run``).
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -31,7 +30,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
 from aether.context.tokens import truncate_to_tokens
-from aether.errors import ConcurrentAdminError, LLMError
+from aether.errors import LLMError
 from aether.llm import TextModel
 from aether.memory.beliefs import Beliefs
 from aether.memory.daily import DailyLog
@@ -39,6 +38,7 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import build_memory
 from aether.memory.topics import count_ops
 from aether.store.codec import text
+from aether.store.lock import StateLock
 from aether.store.state import Mutation
 
 log = structlog.get_logger(__name__)
@@ -125,19 +125,18 @@ class MaintenanceEngine:
         when = now or datetime.now(UTC)
         report = MaintenanceReport(dry_run=dry_run, started_at=when.isoformat())
         start = time.perf_counter()
-        token = secrets.token_hex(8)
-        lock = self.keys.job_lock("maintenance.running")
-        if not await self.client.set(lock, token, nx=True, ex=RUN_LOCK_TTL_S):
-            raise ConcurrentAdminError("maintenance is already running; try again later")
-        try:
+        lock = StateLock(
+            self.client,
+            self.keys.job_lock("maintenance.running"),
+            ttl_s=RUN_LOCK_TTL_S,
+            busy="maintenance is already running; try again later",
+        )
+        async with lock:
             report.steps.append(await self.compress_daily(when, dry_run))
             report.steps.append(await self.prune_checkpoints(dry_run))
             report.steps.append(await self.scratchpad_ttls(dry_run))
             report.steps.append(await self.reflect(when, dry_run))
             report.steps.append(await self.beliefs(dry_run))
-        finally:
-            if text(await self.client.get(lock) or b"") == token:
-                await self.client.delete(lock)
         report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
         if not dry_run:
             last: dict[Any, Any] = {

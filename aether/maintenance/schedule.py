@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 
 from aether.errors import REDIS_OUTAGE, AetherError
 from aether.keys import Keyspace
+from aether.store.lock import StateLock
 
 log = structlog.get_logger(__name__)
 
@@ -65,9 +66,14 @@ class Schedule:
 
     async def claim(self, job_id: str, interval_s: float) -> bool:
         """Claim this slot of ``job_id`` for this process (``False``: another has it)."""
-        ttl_ms = max(100, int(interval_s * 900))
-        claimed = await self.client.set(self.keys.job_lock(job_id), self.owner, nx=True, px=ttl_ms)
-        return bool(claimed)
+        # held, never released, for 90 % of the interval: one run per slot across daemons
+        slot = StateLock(
+            self.client,
+            self.keys.job_lock(job_id),
+            ttl_s=max(0.1, interval_s * 0.9),
+            token=self.owner,
+        )
+        return await slot.acquire()
 
     async def _guarded(self, job_id: str, interval_s: float, job: Job) -> None:
         try:

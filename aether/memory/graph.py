@@ -262,7 +262,14 @@ class Graph:
         if not 1 <= depth <= 4:
             raise InvalidOperationError("depth is 1 to 4")
         edges_raw, nodes_raw = await self.client.fcall_ro(
-            "aether_expand", 0, self.keys.prefix, depth, per_node, max_nodes, *seeds
+            "aether_expand",
+            1,
+            self.keys.entity_names(),
+            self.keys.prefix,
+            depth,
+            per_node,
+            max_nodes,
+            *seeds,
         )
         nodes = {}
         for eid, hop, raw in nodes_raw:

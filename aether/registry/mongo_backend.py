@@ -7,14 +7,16 @@ tool version; a unique index on name + version settles concurrent registrations)
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import AutoReconnect, ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from aether.errors import ConcurrentAdminError, NotFoundError, StoreError
+from aether.errors import ConcurrentAdminError, NotFoundError, StoreError, UnavailableError
 from aether.registry.model import (
     LedgerEntry,
     ToolRecord,
@@ -24,6 +26,25 @@ from aether.registry.model import (
 )
 
 RETRIES = 5
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def translated(
+    method: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Pymongo's errors as aether's: unreachable is retryable ``UnavailableError``."""
+
+    @functools.wraps(method)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except (ConnectionFailure, AutoReconnect) as e:
+            raise UnavailableError(f"MongoDB is unreachable: {e}") from e
+        except PyMongoError as e:
+            raise StoreError(f"MongoDB refused the request: {e}") from e
+
+    return call
 
 
 class MongoBackend:
@@ -39,17 +60,13 @@ class MongoBackend:
         self.ledger = db[f"{safe}_ledger"]
         self._ready = False
 
+    @translated
     async def ready(self) -> None:
         """Create the indexes (once)."""
         if self._ready:
             return
-        try:
-            await self.tools.create_index(
-                [("name", ASCENDING), ("version", ASCENDING)], unique=True
-            )
-            await self.ledger.create_index([("at", DESCENDING)])
-        except PyMongoError as e:
-            raise StoreError(f"MongoDB unavailable: {e}") from e
+        await self.tools.create_index([("name", ASCENDING), ("version", ASCENDING)], unique=True)
+        await self.ledger.create_index([("at", DESCENDING)])
         self._ready = True
 
     async def close(self) -> None:
@@ -73,6 +90,7 @@ class MongoToolRegistry:
     def __init__(self, backend: MongoBackend) -> None:
         self.backend = backend
 
+    @translated
     async def register(self, name: str, description: str, schema: dict[str, Any]) -> ToolRecord:
         """Register a tool (see :class:`aether.registry.model.ToolRegistry`)."""
         import time
@@ -98,6 +116,7 @@ class MongoToolRegistry:
                 continue  # another registration took this version: look again
         raise ConcurrentAdminError(f"tool {name!r} is being registered by someone else")
 
+    @translated
     async def versions(self, name: str) -> list[ToolRecord]:
         """Every version, oldest first."""
         await self.backend.ready()
@@ -110,6 +129,7 @@ class MongoToolRegistry:
         """The latest (or given) version."""
         return pick_version(await self.versions(name), name, version)
 
+    @translated
     async def tools(self) -> list[ToolRecord]:
         """The latest version of every tool, by name."""
         await self.backend.ready()
@@ -123,12 +143,14 @@ class MongoAgentLedger:
     def __init__(self, backend: MongoBackend) -> None:
         self.backend = backend
 
+    @translated
     async def append(self, entry: LedgerEntry) -> LedgerEntry:
         """Add an entry."""
         await self.backend.ready()
         await self.backend.ledger.insert_one({"_id": entry.id, **asdict(entry)})
         return entry
 
+    @translated
     async def entries(
         self, kind: str | None = None, since: float | None = None, limit: int = 100
     ) -> list[LedgerEntry]:

@@ -9,13 +9,12 @@ the agent did and spent stays recorded when its memory is rolled back).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import secrets
+import time
 from dataclasses import asdict
 from typing import Any
 
-from aether.errors import ConcurrentAdminError, NotFoundError
+from aether.errors import NotFoundError
 from aether.keys import Keyspace
 from aether.registry.model import (
     LedgerEntry,
@@ -25,9 +24,10 @@ from aether.registry.model import (
     totals_of,
 )
 from aether.store.codec import byte_map, text, texts
+from aether.store.lock import StateLock
 from aether.store.state import Mutation, Store
 
-LOCK_TTL_MS = 5000
+LOCK_TTL_S = 5.0
 LEDGER_MAXLEN = 1_000_000
 
 
@@ -42,14 +42,14 @@ class RedisToolRegistry:
     async def register(self, name: str, description: str, schema: dict[str, Any]) -> ToolRecord:
         """Register a tool (see :class:`aether.registry.model.ToolRegistry`)."""
         canonical = check_tool(name, description, schema)
-        lock, token = self.keys.registry_lock(name), secrets.token_hex(8)
-        for _ in range(50):
-            if await self.client.set(lock, token, nx=True, px=LOCK_TTL_MS):
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise ConcurrentAdminError(f"tool {name!r} is being registered by someone else")
-        try:
+        lock = StateLock(
+            self.client,
+            self.keys.registry_lock(name),
+            ttl_s=LOCK_TTL_S,
+            wait_s=1.0,
+            busy=f"tool {name!r} is being registered by someone else",
+        )
+        async with lock:
             last = await self.client.lindex(self.keys.registry_tool(name), -1)
             if last is not None:
                 current = ToolRecord(**json.loads(last))
@@ -57,8 +57,6 @@ class RedisToolRegistry:
                 if same == canonical and current.description == description.strip():
                     return current
             version = 1 if last is None else ToolRecord(**json.loads(last)).version + 1
-            import time
-
             record = ToolRecord(
                 name, version, description.strip(), json.loads(canonical), time.time()
             )
@@ -66,9 +64,6 @@ class RedisToolRegistry:
             m.zadd(self.keys.registry(), {name: version})
             await self.store.apply(m, "registry.register")
             return record
-        finally:
-            if text(await self.client.get(lock) or b"") == token:
-                await self.client.delete(lock)
 
     async def versions(self, name: str) -> list[ToolRecord]:
         """Every version, oldest first."""

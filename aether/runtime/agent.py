@@ -121,7 +121,7 @@ class AgentRuntime:
         """A runtime over ``client`` with the configured embedder; the index is ensured."""
         layer = MemoryLayer.open(settings, client, actor=actor)
         await MemorySearch(layer).ensure_index()
-        checkpoints = Checkpoints(client, layer.keys, keep=settings.checkpoints.keep)
+        checkpoints = Checkpoints.from_settings(client, layer.keys, settings)
         return cls(settings, layer, checkpoints, session=session, llm=llm, actor=actor)
 
     def register_tool(self, tool: Tool) -> None:

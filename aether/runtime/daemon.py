@@ -26,7 +26,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
-from aether.errors import AetherError, InvalidOperationError, LLMError, describe
+from aether.errors import (
+    AetherError,
+    ConcurrentAdminError,
+    InvalidOperationError,
+    LLMError,
+    describe,
+)
 from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
 from aether.maintenance.engine import MaintenanceEngine
@@ -54,6 +60,16 @@ NO_LLM = (
 )
 
 
+async def finish_interrupted_rollback(checkpoints: Checkpoints) -> None:
+    """Finish a rollback a crash cut short: until then every write waits on its hold."""
+    try:
+        finished = await checkpoints.finish_interrupted()
+    except ConcurrentAdminError:
+        return  # a rollback is running now; it finishes itself
+    if finished is not None:
+        log.warning("finished an interrupted rollback", **finished.to_dict())
+
+
 class Daemon:
     """One running agent on one namespace.
 
@@ -78,7 +94,7 @@ class Daemon:
         cfg = settings.daemon
         self.consumer = consumer or cfg.consumer
         self.inbox = Inbox(self.client, self.keys, self.consumer, cfg.outbox_maxlen)
-        self.checkpoints = Checkpoints(self.client, self.keys, keep=settings.checkpoints.keep)
+        self.checkpoints = Checkpoints.from_settings(self.client, self.keys, settings)
         self.heartbeat_state = HeartbeatState(self.client, self.keys)
         self.schedule = Schedule(self.client, self.keys)
         self.services = open_registry(settings, self.client, actor="daemon")
@@ -109,6 +125,7 @@ class Daemon:
         await load_library(self.client)
         await self.inbox.ensure_group()
         await MemorySearch(self.layer).ensure_index()
+        await finish_interrupted_rollback(self.checkpoints)
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
         """Serve until ``stop`` is set, then shut down (see the module docs).
@@ -120,6 +137,7 @@ class Daemon:
         """
         supervisor = supervisor or Supervisor(self.client, Health(ready=True), stop, self.recover)
         self._supervisor = supervisor
+        await finish_interrupted_rollback(self.checkpoints)
         await self.inbox.ensure_group()
         await self.register_tools()
         if self.llm is None:

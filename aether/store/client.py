@@ -19,6 +19,7 @@ from aether.config import Settings
 from aether.errors import IncompatibleServerError, ServerError, StoreError
 from aether.server.compat import verify_server
 from aether.server.embedded import EmbeddedRedis
+from aether.store.boundary import AetherRedis
 from aether.store.codec import command
 
 log = structlog.get_logger(__name__)
@@ -64,6 +65,9 @@ async def load_library(client: Redis) -> None:
 async def connect(settings: Settings, *, start: bool = True) -> Redis:
     """Open a verified client (bytes in, bytes out) with the library loaded.
 
+    Its errors are aether's (:mod:`aether.store.boundary`): ``UnavailableError``,
+    ``BusyError``, ``CapacityError``, ``RefusedError``.
+
     Args:
         settings: the effective settings.
         start: start the embedded server when it is not running.
@@ -75,7 +79,7 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
     if settings.redis_url is not None:
         url = settings.redis_url.get_secret_value()
         where = describe_url(url)
-        client: Redis = Redis.from_url(url, decode_responses=False)
+        client: Redis = AetherRedis.from_url(url, decode_responses=False)
     else:
         server = EmbeddedRedis(settings)
         if start:
@@ -86,7 +90,7 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
                 raise ServerError("the embedded Redis is not running: run 'aether redis start'")
         endpoint = status.endpoint
         where = f"unix://{endpoint.unix_socket}"
-        client = Redis(
+        client = AetherRedis(
             unix_socket_path=str(endpoint.unix_socket),
             password=endpoint.password,
             decode_responses=False,

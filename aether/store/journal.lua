@@ -16,9 +16,22 @@ Redis changes a list's or sorted set's internal encoding as it grows (listpack -
 quicklist/skiplist); such a change would make the restored key differ byte-wise, so
 when an operation changes a key's encoding its inverse becomes the key's exact
 pre-image (a listpack is canonical for its content, so it can be rebuilt).
+
+Bounded work: no call runs past a budget (ARGV, default 100 ms). A rollback goes in
+steps (aether_rollback_begin, then aether_rollback_step until done); while one is in
+progress the write hold (KEYS "hold") exists and aether_apply and aether_checkpoint
+refuse with TRYAGAIN, so writes wait and the result stays all-or-nothing. A snapshot
+goes in SCAN pages, each DUMP tagged with the journal position it was taken at.
+
+Partial ops are impossible: check_op refuses an op whose key has another type or
+whose numbers do not parse before anything is changed, and every op is then either one
+command or several that cannot fail once the first succeeded.
+
+Every function declares the keys it touches; aether_expand declares the graph's name
+index, and reads only keys of that same namespace (one hash slot in a cluster).
 ]]
 
-local VERSION = '8'
+local VERSION = '11'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -32,6 +45,89 @@ local IMAGE = {
 }
 local GUARD = { ABSENT = true }
 local CHUNK = 500
+local FAMILY = {
+  RPUSH = 'list', LPUSH = 'list', RPOP = 'list', LPOP = 'list', RPUSHCAP = 'list',
+  ZADD = 'zset', ZREM = 'zset', ZINCRBY = 'zset',
+  HSET = 'hash', HDEL = 'hash', HINCRBY = 'hash', HINCRBYFLOAT = 'hash',
+  SADD = 'set', SREM = 'set', SET = 'string',
+  ['JSON.SET'] = 'ReJSON-RL', ['JSON.DEL'] = 'ReJSON-RL', ['JSON.MERGE'] = 'ReJSON-RL',
+  ['JSON.ARRAPPEND'] = 'ReJSON-RL', ['JSON.NUMINCRBY'] = 'ReJSON-RL',
+  ['JSON.STRAPPEND'] = 'ReJSON-RL',
+}
+-- at least this many arguments after the key
+local MIN_ARGS = {
+  RPUSH = 1, LPUSH = 1, RPOP = 1, LPOP = 1, RPUSHCAP = 2, ZADD = 2, ZREM = 1, ZINCRBY = 2,
+  HSET = 2, HDEL = 1, HINCRBY = 2, HINCRBYFLOAT = 2, SADD = 1, SREM = 1, SET = 1,
+  RESTORE = 1, ['JSON.SET'] = 2, ['JSON.MERGE'] = 2, ['JSON.ARRAPPEND'] = 2,
+  ['JSON.NUMINCRBY'] = 2, ['JSON.STRAPPEND'] = 2,
+}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- TIME is frozen while a script runs, so work is measured in CPU time (os.clock: the
+-- server's busy main thread), in milliseconds since `since`.
+local function work_ms(since)
+  return (os.clock() - since) * 1000
+end
+
+local function is_number(v)
+  if type(v) == 'number' then return true end
+  if type(v) ~= 'string' then return false end
+  local lower = string.lower(v)
+  if lower == 'inf' or lower == '+inf' or lower == '-inf' then return true end
+  return tonumber(v) ~= nil
+end
+
+-- Refuse (with an error string) an op that would fail part-way, before it changes anything.
+local function check_op(op)
+  local cmd, key = op[1], op[2]
+  local nargs = #op - 2
+  if nargs < (MIN_ARGS[cmd] or 0) then
+    return 'ERR aether: ' .. cmd .. ' needs at least ' .. MIN_ARGS[cmd] .. ' arguments'
+  end
+  for i = 3, #op do
+    if type(op[i]) ~= 'string' and type(op[i]) ~= 'number' then
+      return 'ERR aether: ' .. cmd .. ' argument ' .. (i - 2) .. ' is not a string'
+    end
+  end
+  local want = FAMILY[cmd]
+  if want then
+    local t = redis.call('TYPE', key)['ok']
+    if t ~= 'none' and t ~= want then
+      return 'WRONGTYPE aether: ' .. cmd .. ' on ' .. key .. ', which holds a ' .. t
+    end
+  end
+  if cmd == 'ZADD' then
+    local first = op[3] == 'GT' and 4 or 3
+    if (#op - first + 1) % 2 ~= 0 or #op < first + 1 then
+      return 'ERR aether: ZADD needs score member pairs'
+    end
+    for i = first, #op, 2 do
+      if not is_number(op[i]) then return 'ERR aether: ZADD score is not a number' end
+    end
+  elseif cmd == 'ZINCRBY' and not is_number(op[3]) then
+    return 'ERR aether: ZINCRBY increment is not a number'
+  elseif (cmd == 'RPOP' or cmd == 'LPOP' or cmd == 'RPUSHCAP') and not tonumber(op[3]) then
+    return 'ERR aether: ' .. cmd .. ' count is not a number'
+  elseif cmd == 'HSET' and nargs % 2 ~= 0 then
+    return 'ERR aether: HSET needs field value pairs'
+  end
+  return nil
+end
+
+local function id_parts(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+
+local function id_le(a, b)
+  local ams, aseq = id_parts(a)
+  local bms, bseq = id_parts(b)
+  return ams < bms or (ams == bms and aseq <= bseq)
+end
 
 local function encoding(key)
   if redis.call('EXISTS', key) == 0 then return nil end
@@ -210,6 +306,8 @@ local function apply_op(op)
   if not STRUCTURAL[cmd] and not IMAGE[cmd] then
     return redis.error_reply('ERR aether: unsupported op ' .. cmd)
   end
+  local bad = check_op(op)
+  if bad then return redis.error_reply(bad) end
   local enc0 = encoding(key)
   if enc0 == nil then
     apply_plain(op)
@@ -249,27 +347,46 @@ end
 
 -- Apply ops in order, all or nothing: on an error the ops already applied are undone.
 -- Returns the inverse ops, in the order they must be applied, or nil and an error reply.
-local function apply_all(ops)
-  local inverse = {}
-  for _, op in ipairs(ops) do
-    local ok, inv = pcall(apply_op, op)
-    if not ok or (type(inv) == 'table' and inv.err) then
-      for i = #inverse, 1, -1 do
-        for _, back in ipairs(inverse[i]) do apply_plain(back) end
-      end
-      local msg = error_text(inv)
-      if string.sub(msg, 1, 4) ~= 'ERR ' and not string.find(msg, '^%u+ ') then
-        msg = 'ERR ' .. msg
-      end
-      return nil, redis.error_reply(msg)
-    end
-    inverse[#inverse + 1] = inv
+local function undo_all(inverse)
+  for i = #inverse, 1, -1 do
+    for _, back in ipairs(inverse[i]) do apply_plain(back) end
   end
+end
+
+local function flatten(inverse)
   local flat = {}
   for i = #inverse, 1, -1 do
     for _, back in ipairs(inverse[i]) do flat[#flat + 1] = back end
   end
-  return flat, nil
+  return flat
+end
+
+local function failure(inv)
+  local msg = error_text(inv)
+  if string.sub(msg, 1, 4) ~= 'ERR ' and not string.find(msg, '^%u+ ') then
+    msg = 'ERR ' .. msg
+  end
+  return redis.error_reply(msg)
+end
+
+-- Apply one op, collecting its inverse; nil, or an error reply when it failed.
+local function try_op(op, inverse)
+  local ok, inv = pcall(apply_op, op)
+  if not ok or (type(inv) == 'table' and inv.err) then return failure(inv) end
+  inverse[#inverse + 1] = inv
+  return nil
+end
+
+local function apply_all(ops)
+  local inverse = {}
+  for _, op in ipairs(ops) do
+    local err = try_op(op, inverse)
+    if err then
+      undo_all(inverse)
+      return nil, err
+    end
+  end
+  return flatten(inverse), nil
 end
 
 local function validate(ops, prefix)
@@ -296,9 +413,12 @@ local function xadd(journal, id, actor, reason, fwd, inv, extra)
   return redis.call('XADD', journal, id, unpack(fields))
 end
 
--- KEYS[1] journal, KEYS[2..] the keys the ops touch (declared for cluster routing)
+local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writes wait for it'
+
+-- KEYS[1] journal, KEYS[2] write hold, KEYS[3..] the keys the ops touch (declared)
 -- ARGV: namespace prefix, actor, reason, msgpack(ops)
 local function fn_apply(keys, args)
+  if redis.call('EXISTS', keys[2]) == 1 then return redis.error_reply(HELD) end
   local prefix, actor, reason = args[1], args[2], args[3]
   local ok, ops = pcall(cmsgpack.unpack, args[4])
   if not ok then return redis.error_reply('ERR aether: ops are not msgpack') end
@@ -315,9 +435,10 @@ local function last_id(journal)
   return last[1][1]
 end
 
--- KEYS: journal, checkpoint hash, checkpoints zset
+-- KEYS: journal, checkpoint hash, checkpoints zset, write hold
 -- ARGV: id, created_at (ms), label, reason, actor
 local function fn_checkpoint(keys, args)
+  if redis.call('EXISTS', keys[4]) == 1 then return redis.error_reply(HELD) end
   if redis.call('EXISTS', keys[2]) == 1 then
     return redis.error_reply('ERR aether: checkpoint id exists ' .. args[1])
   end
@@ -335,55 +456,138 @@ local function entry_field(fields, name)
   return nil
 end
 
--- KEYS: journal, admin lock, target checkpoint hash
--- ARGV: target journal position, lock token, actor, reason, target label
-local function fn_rollback(keys, args)
-  local journal, target = keys[1], args[1]
-  if redis.call('GET', keys[2]) ~= args[2] then
+-- Rollback, step 1. KEYS: journal, admin lock, write hold, target checkpoint hash
+-- ARGV: lock token, target journal position, actor, reason, target label, replace,
+-- id of the checkpoint taken before (kept in the hold, to finish an interrupted run)
+-- Sets the write hold (the run's cursor); returns 1, or 0 when nothing follows the
+-- target. With replace = '1' an existing hold is replaced (aborting a failed run).
+local function fn_rollback_begin(keys, args)
+  local journal, hold, target = keys[1], keys[3], args[2]
+  if redis.call('GET', keys[2]) ~= args[1] then
     return redis.error_reply('ERR aether: admin lock not held')
   end
-  if redis.call('HGET', keys[3], 'journal_pos') ~= target then
+  if redis.call('EXISTS', hold) == 1 and args[6] ~= '1' then
+    return redis.error_reply('ERR aether: an interrupted rollback must be finished first')
+  end
+  if redis.call('HGET', keys[4], 'journal_pos') ~= target then
     return redis.error_reply('ERR aether: checkpoint was pruned meanwhile')
   end
-  local ops, undone, upper = {}, 0, '+'
-  while true do
-    local batch = redis.call('XREVRANGE', journal, upper, '(' .. target, 'COUNT', 1000)
-    if #batch == 0 then break end
+  local top = last_id(journal)
+  if top == '0-0' or id_le(top, target) then
+    redis.call('DEL', hold)
+    return 0
+  end
+  redis.call('DEL', hold)
+  redis.call('HSET', hold, 'target', target, 'cur', top, 'opi', 0, 'undone', 0, 'ops', 0,
+    'parts', 0, 'last', '', 'actor', args[3], 'reason', args[4], 'label', args[5],
+    'pre', args[7], 'started', now_ms())
+  return 1
+end
+
+-- Rollback, step 2, called until it answers 'done'. KEYS: journal, admin lock, write hold
+-- ARGV: lock token, budget (ms). Applies the journal's inverses from the hold's cursor
+-- down towards the target for at most the budget, journals what it applied as one entry
+-- (so undo reverses it) and moves the cursor. Returns {state, last entry id, entries
+-- undone, ops applied}; on an error this step's own changes are undone and the hold stays.
+local function fn_rollback_step(keys, args)
+  local journal, hold = keys[1], keys[3]
+  if redis.call('GET', keys[2]) ~= args[1] then
+    return redis.error_reply('ERR aether: admin lock not held')
+  end
+  local h = {}
+  local raw = redis.call('HGETALL', hold)
+  for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  if h.target == nil then return redis.error_reply('ERR aether: no rollback in progress') end
+  local budget, t0 = tonumber(args[2]), os.clock()
+  local cur, opi, undone = h.cur, tonumber(h.opi), tonumber(h.undone)
+  local fwd, inverse, finished, out_of_time = {}, {}, false, false
+  while not out_of_time do
+    -- one entry at a time: a page of big entries would spend the budget on reading alone
+    local batch = redis.call('XREVRANGE', journal, cur, '(' .. h.target, 'COUNT', 1)
+    if #batch == 0 then
+      finished = true
+      break
+    end
     for _, entry in ipairs(batch) do
-      for _, op in ipairs(cmsgpack.unpack(entry_field(entry[2], 'i'))) do
-        ops[#ops + 1] = op
+      local ops = cmsgpack.unpack(entry_field(entry[2], 'i'))
+      for k = opi + 1, #ops do
+        local err = try_op(ops[k], inverse)
+        if err then
+          undo_all(inverse)
+          return err
+        end
+        fwd[#fwd + 1] = ops[k]
+        opi = k
+        if work_ms(t0) >= budget then
+          out_of_time = true
+          break
+        end
       end
-      undone = undone + 1
-      upper = '(' .. entry[1]
+      if opi >= #ops then
+        undone, cur, opi = undone + 1, '(' .. entry[1], 0
+      else
+        cur = entry[1]
+      end
+      if out_of_time then break end
     end
   end
-  if #ops == 0 then return {'', undone, 0} end
-  local inv, err = apply_all(ops)
-  if err then return err end
-  local id = xadd(journal, '*', args[3], args[4], ops, inv, {'to', args[5]})
-  return {id, undone, #ops}
+  local last = h.last
+  if #fwd > 0 then
+    last = xadd(journal, '*', h.actor, h.reason, fwd, flatten(inverse),
+      {'to', h.label, 'part', tostring(tonumber(h.parts) + 1)})
+  end
+  local ops = tonumber(h.ops) + #fwd
+  if finished then
+    redis.call('DEL', hold)
+    return {'done', last, undone, ops}
+  end
+  redis.call('HSET', hold, 'cur', cur, 'opi', opi, 'undone', undone, 'ops', ops,
+    'parts', tonumber(h.parts) + (#fwd > 0 and 1 or 0), 'last', last)
+  return {'more', last, undone, ops}
 end
 
--- KEYS: journal; ARGV: entry id, then the entry's field/value pairs (as archived)
--- Re-applies an archived entry's forward ops and re-appends it under its own id.
+-- KEYS: journal, then every key the entry's ops touch (declared)
+-- ARGV: namespace prefix, entry id, number of skipped keys, skipped keys..., then the
+-- entry's field/value pairs (as archived). Re-applies the entry's forward ops, all or
+-- nothing, except on the skipped keys (a snapshot already holds their state after this
+-- entry), and re-appends the entry under its own id.
 local function fn_replay(keys, args)
-  local fields = {}
-  for i = 2, #args do fields[#fields + 1] = args[i] end
+  local prefix, id, nskip = args[1], args[2], tonumber(args[3])
+  local skip, fields = {}, {}
+  for i = 4, 3 + nskip do skip[args[i]] = true end
+  for i = 4 + nskip, #args do fields[#fields + 1] = args[i] end
   local fwd = entry_field(fields, 'f')
   if not fwd then return redis.error_reply('ERR aether: entry has no forward ops') end
-  for _, op in ipairs(cmsgpack.unpack(fwd)) do apply_plain(op) end
-  return redis.call('XADD', keys[1], args[1], unpack(fields))
+  local ok, ops = pcall(cmsgpack.unpack, fwd)
+  if not ok or type(ops) ~= 'table' then
+    return redis.error_reply('ERR aether: entry ' .. id .. ' has unreadable ops')
+  end
+  local todo = {}
+  for _, op in ipairs(ops) do
+    if type(op) == 'table' and not skip[op[2]] then todo[#todo + 1] = op end
+  end
+  if #todo > 0 then
+    local bad = validate(todo, prefix)
+    if bad then return bad end
+    local _, err = apply_all(todo)
+    if err then return err end
+  end
+  return redis.call('XADD', keys[1], id, unpack(fields))
 end
 
--- KEYS: journal; ARGV: match pattern, msgpack(excluded names), msgpack(excluded prefixes)
--- Returns {journal position, key1, dump1, key2, dump2, ...} as one consistent image.
+-- KEYS: journal; ARGV: SCAN cursor, match pattern, msgpack(excluded names),
+-- msgpack(excluded prefixes), budget (ms). One page of a snapshot: SCANs from the cursor
+-- until the budget is spent or the scan ends. Returns {next cursor ('0': done), journal
+-- position now, key1, dump1, key2, dump2, ...}; every DUMP of the page is the key's
+-- state at that position.
 local function fn_snapshot(keys, args)
-  local names, prefixes = {}, cmsgpack.unpack(args[3])
-  for _, n in ipairs(cmsgpack.unpack(args[2])) do names[n] = true end
-  local out = {last_id(keys[1])}
-  local cursor = '0'
+  local names, prefixes = {}, cmsgpack.unpack(args[4])
+  for _, n in ipairs(cmsgpack.unpack(args[3])) do names[n] = true end
+  local budget, t0 = tonumber(args[5]), os.clock()
+  local out = {'0', last_id(keys[1])}
+  local cursor = args[1]
   repeat
-    local page = redis.call('SCAN', cursor, 'MATCH', args[1], 'COUNT', 1000)
+    local page = redis.call('SCAN', cursor, 'MATCH', args[2], 'COUNT', 200)
     cursor = page[1]
     for _, key in ipairs(page[2]) do
       local skip = names[key]
@@ -397,7 +601,8 @@ local function fn_snapshot(keys, args)
         out[#out + 1] = redis.call('DUMP', key)
       end
     end
-  until cursor == '0'
+  until cursor == '0' or work_ms(t0) >= budget
+  out[1] = cursor
   return out
 end
 
@@ -434,8 +639,10 @@ end
 
 -- Breadth-first expansion of the entity graph, in one call: up to `depth` hops along
 -- outgoing and incoming relations (the `per` heaviest of each node), at most `maxn` nodes.
--- ARGV: key prefix, depth, per, maxn, seed ids... Returns {edges, nodes}: an edge is
--- {source, type, target, weight, hop}; a node is {id, hop, HGETALL of the entity}.
+-- KEYS: the graph's name index (routes the call to the namespace's slot; the keys read
+-- are that namespace's, in the same slot). ARGV: key prefix, depth, per, maxn, seed
+-- ids... Returns {edges, nodes}: an edge is {source, type, target, weight, hop}; a node
+-- is {id, hop, HGETALL of the entity}.
 local function fn_expand(keys, args)
   local prefix, depth, per, maxn = args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4])
   local seen, order, frontier, edges = {}, {}, {}, {}
@@ -486,7 +693,8 @@ redis.register_function{function_name = 'aether_expand', callback = fn_expand,
 redis.register_function('aether_reply', fn_reply)
 redis.register_function('aether_apply', fn_apply)
 redis.register_function('aether_checkpoint', fn_checkpoint)
-redis.register_function('aether_rollback', fn_rollback)
+redis.register_function('aether_rollback_begin', fn_rollback_begin)
+redis.register_function('aether_rollback_step', fn_rollback_step)
 redis.register_function('aether_replay', fn_replay)
 redis.register_function{function_name = 'aether_snapshot', callback = fn_snapshot,
   flags = {'no-writes'}}

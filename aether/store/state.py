@@ -13,18 +13,28 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError
 
-from aether.errors import ConflictError, InvalidOperationError, StoreError
+from aether.errors import (
+    BusyError,
+    CapacityError,
+    ConflictError,
+    InvalidOperationError,
+    StoreError,
+    UnavailableError,
+)
 from aether.keys import Keyspace
+from aether.store.boundary import translate
 
 Arg = str | bytes | int | float
 
@@ -54,6 +64,34 @@ IMAGE_COMMANDS = frozenset(
 GUARD_COMMANDS = frozenset({"ABSENT"})
 SUPPORTED_COMMANDS = STRUCTURAL_COMMANDS | IMAGE_COMMANDS | GUARD_COMMANDS
 MAX_MUTATION_BYTES = 16 * 1024 * 1024
+WRITE_WAIT_S = 30.0
+T = TypeVar("T")
+
+
+async def while_busy(call: Callable[[], Awaitable[T]], what: str, wait_s: float) -> T:
+    """Run ``call``, again after a short back-off while Redis answers busy.
+
+    A rollback in progress holds writes back (its steps answer ``TRYAGAIN``); a script
+    past its time answers ``BUSY``. Both pass, so a write waits up to ``wait_s``.
+
+    Raises:
+        BusyError: still busy after ``wait_s`` (retryable).
+    """
+    deadline = time.monotonic() + wait_s
+    pause = 0.02
+    while True:
+        try:
+            return await call()
+        except RedisError as e:
+            error = translate(e)
+            if not isinstance(error, BusyError):
+                if error is e:
+                    raise
+                raise error from e
+            if time.monotonic() + pause > deadline:
+                raise BusyError(f"{what} waited {wait_s:g} s; Redis is still busy: {error}") from e
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 def _arg(value: Arg) -> bytes:
@@ -176,10 +214,17 @@ class Store:
         actor: who is changing state (recorded in the journal), e.g. ``cli`` or ``agent``.
     """
 
-    def __init__(self, client: Redis, keys: Keyspace, actor: str = "aether") -> None:
+    def __init__(
+        self,
+        client: Redis,
+        keys: Keyspace,
+        actor: str = "aether",
+        write_wait_s: float = WRITE_WAIT_S,
+    ) -> None:
         self.client = client
         self.keys = keys
         self.actor = actor
+        self.write_wait_s = write_wait_s
 
     async def apply(self, mutation: Mutation, reason: str, actor: str | None = None) -> str:
         """Apply a batch atomically and journal its inverse.
@@ -196,6 +241,11 @@ class Store:
             InvalidOperationError: an op names a key outside the namespace's state, or the
                 server refused an op (wrong type, invalid JSON...); nothing was changed.
             ConflictError: an :meth:`Mutation.absent` guard found its key; nothing was changed.
+            BusyError: Redis stayed busy (or a rollback held writes back) for
+                ``write_wait_s``; nothing was changed, try again.
+            CapacityError: Redis is out of memory; nothing was changed.
+            UnavailableError: Redis cannot be reached; the change may or may not have
+                been applied (the journal says).
         """
         if not mutation.ops:
             raise InvalidOperationError("empty mutation")
@@ -211,18 +261,25 @@ class Store:
                 f"state change {reason!r} is too large ({len(payload)} bytes > "
                 f"{MAX_MUTATION_BYTES}); store large blobs outside agent state"
             )
-        try:
-            entry = await self.client.fcall(
+
+        async def call() -> Any:
+            return await self.client.fcall(
                 "aether_apply",
-                1 + len(touched),
+                2 + len(touched),
                 self.keys.journal(),
+                self.keys.write_hold(),
                 *touched,
                 self.keys.prefix,
                 actor or self.actor,
                 reason,
                 payload,
             )
-        except ResponseError as e:
+
+        try:
+            entry = await while_busy(call, f"state change {reason!r}", self.write_wait_s)
+        except (BusyError, CapacityError, UnavailableError):
+            raise
+        except RedisError as e:
             if str(e).startswith("aether: exists "):
                 raise ConflictError(f"state change {reason!r} refused: {e}") from e
             raise InvalidOperationError(f"state change {reason!r} refused: {e}") from e
