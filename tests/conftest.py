@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from aether.checkpoints.image import state_image
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
@@ -79,32 +80,7 @@ def cli_env(redis_home: Path, namespace: str) -> dict[str, str]:
     return env
 
 
-async def dump_state(client: Redis, keys: Keyspace) -> dict[bytes, object]:
-    """Image of every journaled-state key of a namespace: the rollback contract.
-
-    DUMP bytes for every encoding with a defined order (listpack, intset, quicklist,
-    skiplist, strings, JSON). Hash-table-encoded hashes and sets serialise in bucket
-    order, which Redis changes on its own (incremental rehashing advances even on reads),
-    so for those the image is the encoding plus the sorted content.
-    """
-    image: dict[bytes, object] = {}
-    async for key in client.scan_iter(match=f"{keys.prefix}*", count=1000):
-        name = key.decode()
-        if not keys.is_state(name):
-            continue
-        encoding = await client.object("encoding", name)
-        if encoding in (b"hashtable", "hashtable"):
-            kind = await client.type(name)
-            if kind == b"hash":
-                content: object = sorted((await client.hgetall(name)).items())
-            else:
-                content = sorted(await client.smembers(name))
-            image[key] = ("hashtable", kind, content)
-        else:
-            payload = await client.dump(name)
-            assert isinstance(payload, bytes)
-            image[key] = payload
-    return image
+dump_state = state_image  # the tests' name for the rollback contract's image
 
 
 async def next_event(pubsub: object) -> dict[str, object] | None:

@@ -304,3 +304,9 @@ def test_the_daemon_finishes_a_rollback_that_a_crash_interrupted(
         assert _cli(env, "remember", "the hold is gone").returncode == 0
     finally:
         _stop(proc)
+    assert proc.returncode == 0
+    # a clean stop leaves the inbox group, so a send is refused at once, not after a wait
+    began = time.monotonic()
+    refused = _cli(env, "send", "anyone there?")
+    assert refused.returncode == 1 and "the daemon is not running" in refused.stderr
+    assert time.monotonic() - began < 10

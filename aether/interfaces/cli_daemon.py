@@ -35,6 +35,7 @@ from aether.interfaces.common import (
 )
 
 if TYPE_CHECKING:
+    from aether.keys import Keyspace
     from aether.runtime.health import Health
     from aether.runtime.lease import DaemonLease
 
@@ -118,7 +119,7 @@ async def _serve(
     from aether.memory.search import MemorySearch
     from aether.runtime import embedding_service
     from aether.runtime.daemon import Daemon, finish_interrupted_rollback
-    from aether.runtime.lease import keep_alive, publish
+    from aether.runtime.lease import keep_alive, publish, reclaim
     from aether.runtime.llm import LLMClient
     from aether.runtime.supervisor import Supervisor
 
@@ -132,7 +133,12 @@ async def _serve(
     llm = LLMClient.from_settings(settings)
     consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
     daemon = Daemon(settings, layer, llm, consumer=consumer)
-    supervisor = Supervisor(client, health, stop, daemon.recover)
+
+    async def recover() -> None:
+        await daemon.recover()
+        await reclaim(lease, health)
+
+    supervisor = Supervisor(client, health, stop, recover)
     health.llm = llm.breaker if llm is not None else None
     supervisor.start("beat", lambda: keep_alive(lease, health, stop))
     if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
@@ -293,6 +299,25 @@ def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
         print(f"  warning: {warning}")
 
 
+async def _daemon_present(client: Redis, keys: Keyspace, wait_s: float) -> bool:
+    """Whether a daemon holds the namespace, waiting up to ``wait_s`` for one.
+
+    A daemon reconnecting after a Redis restart takes its lease again within a lease
+    period, so a message sent just then waits for it rather than being refused. Where
+    no daemon is in the inbox group (none ever ran, or it stopped cleanly) there is no
+    wait.
+    """
+    from aether.runtime.inbox import Inbox
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while not await client.exists(keys.daemon_presence()):
+        if loop.time() >= deadline or not await Inbox(client, keys).consumers():
+            return False
+        await asyncio.sleep(0.25)
+    return True
+
+
 def send(
     ctx: typer.Context,
     message: Annotated[str, typer.Argument(help="What to say to the running agent.")],
@@ -311,11 +336,12 @@ def send(
     async def body() -> dict[str, str] | None:
         from aether.ids import check_id
         from aether.runtime.inbox import Inbox, wait_for_reply
+        from aether.runtime.lease import LEASE_S
 
         if session:
             check_id(session, "session id")
         async with redis_client(st.settings) as client:
-            if not await client.exists(st.keys.daemon_presence()):
+            if not await _daemon_present(client, st.keys, min(timeout, LEASE_S)):
                 raise ConfigError("the daemon is not running: start it with 'aether up'")
             if not await client.exists(st.keys.daemon_health()):
                 log.info("the daemon is starting; the message waits in its inbox")

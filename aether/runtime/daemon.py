@@ -166,6 +166,8 @@ class Daemon:
         finally:
             self.schedule.shutdown()
             await self._finish(inbox)
+            with contextlib.suppress(*OUTAGE):
+                await self.inbox.leave()
             events.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await events
@@ -219,6 +221,7 @@ class Daemon:
             if stop.is_set():
                 return
             await self.handle(message)
+        await self.inbox.forget_dead()
         loop = asyncio.get_running_loop()
         next_claim = loop.time() + CLAIM_EVERY_S
         while not stop.is_set():

@@ -142,6 +142,32 @@ class Inbox:
         )
         return None if outbox_id is None else text(outbox_id)
 
+    async def consumers(self) -> dict[str, int]:
+        """The group's consumers and how many messages each holds unanswered.
+
+        A daemon leaves the group when it stops cleanly, so a consumer here is a daemon
+        that runs, is reconnecting, or died.
+        """
+        try:
+            found: Any = await self.client.xinfo_consumers(self.keys.inbox(), GROUP)
+        except ResponseError:  # no inbox or no group yet
+            return {}
+        return {text(c["name"]): int(c["pending"]) for c in found}
+
+    async def leave(self) -> None:
+        """Leave the group when this consumer holds nothing (a clean stop)."""
+        if (await self.consumers()).get(self.consumer) == 0:
+            await self.client.xgroup_delconsumer(self.keys.inbox(), GROUP, self.consumer)
+
+    async def forget_dead(self) -> None:
+        """Drop the other consumers that hold nothing (left by daemons that died).
+
+        Only the lease holder calls it: every other consumer is then a dead daemon's.
+        """
+        for name, pending in (await self.consumers()).items():
+            if name != self.consumer and pending == 0:
+                await self.client.xgroup_delconsumer(self.keys.inbox(), GROUP, name)
+
     async def depth(self) -> dict[str, int]:
         """Messages waiting: not yet delivered (``lag``) and delivered but unanswered."""
         try:

@@ -175,6 +175,18 @@ class DaemonLease:
             await self._lock.release()
 
 
+async def reclaim(lease: DaemonLease, health: Health) -> None:
+    """Take the lease again and publish ``health`` at once (Redis is back after an outage).
+
+    A lease that expired during the outage is taken again here rather than at the next
+    renewal, so ``aether send`` finds the daemon as soon as it answers again. A lease
+    another daemon took meanwhile is left alone: ``keep_alive`` stops this one.
+    """
+    with contextlib.suppress(LeaseLostError):
+        await lease.renew()
+        await publish(lease, health)
+
+
 async def publish(lease: DaemonLease, health: Health) -> None:
     """Write ``health`` for ``aether status`` (nothing while the daemon is starting)."""
     if health.ready:
