@@ -49,6 +49,7 @@ from redis.asyncio import Redis
 
 from aether.checkpoints.image import state_image
 from aether.checkpoints.manager import Checkpoints
+from aether.codec import text
 from aether.config import Settings
 from aether.errors import REDIS_OUTAGE, AetherError
 from aether.keys import Keyspace
@@ -57,7 +58,6 @@ from aether.memory.layer import MemoryLayer
 from aether.runtime.inbox import Inbox
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
-from aether.store.codec import text
 
 # the scripted LLM server is the test suite's; the bench runs from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -26,12 +26,13 @@ from typing import Any
 
 from locomo import DEFAULT, questions, turns
 
+from aether.app import Aether
 from aether.config import ContextSettings, Settings
-from aether.context.tokens import count_tokens
 from aether.identity.bootstrap import default_identity_dir
 from aether.runtime.agent import AgentRuntime
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
+from aether.tokens import count_tokens
 
 
 def normal(text: str) -> str:
@@ -80,7 +81,9 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
     try:
         for sample in data:
             settings = base.model_copy(update={"namespace": f"ctx{uuid.uuid4().hex[:8]}"})
-            rt = await AgentRuntime.open(settings, client, session="conversation")
+            wired = Aether(settings, client)
+            await wired.ready()
+            rt = wired.runtime("conversation")
             await rt.identity.ensure(default_identity_dir())
             t = time.perf_counter()
             replayed = await replay(rt, sample)

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from aether.config import Settings
-from aether.context.tokens import count_tokens
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.index import ensure_index
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
+from aether.tokens import count_tokens
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10, 25)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
+from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
 from aether.memory.daily import DailyLog, build_entry
@@ -36,7 +37,6 @@ from aether.memory.search import MemorySearch
 from aether.memory.transfer import import_file
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
-from aether.store.codec import command
 from aether.store.state import Store
 
 random.seed(7)

@@ -19,7 +19,6 @@ from aether.config import ContextSettings, Settings
 from aether.context.assembly import Budgets, ContextAssembler
 from aether.context.compression import HEADER, ExtractiveSummarizer, LLMSummarizer
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, Thresholds
-from aether.context.tokens import count_message, count_messages, count_tokens
 from aether.context.window import limit, render, units
 from aether.errors import InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
@@ -31,6 +30,7 @@ from aether.memory.search import MemorySearch
 from aether.memory.topics import MemoryIndex
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
+from aether.tokens import count_message, count_messages, count_tokens
 from tests.openai_server import ScriptedOpenAI
 
 UTC = ZoneInfo("UTC")

@@ -24,6 +24,7 @@ import pytest
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
+from aether.codec import byte_map, text
 from aether.config import Settings
 from aether.errors import ConcurrentAdminError
 from aether.identity.bootstrap import default_identity_dir
@@ -38,7 +39,6 @@ from aether.memory.search import MemorySearch
 from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox
 from aether.runtime.llm import LLMClient
-from aether.store.codec import byte_map, text
 from tests.conftest import dump_state
 from tests.openai_server import ScriptedOpenAI, completion
 

@@ -14,11 +14,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from redis.asyncio import Redis
 
-from aether.checkpoints.manager import Checkpoints
+from aether.app import Aether
 from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
-from aether.identity.profile import IdentityStore
-from aether.interfaces.mcp import Services, http_app
+from aether.interfaces.mcp import http_app
 from aether.memory.layer import MemoryLayer
 
 TOOLS = {
@@ -116,14 +115,12 @@ def _free_port() -> int:
 async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: Redis) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
-    services = Services.open(settings.model_copy(update={"embeddings": "none"}), client)
-    await IdentityStore(services.layer.store, Checkpoints(client, services.layer.keys)).ensure(
-        default_identity_dir()
-    )
-    assert isinstance(services.layer, MemoryLayer)
+    wired = Aether(settings.model_copy(update={"embeddings": "none"}), client, actor="mcp")
+    await wired.identity.ensure(default_identity_dir())
+    assert isinstance(wired.memory, MemoryLayer)
     port = _free_port()
     config = uvicorn.Config(
-        http_app(services, "s3cret"),
+        http_app(wired, "s3cret"),
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from redis.asyncio import Redis
 
+from aether.app import Aether
 from aether.config import Settings
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.keys import Keyspace
@@ -280,7 +281,6 @@ async def test_the_agent_ledger_contract(services: Any) -> None:
 
 async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis) -> None:
     from aether.identity.bootstrap import default_identity_dir
-    from aether.runtime.agent import AgentRuntime
     from aether.runtime.llm import LLMClient
     from tests.openai_server import completion
 
@@ -298,7 +298,9 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
             }
         )
         opened = open_registry(s, client)
-        rt = await AgentRuntime.open(s, client, llm=LLMClient(server.base_url, "m", max_retries=0))
+        wired = Aether(s, client)
+        await wired.ready()
+        rt = wired.runtime(llm=LLMClient(server.base_url, "m", max_retries=0))
         rt.ledger = opened.ledger
         await rt.identity.ensure(default_identity_dir())
         await rt.step("hello")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from aether.app import Aether
 from aether.checkpoints.manager import Checkpoints
 from aether.config import ContextSettings, Settings
 from aether.context.session import EVICTED_TAG
@@ -80,9 +81,9 @@ def configured(settings: Settings, server: ScriptedOpenAI, **context: Any) -> Se
 
 
 async def open_runtime(settings: Settings, client: Redis, session: str = "conv") -> AgentRuntime:
-    rt = await AgentRuntime.open(
-        settings, client, session=session, llm=LLMClient.from_settings(settings)
-    )
+    wired = Aether(settings, client)
+    await wired.ready()
+    rt = wired.runtime(session, llm=LLMClient.from_settings(settings))
     await rt.identity.ensure(default_identity_dir())
     return rt
 
@@ -175,7 +176,7 @@ async def test_step_without_an_llm_is_a_clear_error_and_writes_nothing(
     settings: Settings, client: Redis
 ) -> None:
     s = settings.model_copy(update={"embeddings": "none"})
-    rt = await AgentRuntime.open(s, client, session="quiet")
+    rt = Aether(s, client).runtime("quiet")
     with pytest.raises(LLMNotConfiguredError, match="AETHER_LLM_BASE_URL"):
         await rt.step("hello")
     assert await client.exists(rt.layer.keys.chat_messages("quiet")) == 0

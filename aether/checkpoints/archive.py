@@ -25,11 +25,11 @@ import msgpack
 import structlog
 from redis.asyncio import Redis
 
+from aether.codec import command, text
 from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.codec import command, text
 from aether.store.journal import compare_ids, entries_after
 from aether.store.lock import StateLock
 from aether.store.state import decode_ops

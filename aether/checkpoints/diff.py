@@ -19,8 +19,8 @@ from typing import Any, Literal, cast
 
 from redis.asyncio import Redis
 
+from aether.codec import command, text
 from aether.keys import Keyspace
-from aether.store.codec import command, text
 
 # how long a decoded pre-image may outlive a crashed diff, in milliseconds
 SCRATCH_TTL_MS = 60_000

@@ -25,6 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from aether.checkpoints.diff import KeyChange, compare, read_value, value_at_checkpoint
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
+from aether.codec import byte_map, command, text
 from aether.config import Settings
 from aether.errors import (
     AmbiguousIdError,
@@ -34,7 +35,6 @@ from aether.errors import (
 )
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.codec import byte_map, command, text
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
 from aether.store.state import WRITE_WAIT_S, while_busy

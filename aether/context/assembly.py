@@ -22,20 +22,21 @@ from zoneinfo import ZoneInfo
 
 import structlog
 
-from aether.config import BeliefSettings, ContextSettings, ModelWindow
+from aether.config import BeliefSettings, ContextSettings, ModelWindow, Settings
 from aether.context.relational import graph_context
 from aether.context.session import WindowView, read_view
-from aether.context.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
 from aether.context.window import Message, render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
+from aether.memory.archetypes import archetype
 from aether.memory.archetypes.base import Archetype
 from aether.memory.beliefs import effective_confidence
 from aether.memory.chat import ChatSessions
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch, SearchHit
 from aether.memory.topics import MemoryIndex
+from aether.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
 
 log = structlog.get_logger(__name__)
 
@@ -157,6 +158,11 @@ class AssembledContext:
         return "\n\n".join(lines)
 
 
+def _match(hit: SearchHit) -> float:
+    """The hit's match to the query without search's recency (this module adds its own)."""
+    return hit.match if hit.match is not None else hit.relevance
+
+
 def score_memory(
     hit: SearchHit,
     top_relevance: float,
@@ -171,7 +177,7 @@ def score_memory(
     known, from 0.5 it enters marked uncertain, below it is an open question and stays out).
     """
     doc = hit.doc
-    relevance = hit.relevance / top_relevance if top_relevance > 0 else 0.0
+    relevance = _match(hit) / top_relevance if top_relevance > 0 else 0.0
     age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
     recency = math.pow(0.5, age_days / half_life_days)
     uncertain = False
@@ -246,6 +252,20 @@ class ContextAssembler:
         self.search = search or MemorySearch(layer)
         self.index = MemoryIndex(layer)
         self.chats = ChatSessions(layer)
+
+    @classmethod
+    def configured(
+        cls, layer: MemoryLayer, identity: IdentityStore, search: MemorySearch, settings: Settings
+    ) -> ContextAssembler:
+        """The assembler the settings describe: context budgets, belief tiers, archetype."""
+        return cls(
+            layer,
+            identity,
+            settings.context,
+            search,
+            settings.beliefs,
+            archetype(settings.archetype),
+        )
 
     async def assemble(
         self,
@@ -366,8 +386,8 @@ class ContextAssembler:
             if h.doc.get("status") not in HIDDEN_STATUSES
             and not (h.doc.get("kind") == "daily" and REMEMBER_TAG in (h.doc.get("tags") or []))
         ]
-        top = max((h.relevance for h in visible), default=0.0)
-        visible = [h for h in visible if h.relevance >= self.settings.min_relevance * top]
+        top = max((_match(h) for h in visible), default=0.0)
+        visible = [h for h in visible if _match(h) >= self.settings.min_relevance * top]
         half_life = self.layer.settings.recency_half_life_days
         scoring = (top, now, self.settings, half_life, self.beliefs)
         scored = [m for h in visible if (m := score_memory(h, *scoring))]

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from aether.context.tokens import count_tokens, truncate_to_tokens
 from aether.errors import LLMError
 from aether.llm import TextModel
 from aether.memory.stopwords import STOPWORDS
+from aether.tokens import count_tokens, truncate_to_tokens
 
 log = structlog.get_logger(__name__)
 

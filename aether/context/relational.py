@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from aether.context.tokens import count_tokens, truncate_to_tokens
 from aether.memory.archetypes.base import Archetype, ContextStrategy
 from aether.memory.decisions import FailureMemory, pattern_line
 from aether.memory.events import Events
 from aether.memory.graph import Graph
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import query_tokens
+from aether.tokens import count_tokens, truncate_to_tokens
 
 OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
 LINE_TOKENS = 60

@@ -18,17 +18,17 @@ from zoneinfo import ZoneInfo
 
 import structlog
 
-from aether.checkpoints.manager import Checkpoints
 from aether.config import ContextSettings, ModelWindow
 from aether.context.compression import Summarizer, message_text, speaker
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, WARNING_TEXT, Thresholds
-from aether.context.tokens import count_messages, truncate_to_tokens
 from aether.context.window import Message, Unit, limit, render_units, unit_tokens, units
 from aether.errors import AetherError
 from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
+from aether.store.safety import Checkpointer
 from aether.store.state import Mutation
+from aether.tokens import count_messages, truncate_to_tokens
 
 log = structlog.get_logger(__name__)
 
@@ -125,7 +125,7 @@ class SessionWindow:
     def __init__(
         self,
         layer: MemoryLayer,
-        checkpoints: Checkpoints,
+        checkpoints: Checkpointer,
         settings: ContextSettings,
         window: ModelWindow,
         session: str,

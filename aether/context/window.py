@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from aether.context.tokens import count_message, truncate_to_tokens
+from aether.tokens import count_message, truncate_to_tokens
 
 Message = dict[str, Any]
 Unit = list[Message]

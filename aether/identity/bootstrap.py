@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import aether
 from aether.errors import IdentityError
 from aether.files import contain
 from aether.identity.markdown import IdentityDoc, read_file
@@ -25,7 +24,7 @@ class IdentitySource:
 
 def default_identity_dir() -> Path:
     """The default identity shipped with aether (the repository's ``identity/``)."""
-    package = Path(aether.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the aether package
     for candidate in (package / "default_identity", package.parent / "identity"):
         if candidate.is_dir():
             return candidate

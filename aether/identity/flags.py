@@ -11,9 +11,9 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
+from aether.codec import byte_map
 from aether.errors import IdentityError
 from aether.keys import Keyspace
-from aether.store.codec import byte_map
 from aether.store.state import Mutation, Store
 
 _FEATURE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")

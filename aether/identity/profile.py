@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from aether.checkpoints.manager import Checkpoints
+from aether.codec import byte_map
 from aether.errors import IdentityError
 from aether.identity.bootstrap import IdentitySource, check_timezone, load_directory
 from aether.identity.markdown import IdentityDoc, parse
-from aether.store.codec import byte_map
+from aether.store.safety import Checkpointer
 from aether.store.state import Mutation, Store
 
 Target = Literal["agent", "user"]
@@ -101,7 +101,7 @@ class IdentityStore:
         checkpoints: used to checkpoint before a forced re-bootstrap.
     """
 
-    def __init__(self, store: Store, checkpoints: Checkpoints) -> None:
+    def __init__(self, store: Store, checkpoints: Checkpointer) -> None:
         self.store = store
         self.keys = store.keys
         self.client = store.client

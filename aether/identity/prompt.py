@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from aether.context.tokens import count_tokens
 from aether.identity.bootstrap import USER_FILE
 from aether.identity.profile import Identity
+from aether.tokens import count_tokens
 
 
 @dataclass(frozen=True)

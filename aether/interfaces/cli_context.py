@@ -8,13 +8,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from aether.context.assembly import ContextAssembler, ScoredMemory
+from aether.context.assembly import ScoredMemory
 from aether.interfaces import ranges
-from aether.interfaces.cli_identity import identity_dir, identity_store
-from aether.interfaces.common import console, emit, group, redis_client, run, state, wants_json
-from aether.memory.archetypes import archetype
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch
+from aether.interfaces.cli_identity import identity_dir
+from aether.interfaces.common import (
+    console,
+    emit,
+    group,
+    open_aether,
+    run,
+    state,
+    wants_json,
+)
 
 app = group("The context layer: preview an assembled context.")
 
@@ -43,20 +48,9 @@ def preview(
     st = state(ctx)
 
     async def body() -> dict[str, Any]:
-        async with redis_client(st.settings) as client:
-            store = identity_store(st, client)
-            await store.ensure(identity_dir(st), actor="cli")
-            layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
-            search = MemorySearch(layer)
-            await search.ensure_index()
-            assembler = ContextAssembler(
-                layer,
-                store,
-                st.settings.context,
-                search,
-                st.settings.beliefs,
-                archetype(st.settings.archetype),
-            )
+        async with open_aether(st) as agent:
+            await agent.identity.ensure(identity_dir(st), actor="cli")
+            assembler = agent.context
             assembled = await assembler.assemble(query, max_tokens, session=session)
             return {
                 "query": query,

@@ -26,6 +26,7 @@ from aether.interfaces.common import (
     fail,
     group,
     local_time,
+    open_aether,
     plural,
     read_operator_zone,
     redis_client,
@@ -35,6 +36,7 @@ from aether.interfaces.common import (
 )
 
 if TYPE_CHECKING:
+    from aether.app import Aether
     from aether.keys import Keyspace
     from aether.runtime.health import Health
     from aether.runtime.lease import DaemonLease
@@ -113,10 +115,8 @@ async def _up(st: AppState, standby: bool) -> None:
 async def _serve(
     st: AppState, client: Redis, lease: DaemonLease, health: Health, stop: asyncio.Event
 ) -> None:
-    from aether.checkpoints.manager import Checkpoints
+    from aether.app import Aether
     from aether.memory.embeddings import preload_local_model
-    from aether.memory.layer import MemoryLayer
-    from aether.memory.search import MemorySearch
     from aether.runtime import embedding_service
     from aether.runtime.daemon import Daemon, finish_interrupted_rollback
     from aether.runtime.lease import keep_alive, publish, reclaim
@@ -124,15 +124,14 @@ async def _serve(
     from aether.runtime.supervisor import Supervisor
 
     settings = st.settings
-    await finish_interrupted_rollback(Checkpoints.from_settings(client, st.keys, settings))
-    identity = await cli_identity.identity_store(st, client, actor="daemon").ensure(
-        cli_identity.identity_dir(st)
-    )
-    layer = MemoryLayer.open(settings, client, actor="daemon")
-    await MemorySearch(layer).ensure_index()
+    agent = Aether(settings, client, actor="daemon")
+    await finish_interrupted_rollback(agent.checkpoints)
+    identity = await agent.identity.ensure(cli_identity.identity_dir(st))
+    await agent.ready()
+    layer = agent.memory
     llm = LLMClient.from_settings(settings)
     consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
-    daemon = Daemon(settings, layer, llm, consumer=consumer)
+    daemon = Daemon(settings, layer, llm, consumer=consumer, checkpoints=agent.checkpoints)
 
     async def recover() -> None:
         await daemon.recover()
@@ -154,7 +153,7 @@ async def _serve(
         supervisor.start(
             "embeddings", lambda: embedding_service.serve(client, layer.keys, embedder, stop)
         )
-    http = _mcp_http(st, layer, daemon) if settings.mcp.port else None
+    http = _mcp_http(st, agent) if settings.mcp.port else None
     if http is not None:
         supervisor.start("mcp", http.serve)
     health.ready = True
@@ -180,7 +179,7 @@ async def _serve(
         log.info("aether stopped", answered=daemon.answered)
 
 
-def _mcp_http(st: AppState, layer: Any, daemon: Any) -> Any:
+def _mcp_http(st: AppState, agent: Aether) -> Any:
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -190,12 +189,11 @@ def _mcp_http(st: AppState, layer: Any, daemon: Any) -> Any:
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    from aether.interfaces.mcp import Services, http_app
+    from aether.interfaces.mcp import http_app
 
     token = st.settings.mcp.token.get_secret_value() if st.settings.mcp.token else ""
-    services = Services(layer, daemon.checkpoints, st.settings)
     config = uvicorn.Config(
-        http_app(services, token),
+        http_app(agent, token),
         host=st.settings.mcp.host,
         port=st.settings.mcp.port or 0,
         log_level="warning",
@@ -218,13 +216,13 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
     zones: list[ZoneInfo] = []  # the operator's, read with the rest
 
     async def body() -> dict[str, Any]:
+        from aether.codec import byte_map, text
         from aether.errors import ServerError
         from aether.identity.flags import HeartbeatState
         from aether.runtime.inbox import Inbox
         from aether.runtime.lease import parse_holder
         from aether.server.security import security_report
         from aether.store.client import connect
-        from aether.store.codec import byte_map, text
 
         try:
             client = await connect(st.settings, start=False)
@@ -378,20 +376,14 @@ def maintenance_run(
     st = state(ctx)
 
     async def body() -> dict[str, Any]:
-        from aether.checkpoints.manager import Checkpoints
         from aether.maintenance.engine import MaintenanceEngine
-        from aether.memory.layer import MemoryLayer
-        from aether.memory.search import MemorySearch
         from aether.runtime.llm import LLMClient
 
-        async with redis_client(st.settings) as client:
-            layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
-            await MemorySearch(layer).ensure_index()
-            checkpoints = Checkpoints.from_settings(client, st.keys, st.settings)
+        async with open_aether(st) as agent:
             llm = LLMClient.from_settings(st.settings)
             try:
                 engine = MaintenanceEngine(
-                    layer, checkpoints, llm, actor="cli", beliefs=st.settings.beliefs
+                    agent.memory, agent.checkpoints, llm, actor="cli", beliefs=st.settings.beliefs
                 )
                 report = await engine.run(dry_run=dry_run)
             finally:

@@ -13,7 +13,6 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from aether.checkpoints.manager import Checkpoints
 from aether.errors import InvalidOperationError
 from aether.interfaces import ranges
 from aether.interfaces.common import (
@@ -23,9 +22,9 @@ from aether.interfaces.common import (
     group,
     local_time,
     nothing_found,
+    open_aether,
     progress_bar,
     read_operator_zone,
-    redis_client,
     run,
     state,
     wants_json,
@@ -65,10 +64,8 @@ TagsOpt = Annotated[list[str] | None, typer.Option("--tag", "--tags", help="A ta
 @asynccontextmanager
 async def memory(st: AppState) -> AsyncIterator[MemoryLayer]:
     """The memory layer of the invocation's namespace (its search index ensured)."""
-    async with redis_client(st.settings) as client:
-        layer = MemoryLayer.open(st.settings, client, actor="cli", via_daemon=True)
-        await MemorySearch(layer).ensure_index()
-        yield layer
+    async with open_aether(st) as agent:
+        yield agent.memory
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -344,9 +341,10 @@ def longterm_flush(
     confirm("Delete every long-term memory?", yes, st.json)
 
     async def body() -> int:
-        async with memory(st) as layer:
-            cps = Checkpoints.from_settings(layer.client, layer.keys, st.settings)
-            return await LongTermMemory(layer).flush(confirm=True, checkpoints=cps)
+        async with open_aether(st) as agent:
+            return await LongTermMemory(agent.memory).flush(
+                confirm=True, checkpoints=agent.checkpoints
+            )
 
     print(f"flushed {run(ctx, body)} long-term memories")
 

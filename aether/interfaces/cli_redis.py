@@ -11,10 +11,10 @@ from typing import Annotated, Any
 import typer
 from redis.exceptions import ResponseError
 
+from aether.codec import command
 from aether.errors import AetherError
 from aether.interfaces.common import emit, fail, group, redis_client, run, state, wants_json
 from aether.server.embedded import EmbeddedRedis, Endpoint
-from aether.store.codec import command
 
 app = group("The Redis server (embedded, or AETHER_REDIS_URL).")
 

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
 import typer
@@ -22,6 +22,9 @@ from rich.progress import Progress, TaskID
 from aether.config import Settings
 from aether.errors import AetherError, error_code
 from aether.keys import Keyspace
+
+if TYPE_CHECKING:
+    from aether.app import Aether
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -116,6 +119,15 @@ async def redis_client(settings: Settings) -> AsyncIterator[Redis]:
         await client.aclose()
 
 
+@asynccontextmanager
+async def open_aether(st: AppState, actor: str = "cli") -> AsyncIterator[Aether]:
+    """The invocation's ``Aether`` (a running daemon embeds for it), closed at the end."""
+    from aether.app import Aether
+
+    async with Aether.open(st.settings, actor=actor, embed_via_daemon=True) as agent:
+        yield agent
+
+
 def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:
     """Print ``data`` as JSON (keys sorted: a stable shape), or call ``render`` for people."""
     if as_json or render is None:
@@ -160,8 +172,8 @@ def plural(count: Any, word: str, many: str | None = None) -> str:
 
 async def read_operator_zone(client: Redis, keys: Keyspace) -> ZoneInfo:
     """The operator's time zone from the user profile (UTC when unset): times for people."""
+    from aether.codec import text
     from aether.identity.prompt import zone_named
-    from aether.store.codec import text
 
     raw = await client.hget(keys.user_profile(), "timezone")
     return zone_named(text(raw) if raw else None)

@@ -16,7 +16,6 @@ import hmac
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, Any
 
@@ -25,12 +24,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import Field, ValidationError
-from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from aether.checkpoints.manager import Checkpoints
+from aether.app import Aether
 from aether.config import Settings
-from aether.context.assembly import ContextAssembler
 from aether.errors import (
     AetherError,
     NotFoundError,
@@ -38,16 +35,12 @@ from aether.errors import (
     error_code,
 )
 from aether.identity.bootstrap import default_identity_dir
-from aether.identity.profile import IdentityStore
 from aether.ids import check_id
 from aether.interfaces.ranges import LIMIT, MAX_TOKENS, TTL_S
-from aether.memory.archetypes import archetype
 from aether.memory.daily import DailyLog
-from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.records import Kind
 from aether.memory.scratchpad import Scratchpads
-from aether.memory.search import MemorySearch
 
 log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -57,26 +50,6 @@ def error_payload(error: Exception) -> dict[str, Any]:
     """The contract's ``{code, message, retryable}`` for an error."""
     code, retryable = error_code(error)
     return {"code": code, "message": str(error), "retryable": retryable}
-
-
-@dataclass
-class Services:
-    """What the tools use: one namespace's memory, checkpoints and identity."""
-
-    layer: MemoryLayer
-    checkpoints: Checkpoints
-    settings: Settings
-
-    @classmethod
-    def open(cls, settings: Settings, client: Redis, actor: str = "mcp") -> Services:
-        """Services over ``client`` (vectors through the daemon when one runs)."""
-        layer = MemoryLayer.open(settings, client, actor=actor, via_daemon=True)
-        return cls(layer, Checkpoints.from_settings(client, layer.keys, settings), settings)
-
-    @property
-    def identity(self) -> IdentityStore:
-        """The identity store."""
-        return IdentityStore(self.layer.store, self.checkpoints)
 
 
 def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[Any]]:
@@ -127,14 +100,14 @@ class AetherMCPServer(MCPServer[Any]):
             )
 
 
-def build_server(services: Services) -> MCPServer[Any]:
-    """The MCP server with every aether tool."""
+def build_server(agent: Aether) -> MCPServer[Any]:
+    """The MCP server with every aether tool, over one namespace's ``Aether``."""
     server: MCPServer[Any] = AetherMCPServer(
         name="aether",
         instructions="Long-term memory, checkpoints and identity of an aether agent.",
     )
-    layer = services.layer
-    search = MemorySearch(layer)
+    layer = agent.memory
+    search = agent.search
 
     def tool(fn: Callable[..., Awaitable[dict[str, Any]]]) -> None:
         description = inspect.cleandoc(fn.__doc__ or "")
@@ -251,12 +224,12 @@ def build_server(services: Services) -> MCPServer[Any]:
 
         checkpoint_rollback returns to it. Returns its ``id``.
         """
-        cp = await services.checkpoints.create(label=label, reason="mcp", actor="mcp")
+        cp = await agent.checkpoints.create(label=label, reason="mcp", actor="mcp")
         return cp.to_dict()
 
     async def checkpoint_list() -> dict[str, Any]:
         """The kept checkpoints, newest first, with their ids, labels and times."""
-        return {"checkpoints": [c.to_dict() for c in await services.checkpoints.list()]}
+        return {"checkpoints": [c.to_dict() for c in await agent.checkpoints.list()]}
 
     async def checkpoint_rollback(
         id: Annotated[str, Field(description="A checkpoint id or a unique prefix (6+ chars).")],
@@ -266,7 +239,7 @@ def build_server(services: Services) -> MCPServer[Any]:
         Everything after it is undone. A checkpoint of the current state is taken first, so
         it is reversible (``aether checkpoint undo``).
         """
-        result = await services.checkpoints.rollback_to(id, actor="mcp")
+        result = await agent.checkpoints.rollback_to(id, actor="mcp")
         return result.to_dict()
 
     async def identity_get() -> dict[str, Any]:
@@ -275,7 +248,7 @@ def build_server(services: Services) -> MCPServer[Any]:
         The agent's name, role and voice; the operator's name, time zone and preferences:
         the profiles the system prompt is built from.
         """
-        identity = await services.identity.load()
+        identity = await agent.identity.load()
         return {"agent": identity.agent, "user": identity.user}
 
     async def context_assemble(
@@ -290,15 +263,7 @@ def build_server(services: Services) -> MCPServer[Any]:
         Identity, relevant memories and beliefs, recent conversation, fitted into
         ``max_tokens``.
         """
-        settings = services.settings
-        assembler = ContextAssembler(
-            layer,
-            services.identity,
-            settings.context,
-            search,
-            settings.beliefs,
-            archetype(settings.archetype),
-        )
+        assembler = agent.context
 
         async def work() -> dict[str, Any]:
             await search.ensure_index()
@@ -334,11 +299,11 @@ async def serve_stdio(settings: Settings) -> None:
 
     client = await connect(settings)
     try:
-        services = Services.open(settings, client)
-        await MemorySearch(services.layer).ensure_index()
+        agent = Aether(settings, client, actor="mcp", embed_via_daemon=True)
+        await agent.ready()
         directory = settings.identity_dir or default_identity_dir()
-        await services.identity.ensure(directory, actor="mcp")  # first use: bootstrap
-        await build_server(services).run_stdio_async()
+        await agent.identity.ensure(directory, actor="mcp")  # first use: bootstrap
+        await build_server(agent).run_stdio_async()
     finally:
         await client.aclose()
 
@@ -399,6 +364,6 @@ async def _refuse(send: Any, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(services: Services, token: str) -> Any:
+def http_app(agent: Aether, token: str) -> Any:
     """The streamable-HTTP ASGI app (at ``/mcp``) behind the bearer token."""
-    return BearerAuth(build_server(services).streamable_http_app(), token)
+    return BearerAuth(build_server(agent).streamable_http_app(), token)

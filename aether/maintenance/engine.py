@@ -27,9 +27,9 @@ from typing import Any
 import structlog
 
 from aether.checkpoints.manager import Checkpoints
+from aether.codec import text
 from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
-from aether.context.tokens import truncate_to_tokens
 from aether.errors import LLMError
 from aether.llm import TextModel
 from aether.memory.beliefs import Beliefs
@@ -37,9 +37,9 @@ from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import build_memory
 from aether.memory.topics import count_ops
-from aether.store.codec import text
 from aether.store.lock import StateLock
 from aether.store.state import Mutation
+from aether.tokens import truncate_to_tokens
 
 log = structlog.get_logger(__name__)
 

@@ -35,6 +35,7 @@ from redisvl.exceptions import RedisSearchError
 from redisvl.query import TextQuery, VectorQuery
 from redisvl.query.filter import Tag
 
+from aether.codec import text, texts
 from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
 from aether.ids import new_id, resolve_prefix
@@ -46,7 +47,6 @@ from aether.memory.records import base_record
 from aether.memory.search import query_tokens
 from aether.memory.stopwords import STOPWORDS
 from aether.memory.topics import count_ops
-from aether.store.codec import text, texts
 from aether.store.state import Mutation
 
 log = structlog.get_logger(__name__)

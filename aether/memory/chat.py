@@ -11,11 +11,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id, new_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import check_timestamp
-from aether.store.codec import byte_map, text, texts
 from aether.store.state import Mutation
 
 Role = Literal["system", "user", "assistant", "tool"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
+from aether.codec import texts
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import base_record, day_of
 from aether.memory.topics import count_ops
-from aether.store.codec import texts
 from aether.store.state import Mutation
 
 

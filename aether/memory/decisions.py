@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
@@ -21,7 +22,6 @@ from aether.memory.patterns import pattern_key
 from aether.memory.records import base_record
 from aether.memory.scopes import check_scope
 from aether.memory.topics import count_ops
-from aether.store.codec import byte_map, text, texts
 from aether.store.state import Mutation
 
 DECISION_OUTCOMES = ("pending", "accepted", "rejected", "success", "failure", "partial")

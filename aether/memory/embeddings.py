@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -129,13 +130,24 @@ class CachedEmbedder:
 
 
 def make_embedder(
-    settings: Settings, client: Redis, keys: Keyspace, *, via_daemon: bool = False
+    settings: Settings,
+    client: Redis,
+    keys: Keyspace,
+    *,
+    wrap_local: Callable[[Embedder], Embedder] | None = None,
 ) -> CachedEmbedder | None:
     """The configured embedder, or ``None`` (full-text only).
 
     ``local`` without sentence-transformers installed falls back to ``none`` and says so
-    once in the log. With ``via_daemon`` (short-lived commands), a running daemon's loaded
-    model answers instead of a local model load.
+    once in the log.
+
+    Args:
+        settings: the effective settings.
+        client: the namespace's client (for the embedding cache).
+        keys: the namespace's keyspace.
+        wrap_local: wraps the local model; short-lived commands pass the runtime's
+            ``DaemonEmbedder`` so that a running daemon's loaded model answers instead of
+            a model load (the memory layer never imports the runtime).
     """
     choice = settings.embeddings
     inner: Embedder
@@ -154,10 +166,8 @@ def make_embedder(
                 )
             return None
         inner = LocalEmbedder()
-        if via_daemon:
-            from aether.runtime.embedding_service import DaemonEmbedder
-
-            inner = DaemonEmbedder(client, keys, inner)
+        if wrap_local is not None:
+            inner = wrap_local(inner)
     else:
         cfg = settings.embedding
         if not cfg.model or not cfg.dims:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from aether.codec import texts
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id
 from aether.memory.archetypes.base import Archetype, run_extractors
@@ -23,7 +24,6 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.records import base_record, check_timestamp
 from aether.memory.scopes import check_scope
 from aether.memory.topics import count_ops
-from aether.store.codec import texts
 
 OUTCOMES = ("success", "failure", "partial")
 ACTORS = ("user", "agent", "system")

@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from aether.codec import byte_map, text
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.memory.layer import MemoryLayer
 from aether.memory.scopes import check_scope
 from aether.memory.search import query_tokens
-from aether.store.codec import byte_map, text
 from aether.store.state import Mutation
 
 SEP = "\x1f"

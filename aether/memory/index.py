@@ -18,8 +18,8 @@ import structlog
 from redis.asyncio import Redis
 from redisvl.index import AsyncSearchIndex
 
+from aether.codec import text
 from aether.keys import Keyspace
-from aether.store.codec import text
 
 log = structlog.get_logger(__name__)
 

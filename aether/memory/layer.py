@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 
+from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
-from aether.memory.embeddings import CachedEmbedder, make_embedder
-from aether.store.codec import command
+from aether.memory.embeddings import CachedEmbedder, Embedder, make_embedder
 from aether.store.state import Store
 
 if TYPE_CHECKING:
@@ -40,14 +41,20 @@ class MemoryLayer:
 
     @classmethod
     def open(
-        cls, settings: Settings, client: Redis, actor: str = "aether", *, via_daemon: bool = False
+        cls,
+        settings: Settings,
+        client: Redis,
+        actor: str = "aether",
+        *,
+        wrap_local: Callable[[Embedder], Embedder] | None = None,
     ) -> MemoryLayer:
         """The memory layer of the configured namespace and embedder.
 
-        ``via_daemon``: embed through a running daemon when there is one (for CLI commands).
+        ``wrap_local``: wraps the local model (see ``make_embedder``), e.g. so that a
+        running daemon embeds for a CLI command.
         """
         keys = Keyspace(settings.namespace)
-        embedder = make_embedder(settings, client, keys, via_daemon=via_daemon)
+        embedder = make_embedder(settings, client, keys, wrap_local=wrap_local)
         mirror = None
         if embedder is not None and (settings.qdrant_url or settings.qdrant_path):
             from aether.memory.qdrant_mirror import QdrantMirror

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from aether.checkpoints.manager import Checkpoints
+from aether.codec import text
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import base_record
 from aether.memory.topics import count_ops
-from aether.store.codec import text
+from aether.store.safety import Checkpointer
 from aether.store.state import Mutation
 
 FLUSH_BATCH = 500
@@ -100,7 +100,7 @@ class LongTermMemory:
         count_ops(m, self.keys, [doc], sign=-1)
         await self.layer.store.apply(m, "memory.longterm.delete")
 
-    async def flush(self, *, confirm: bool, checkpoints: Checkpoints, actor: str = "cli") -> int:
+    async def flush(self, *, confirm: bool, checkpoints: Checkpointer, actor: str = "cli") -> int:
         """Delete every long-term memory, after a checkpoint. Returns how many.
 
         Raises:

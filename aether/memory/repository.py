@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.files import contain
 from aether.memory.code.extract import extract
 from aether.memory.code.model import language_of
 from aether.memory.code.modules import module_of, resolve_import
 from aether.memory.layer import MemoryLayer
-from aether.store.codec import byte_map, text, texts
 from aether.store.state import Mutation
 
 SKIP_DIRS = frozenset(

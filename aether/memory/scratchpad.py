@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from aether.codec import text
 from aether.errors import InvalidOperationError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
-from aether.store.codec import text
 
 
 class Scratchpads:

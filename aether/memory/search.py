@@ -47,6 +47,9 @@ class SearchHit:
     relevance: float
     text_rank: int | None
     vector_rank: int | None
+    match: float | None = None
+    """How well it matches the query alone (``relevance`` without recency): what a caller
+    that applies its own recency rule ranks by, so recency never counts twice."""
 
     @property
     def content(self) -> str:
@@ -234,7 +237,12 @@ class MemorySearch:
             score = (1 - settings.recency_weight) * fused[key] + settings.recency_weight * recency
             hits.append(
                 SearchHit(
-                    key, doc, round(score, 6), ranks[key].get("text"), ranks[key].get("vector")
+                    key,
+                    doc,
+                    round(score, 6),
+                    ranks[key].get("text"),
+                    ranks[key].get("vector"),
+                    round(fused[key], 6),
                 )
             )
         hits.sort(key=lambda h: h.relevance, reverse=True)

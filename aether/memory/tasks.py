@@ -12,10 +12,10 @@ import time
 from datetime import date
 from typing import Any, Literal, get_args
 
+from aether.codec import text
 from aether.errors import InvalidOperationError
 from aether.ids import new_id, resolve_prefix
 from aether.memory.layer import MemoryLayer
-from aether.store.codec import text
 from aether.store.state import Mutation
 
 MAX_TITLE = 500

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aether.context.tokens import count_tokens
+from aether.codec import text
 from aether.keys import Keyspace
 from aether.memory.layer import MemoryLayer
-from aether.store.codec import text
 from aether.store.state import Mutation
+from aether.tokens import count_tokens
 
 KIND_LABELS = {
     "daily": "daily entries",

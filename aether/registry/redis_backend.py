@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from aether.codec import byte_map, text, texts
 from aether.errors import NotFoundError
 from aether.keys import Keyspace
 from aether.registry.model import (
@@ -23,7 +24,6 @@ from aether.registry.model import (
     pick_version,
     totals_of,
 )
-from aether.store.codec import byte_map, text, texts
 from aether.store.lock import StateLock
 from aether.store.state import Mutation, Store
 

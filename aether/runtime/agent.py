@@ -16,19 +16,16 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
 from aether.config import ModelWindow, Settings
 from aether.context.assembly import AssembledContext, Budgets, ContextAssembler, Section
 from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from aether.context.session import EnforceReport, SessionWindow
-from aether.context.tokens import count_message, count_tool_schemas
 from aether.errors import InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
-from aether.memory.archetypes import archetype
 from aether.memory.chat import ChatSessions
 from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
@@ -37,6 +34,7 @@ from aether.memory.toolcache import ToolSchemaCache
 from aether.registry.model import AgentLedger, new_entry
 from aether.runtime.llm import Completion, LLMClient, ToolCall
 from aether.runtime.tools import Tool, Toolbox, ToolRun, builtin_tools
+from aether.tokens import count_message, count_tool_schemas
 
 log = structlog.get_logger(__name__)
 
@@ -90,14 +88,7 @@ class AgentRuntime:
         self.actor = actor
         self.identity = IdentityStore(layer.store, checkpoints)
         self.search = MemorySearch(layer)
-        self.assembler = ContextAssembler(
-            layer,
-            self.identity,
-            settings.context,
-            self.search,
-            settings.beliefs,
-            archetype(settings.archetype),
-        )
+        self.assembler = ContextAssembler.configured(layer, self.identity, self.search, settings)
         self.chats = ChatSessions(layer)
         self.episodes = Episodes(layer)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)
@@ -107,22 +98,6 @@ class AgentRuntime:
         for tool in builtin_tools(layer, checkpoints, self.session, self.search):
             self.toolbox.register(tool)
         self._cached_schemas: list[dict[str, Any]] | None = None
-
-    @classmethod
-    async def open(
-        cls,
-        settings: Settings,
-        client: Redis,
-        *,
-        session: str = "main",
-        llm: LLMClient | None = None,
-        actor: str = "agent",
-    ) -> AgentRuntime:
-        """A runtime over ``client`` with the configured embedder; the index is ensured."""
-        layer = MemoryLayer.open(settings, client, actor=actor)
-        await MemorySearch(layer).ensure_index()
-        checkpoints = Checkpoints.from_settings(client, layer.keys, settings)
-        return cls(settings, layer, checkpoints, session=session, llm=llm, actor=actor)
 
     def register_tool(self, tool: Tool) -> None:
         """Add a tool the model may call.

@@ -25,6 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from aether.checkpoints.manager import Checkpoints
+from aether.codec import text
 from aether.config import Settings
 from aether.errors import (
     AetherError,
@@ -45,7 +46,6 @@ from aether.runtime.health import Health
 from aether.runtime.inbox import Inbox, InboxMessage
 from aether.runtime.llm import LLMClient
 from aether.runtime.supervisor import OUTAGE, Supervisor
-from aether.store.codec import text
 
 log = structlog.get_logger(__name__)
 
@@ -85,6 +85,7 @@ class Daemon:
         layer: MemoryLayer,
         llm: LLMClient | None,
         consumer: str | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         self.settings = settings
         self.layer = layer
@@ -94,7 +95,9 @@ class Daemon:
         cfg = settings.daemon
         self.consumer = consumer or cfg.consumer
         self.inbox = Inbox(self.client, self.keys, self.consumer, cfg.outbox_maxlen)
-        self.checkpoints = Checkpoints.from_settings(self.client, self.keys, settings)
+        self.checkpoints = checkpoints or Checkpoints.from_settings(
+            self.client, self.keys, settings
+        )
         self.heartbeat_state = HeartbeatState(self.client, self.keys)
         self.schedule = Schedule(self.client, self.keys)
         self.services = open_registry(settings, self.client, actor="daemon")

@@ -11,27 +11,22 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 from redis.asyncio import Redis
 
+from aether.codec import byte_map, text
 from aether.keys import Keyspace
-from aether.store.codec import byte_map, text
+from aether.memory.embeddings import Embedder
 
 log = structlog.get_logger(__name__)
 REPLY_TTL_S = 30
 STREAM_MAXLEN = 1000
 
 
-class _Embeds(Protocol):
-    model_name: str
-    dims: int
-
-    async def embed_many(self, texts: list[str]) -> list[list[float]]: ...
-
-
-async def serve(client: Redis, keys: Keyspace, embedder: _Embeds, stop: asyncio.Event) -> None:
+async def serve(client: Redis, keys: Keyspace, embedder: Embedder, stop: asyncio.Event) -> None:
     """Answer embedding requests until ``stop`` is set."""
     last = "$"
     while not stop.is_set():
@@ -43,7 +38,7 @@ async def serve(client: Redis, keys: Keyspace, embedder: _Embeds, stop: asyncio.
 
 
 async def _answer(
-    client: Redis, keys: Keyspace, embedder: _Embeds, fields: dict[bytes, bytes]
+    client: Redis, keys: Keyspace, embedder: Embedder, fields: dict[bytes, bytes]
 ) -> None:
     request = fields.get(b"id", b"").decode()
     payload: dict[str, Any]
@@ -73,7 +68,7 @@ class DaemonEmbedder:
         timeout_s: how long to wait for the daemon's answer.
     """
 
-    def __init__(self, client: Redis, keys: Keyspace, local: _Embeds, timeout_s: float = 10.0):
+    def __init__(self, client: Redis, keys: Keyspace, local: Embedder, timeout_s: float = 10.0):
         self.client = client
         self.keys = keys
         self.local = local
@@ -104,3 +99,12 @@ class DaemonEmbedder:
             else:
                 log.warning("daemon did not answer an embedding request; loading the model")
         return await self.local.embed_many(texts)
+
+
+def through_daemon(client: Redis, keys: Keyspace) -> Callable[[Embedder], Embedder]:
+    """A ``wrap_local`` for ``make_embedder``: a running daemon's model answers first."""
+
+    def wrap(local: Embedder) -> Embedder:
+        return DaemonEmbedder(client, keys, local)
+
+    return wrap

@@ -19,8 +19,8 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from aether.codec import byte_map, text
 from aether.keys import Keyspace
-from aether.store.codec import byte_map, text
 
 GROUP = "agent"
 

@@ -26,10 +26,10 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import LockError
 
+from aether.codec import text
 from aether.errors import AetherError
 from aether.keys import Keyspace
 from aether.runtime.health import Health
-from aether.store.codec import text
 
 log = structlog.get_logger(__name__)
 

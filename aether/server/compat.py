@@ -6,8 +6,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from aether.codec import command
 from aether.errors import IncompatibleServerError
-from aether.store.codec import command
 
 MIN_VERSION = (7, 4)
 REQUIRED_MODULES = {"search": "search", "ReJSON": "JSON"}

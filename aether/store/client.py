@@ -15,12 +15,12 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from aether.codec import command
 from aether.config import Settings
 from aether.errors import IncompatibleServerError, ServerError, StoreError
 from aether.server.compat import verify_server
 from aether.server.embedded import EmbeddedRedis
 from aether.store.boundary import AetherRedis
-from aether.store.codec import command
 
 log = structlog.get_logger(__name__)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from aether.store.codec import byte_map, text
+from aether.codec import byte_map, text
 from aether.store.state import decode_ops
 
 

@@ -13,11 +13,9 @@ import httpx
 import pytest
 import uvicorn
 
-from aether.checkpoints.manager import Checkpoints
+from aether.app import Aether
 from aether.identity.bootstrap import default_identity_dir
-from aether.identity.profile import IdentityStore
-from aether.interfaces.mcp import MAX_BODY_BYTES, Services, http_app
-from aether.memory.search import MemorySearch
+from aether.interfaces.mcp import MAX_BODY_BYTES, http_app
 from aether.store.client import connect
 from tests.adversarial.conftest import Agent, new_agent
 
@@ -35,14 +33,12 @@ def _free_port() -> int:
 async def mcp_url(redis_home: Path) -> AsyncIterator[tuple[str, Agent]]:
     agent = new_agent(redis_home)
     client = await connect(agent.settings)
-    services = Services.open(agent.settings, client)
-    await IdentityStore(services.layer.store, Checkpoints(client, services.layer.keys)).ensure(
-        default_identity_dir()
-    )
-    await MemorySearch(services.layer).ensure_index()  # as `aether up` does before serving
+    wired = Aether(agent.settings, client, actor="mcp")
+    await wired.identity.ensure(default_identity_dir())
+    await wired.ready()  # as `aether up` does before serving
     port = _free_port()
     config = uvicorn.Config(
-        http_app(services, TOKEN), host="127.0.0.1", port=port, log_level="warning"
+        http_app(wired, TOKEN), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

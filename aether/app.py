@@ -1,0 +1,132 @@
+"""The composition root: one object that wires an agent's aether, as redis-py's ``Redis``.
+
+``Aether`` builds every part of one namespace once, over one client: memory (with the
+configured embedder), search (its index ensured once, by ``open``), beliefs, the entity
+graph, checkpoints, identity, context assembly, and agent runtimes per chat session.
+The CLI, the MCP server, the daemon and the benches open it instead of wiring the parts
+themselves::
+
+    async with Aether.open(Settings()) as agent:
+        hits = await agent.search.search("what did we decide about the NAS?")
+        runtime = agent.runtime("main", llm=LLMClient.from_settings(agent.settings))
+        result = await runtime.step("What is on my list today?")
+
+It sits above every layer (it imports them all) and below the interfaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.context.assembly import ContextAssembler
+from aether.identity.profile import IdentityStore
+from aether.keys import Keyspace
+from aether.memory.beliefs import Beliefs
+from aether.memory.graph import Graph
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch
+from aether.runtime.agent import AgentRuntime
+from aether.runtime.embedding_service import through_daemon
+from aether.runtime.llm import LLMClient
+
+__all__ = ["Aether"]
+
+
+class Aether:
+    """One namespace's aether, every part wired once over one client.
+
+    Args:
+        settings: the effective settings.
+        client: a verified client (``aether.store.client.connect``).
+        actor: who the journal says made the changes.
+        embed_via_daemon: ask a running daemon for vectors instead of loading the local
+            model (short-lived commands).
+
+    Attributes:
+        memory: the memory layer (daily log, long-term, beliefs' storage, embedder).
+        search: hybrid search over the memory index.
+        checkpoints: checkpoints, rollback and undo.
+        identity: the agent's and operator's identity.
+        context: the context assembler.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: Redis,
+        *,
+        actor: str = "aether",
+        embed_via_daemon: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.keys = Keyspace(settings.namespace)
+        wrap = through_daemon(client, self.keys) if embed_via_daemon else None
+        self.memory = MemoryLayer.open(settings, client, actor=actor, wrap_local=wrap)
+        self.search = MemorySearch(self.memory)
+        self.checkpoints = Checkpoints.from_settings(client, self.keys, settings)
+        self.identity = IdentityStore(self.memory.store, self.checkpoints)
+        self.context = ContextAssembler.configured(
+            self.memory, self.identity, self.search, settings
+        )
+        self._index_ready = False
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        actor: str = "aether",
+        embed_via_daemon: bool = False,
+        start: bool = True,
+    ) -> AsyncIterator[Aether]:
+        """Connect, wire every part and ensure the search index; close the client at exit.
+
+        Args:
+            settings: the effective settings (default: from the environment and file).
+            actor: who the journal says made the changes.
+            embed_via_daemon: see the class.
+            start: start the embedded Redis when it is not running.
+
+        Raises:
+            ServerError / IncompatibleServerError: Redis cannot be reached or lacks modules.
+        """
+        from aether.store.client import connect
+
+        settings = settings or Settings()
+        client = await connect(settings, start=start)
+        try:
+            agent = cls(settings, client, actor=actor, embed_via_daemon=embed_via_daemon)
+            await agent.ready()
+            yield agent
+        finally:
+            await client.aclose()
+
+    async def ready(self) -> None:
+        """Ensure the search index (once per object; idempotent in Redis)."""
+        if not self._index_ready:
+            await self.search.ensure_index()
+            self._index_ready = True
+
+    def beliefs(self, llm: LLMClient | None = None) -> Beliefs:
+        """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""
+        return Beliefs(self.memory, self.settings.beliefs, llm)
+
+    @property
+    def graph(self) -> Graph:
+        """The entity graph."""
+        return Graph(self.memory)
+
+    def runtime(
+        self, session: str = "main", *, llm: LLMClient | None = None, actor: str = "agent"
+    ) -> AgentRuntime:
+        """An agent runtime for one chat session over these parts."""
+        return AgentRuntime(
+            self.settings, self.memory, self.checkpoints, session=session, llm=llm, actor=actor
+        )

@@ -1,0 +1,78 @@
+"""The package's layers stay clean: a module imports only its own layer and those below.
+
+Every import counts, also those inside functions (made lazy for start-up time) and
+under ``TYPE_CHECKING``: a layer that needs something of a higher one takes it as an
+argument typed by a protocol of its own layer (``aether.llm.TextModel``,
+``aether.store.safety.Checkpointer``, ``make_embedder(wrap_local=...)``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "aether"
+
+# lowest first; a module may import from its own rank or a lower one
+LAYERS: list[set[str]] = [
+    {"errors", "ids", "files", "config", "keys", "logging", "llm", "codec", "tokens"},
+    {"server"},
+    {"store"},
+    {"checkpoints", "registry"},
+    {"identity", "memory"},
+    {"context"},
+    {"maintenance"},
+    {"runtime"},
+    {"app"},
+    {"interfaces"},
+    {"__main__", "__init__"},
+]
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(module: str) -> str:
+    """``aether.memory.search`` -> ``memory``; ``aether`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "aether":
+                found += [(node.lineno, f"aether.{a.name}") for a in node.names]
+            elif node.module.startswith("aether."):
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("aether")]
+    return found
+
+
+def _violations() -> list[str]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        unit = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        assert unit in RANK, f"{rel}: place {unit!r} in a layer of tests/test_layers.py"
+        for line, module in _imports(path):
+            target = _unit(module)
+            if target == "__version__":
+                continue
+            if target not in RANK:
+                # ``from aether import X`` of a re-exported name: the root is the top
+                target = "__init__"
+            if RANK[target] > RANK[unit]:
+                out.append(f"aether/{rel}:{line} ({unit}) imports {module} ({target})")
+    return out
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    assert _violations() == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from aether.runtime.agent import AgentRuntime\n")
+    assert _imports(bad) == [(2, "aether.runtime.agent")]
+    assert RANK[_unit("aether.runtime.agent")] > RANK["memory"]
