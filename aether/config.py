@@ -291,11 +291,6 @@ class Settings(BaseSettings):
         return tuple(sources)
 
     @property
-    def llm_configured(self) -> bool:
-        """Whether an LLM endpoint and model are set."""
-        return bool(self.llm_base_url and self.llm_model)
-
-    @property
     def redis_dir(self) -> Path:
         """Data directory of the embedded Redis server."""
         return self.home / "redis"

@@ -98,10 +98,6 @@ class LLMNotConfiguredError(LLMError):
     """No LLM is configured (``AETHER_LLM_BASE_URL`` and ``AETHER_LLM_MODEL``)."""
 
 
-class ContextError(AetherError):
-    """The context cannot be built within the model's window."""
-
-
 # what "Redis is away" looks like from redis-py (BusyLoadingError is a ConnectionError)
 REDIS_OUTAGE: tuple[type[BaseException], ...] = (
     redis.ConnectionError,

@@ -31,11 +31,3 @@ def check_scope(scope: str | None) -> str:
         raise InvalidOperationError(f"scope {scope!r} needs an id after '{kind}:'")
     check_id(ident, f"{kind} id")
     return f"{kind}:{ident}"
-
-
-def visible_scopes(scope: str | None, include_global: bool = True) -> list[str]:
-    """The scopes a query in ``scope`` reads."""
-    wanted = check_scope(scope)
-    if wanted == GLOBAL or not include_global:
-        return [wanted]
-    return [wanted, GLOBAL]

@@ -110,10 +110,6 @@ class Toolbox:
             raise InvalidOperationError("tool parameters must be a JSON schema of type object")
         self._tools[tool.name] = tool
 
-    def names(self) -> list[str]:
-        """Registered tool names, in registration order."""
-        return list(self._tools)
-
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool's declaration."""
         return [t.schema() for t in self._tools.values()]

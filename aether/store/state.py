@@ -167,10 +167,6 @@ class Mutation:
         """JSON.SET a document (or the part at ``path``)."""
         return self.add("JSON.SET", key, path, json.dumps(value, ensure_ascii=False))
 
-    def json_merge(self, key: str, value: Any, path: str = "$") -> Mutation:
-        """JSON.MERGE a patch into a document."""
-        return self.add("JSON.MERGE", key, path, json.dumps(value, ensure_ascii=False))
-
     def rpush(self, key: str, *values: Arg) -> Mutation:
         """Append to a list; the inverse is a trim."""
         return self.add("RPUSH", key, *values)
