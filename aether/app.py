@@ -29,6 +29,7 @@ from aether.keys import Keyspace
 from aether.memory.beliefs import Beliefs
 from aether.memory.graph import Graph
 from aether.memory.layer import MemoryLayer
+from aether.memory.migration import migrate_vectors
 from aether.memory.search import MemorySearch
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.embedding_service import through_daemon
@@ -109,8 +110,13 @@ class Aether:
             await client.aclose()
 
     async def ready(self) -> None:
-        """Ensure the search index (once per object; idempotent in Redis)."""
+        """Ensure the search indexes (once per object; idempotent in Redis).
+
+        A namespace whose vectors are in an older layout is migrated first, after a
+        checkpoint (``aether.memory.migration``).
+        """
         if not self._index_ready:
+            await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             await self.search.ensure_index()
             self._index_ready = True
 

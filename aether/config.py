@@ -66,6 +66,10 @@ class MemorySettings(BaseModel):
     vector_alpha: float = Field(
         default=0.4, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )
+    vector_datatype: Literal["float32", "float16"] = Field(
+        default="float32",
+        description="how vectors are stored: float16 halves their memory (recall in README)",
+    )
 
 
 class ModelWindow(BaseModel):

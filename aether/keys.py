@@ -62,6 +62,7 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("chat:", "chat"),
     ("episode:", "episodes"),
     ("memory:", "memory index"),
+    ("vec:", "vectors"),
     ("maintenance:", "maintenance"),
 )
 
@@ -249,6 +250,33 @@ class Keyspace:
     def memory_index(self) -> str:
         """FT index over daily entries, long-term memories and beliefs."""
         return self._k("memory", "idx")
+
+    def vector(self, doc_key: str) -> str:
+        """HASH: a memory's vector (binary) and the fields vector search filters on.
+
+        Named after its document: ``ns:vec:`` + the document key without ``ns:``.
+        """
+        return self._k("vec", doc_key[len(self.prefix) :])
+
+    def document_of_vector(self, vector_key: str) -> str:
+        """The document key a vector hash belongs to (inverse of :meth:`vector`)."""
+        return self.prefix + vector_key[len(self.vector_prefix()) :]
+
+    def vector_prefix(self) -> str:
+        """Key prefix of the vector hashes."""
+        return self._k("vec", "")
+
+    def vector_index(self) -> str:
+        """FT index over the vector hashes (HNSW, cosine)."""
+        return self._k("memory", "idx", "vectors")
+
+    def vector_index_schema(self) -> str:
+        """STRING: fingerprint of the vector index schema."""
+        return self._k("memory", "idx", "vectors", "schema")
+
+    def memory_layout(self) -> str:
+        """STRING: the memory storage layout (``2``: vectors in hashes), journaled."""
+        return self._k("memory", "layout")
 
     def memory_index_schema(self) -> str:
         """STRING: fingerprint of the index schema, to rebuild it when it changes."""

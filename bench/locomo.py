@@ -23,7 +23,6 @@ from typing import Any
 
 from aether.config import Settings
 from aether.memory.daily import DailyLog, build_entry
-from aether.memory.index import ensure_index
 from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
 from aether.server.embedded import EmbeddedRedis
@@ -91,7 +90,6 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             settings = base.model_copy(update={"namespace": f"locomo{uuid.uuid4().hex[:8]}"})
             layer = MemoryLayer.open(settings, client)
             search = MemorySearch(layer)
-            await ensure_index(client, layer.keys, layer.embedder.dims if layer.embedder else None)
             await search.ensure_index()
             key_to_dia = await load(layer, sample)
             for question, evidence in questions(sample):

@@ -7,7 +7,8 @@
   search_filtered_p99_ms: the same with a tag filter that 5 % of entries match.
 - import_100k_s: importing 100k entries from JSONL without embeddings.
 - bytes_per_entry: Redis memory per entry (document + index + journal), without and with
-  vectors.
+  vectors (a binary vector hash beside each document, float32; then the same with
+  ``vector_datatype = "float16"``).
 
 Usage: python bench/memory.py [--quick]
 """
@@ -145,9 +146,11 @@ async def import_100k(client: Redis, n: int, workdir: Path) -> dict[str, float]:
     }
 
 
-async def search_latency(client: Redis, n: int, queries: int) -> dict[str, float]:
-    keys = Keyspace("bench-search")
-    layer = MemoryLayer(Store(client, keys), MemorySettings(), None)
+async def search_latency(
+    client: Redis, n: int, queries: int, datatype: str = "float32"
+) -> dict[str, float]:
+    keys = Keyspace(f"bench-search-{datatype}")
+    layer = MemoryLayer(Store(client, keys), MemorySettings(vector_datatype=datatype), None)
     embedder = PrecomputedEmbedder()
     layer.embedder = embedder  # type: ignore[assignment]
     search = MemorySearch(layer)
@@ -192,6 +195,7 @@ async def main(quick: bool) -> None:
         log = await log_vs_raw(client, 2_000 if quick else 5_000)
         imported = await import_100k(client, n_entries, workdir)
         searched = await search_latency(client, n_entries, 500 if quick else 2_000)
+        half = await search_latency(client, n_entries, 500 if quick else 2_000, "float16")
     finally:
         await client.aclose()
         EmbeddedRedis(settings).stop()
@@ -209,6 +213,9 @@ async def main(quick: bool) -> None:
                 "import_100k_s": imported["seconds"],
                 "bytes_per_entry": imported["bytes_per_entry"],
                 "bytes_per_entry_with_vectors": searched["bytes_per_entry_with_vectors"],
+                "float16_search_p99_ms": half["p99_ms"],
+                "float16_search_filtered_p99_ms": half["filtered_p99_ms"],
+                "float16_bytes_per_entry_with_vectors": half["bytes_per_entry_with_vectors"],
             },
             indent=2,
         )

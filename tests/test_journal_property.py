@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
+from aether.memory import vectors
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
 from tests.conftest import dump_state
@@ -28,6 +29,9 @@ NAMES = ["a", "b", "c"]
 small = st.text(alphabet="abcxyz ✓", min_size=0, max_size=12)
 value = st.one_of(small, st.text(alphabet="pq", min_size=60, max_size=700))
 score = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False).map(lambda f: round(f, 3))
+vector = st.lists(
+    st.floats(min_value=-1.0, max_value=1.0, allow_nan=False, width=32), min_size=8, max_size=8
+)
 
 
 def _op(keys: Keyspace) -> st.SearchStrategy[tuple[str, Any]]:
@@ -55,6 +59,13 @@ def _op(keys: Keyspace) -> st.SearchStrategy[tuple[str, Any]]:
         st.tuples(st.just("sadd"), st.tuples(name, st.lists(value, min_size=1, max_size=20))),
         st.tuples(st.just("set"), st.tuples(name, value)),
         st.tuples(st.just("del"), st.tuples(kinds, name)),
+        # a memory with a binary vector in its hash (any byte may occur), its status, removal
+        st.tuples(
+            st.just("memory"),
+            st.tuples(name, small, vector, st.sampled_from(["float32", "float16"])),
+        ),
+        st.tuples(st.just("status"), st.tuples(name, st.sampled_from(["active", "forgotten"]))),
+        st.tuples(st.just("forget"), st.tuples(name)),
     )
 
 
@@ -70,6 +81,15 @@ def _mutation(keys: Keyspace, kind: str, args: Any) -> Mutation:
     }
     if kind == "json":
         return m.json_set(key["json"](args[0]), args[1])
+    if kind == "memory":
+        name, content, floats, datatype = args
+        doc = {"id": name, "kind": "belief", "content": content, "tags": ["t 1", "t,2"]}
+        doc |= {"status": "active", "timestamp": 1.5, "embedding": floats}
+        return vectors.put(m, keys, keys.belief(name), doc, datatype)
+    if kind == "status":
+        return vectors.refilter(m, keys, keys.belief(args[0]), status=args[1])
+    if kind == "forget":
+        return vectors.remove(m, keys, keys.belief(args[0]))
     if kind == "hset":
         return m.hset(key["hash"](args[0]), args[1])
     if kind == "hdel":

@@ -21,6 +21,7 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.search import MemorySearch
 from aether.memory.transfer import export_file, import_file
+from aether.memory.vectors import ensure_vector_index
 from aether.store.state import Store
 from tests.conftest import dump_state
 
@@ -148,15 +149,23 @@ async def test_fallback_substring_when_index_is_gone(
     assert [h.content for h in hits] == ["Caroline joined the support group"]
 
 
-async def test_index_is_idempotent_and_follows_the_embedder(client: Redis, keys: Keyspace) -> None:
-    await ensure_index(client, keys, None)
+async def test_indexes_are_idempotent_and_follow_the_embedder(
+    client: Redis, keys: Keyspace
+) -> None:
+    await ensure_index(client, keys)
     fingerprint = await client.get(keys.memory_index_schema())
-    await ensure_index(client, keys, None)
+    await ensure_index(client, keys)
     assert await client.get(keys.memory_index_schema()) == fingerprint
-    await ensure_index(client, keys, 384)
     info = await client.execute_command("FT.INFO", keys.memory_index())
-    assert b"VECTOR" in json.dumps(str(info)).encode()
-    assert await client.get(keys.memory_index_schema()) != fingerprint
+    assert b"VECTOR" not in json.dumps(str(info)).encode()  # vectors have their own index
+    await ensure_vector_index(client, keys, 384, "float32")
+    vector_fingerprint = await client.get(keys.vector_index_schema())
+    await ensure_vector_index(client, keys, 384, "float32")
+    assert await client.get(keys.vector_index_schema()) == vector_fingerprint
+    await ensure_vector_index(client, keys, 384, "float16")  # a changed datatype rebuilds
+    assert await client.get(keys.vector_index_schema()) != vector_fingerprint
+    info = await client.execute_command("FT.INFO", keys.vector_index())
+    assert b"FLOAT16" in json.dumps(str(info)).encode()
 
 
 async def test_hybrid_search_with_local_embeddings(

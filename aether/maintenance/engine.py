@@ -220,7 +220,7 @@ class MaintenanceEngine:
             last = start + DELETE_BATCH >= len(docs)
             m = self.daily.removal(day, batch, whole_day=last)
             if start == 0:
-                m.json_set(self.keys.longterm(digest["id"]), digest)
+                self.layer.put(m, self.keys.longterm(digest["id"]), digest)
                 count_ops(m, self.keys, [digest])
             await self.layer.store.apply(m, "maintenance.compress_daily", self.actor)
         return len(docs)
@@ -291,7 +291,7 @@ class MaintenanceEngine:
         await self.layer.attach_embeddings(memories)
         m = Mutation()
         for memory in memories:
-            m.json_set(self.keys.longterm(memory["id"]), memory)
+            self.layer.put(m, self.keys.longterm(memory["id"]), memory)
         count_ops(m, self.keys, memories)
         m.hset(state, {"reflected_until": str(now.timestamp())})
         await self.layer.store.apply(m, "maintenance.reflect", self.actor)

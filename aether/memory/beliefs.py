@@ -32,7 +32,7 @@ from typing import Any, Literal, get_args
 import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
-from redisvl.query import TextQuery, VectorQuery
+from redisvl.query import TextQuery
 from redisvl.query.filter import Tag
 
 from aether.codec import text, texts
@@ -41,12 +41,12 @@ from aether.errors import InvalidOperationError, LLMError
 from aether.ids import new_id, resolve_prefix
 from aether.llm import TextModel
 from aether.memory.daily import DailyLog
-from aether.memory.index import search_index
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import base_record
 from aether.memory.search import query_tokens
 from aether.memory.stopwords import STOPWORDS
 from aether.memory.topics import count_ops
+from aether.memory.vectors import refilter
 from aether.store.state import Mutation
 
 log = structlog.get_logger(__name__)
@@ -165,9 +165,7 @@ class Beliefs:
         self.keys = layer.keys
         self.settings = settings
         self.llm = llm
-        self.index = search_index(
-            layer.client, layer.keys, layer.embedder.dims if layer.embedder else None
-        )
+        self.index = layer.text_index()
 
     def effective(self, doc: dict[str, Any], now: float | None = None) -> float:
         """The belief's effective confidence now."""
@@ -244,15 +242,7 @@ class Beliefs:
         active = (Tag("kind") == "belief") & (Tag("status") == "active")
         try:
             if vector is not None:
-                query = VectorQuery(
-                    vector,
-                    "embedding",
-                    filter_expression=active,
-                    num_results=limit,
-                    return_fields=[],
-                )
-                rows = await self.index.search(query.query, query_params=query.params)
-                scored = [(doc.id, 1.0 - float(doc.vector_distance)) for doc in rows.docs]
+                scored = await self.layer.nearest(vector, active, limit)
             else:
                 tokens = query_tokens(statement)
                 if not tokens:
@@ -432,8 +422,8 @@ class Beliefs:
         similarity: float = 0.0,
     ) -> None:
         if vector is not None:
-            doc["embedding"] = [round(x, 6) for x in vector]
-        m = Mutation().json_set(self.keys.belief(doc["id"]), doc)
+            doc["embedding"] = vector
+        m = self.layer.put(Mutation(), self.keys.belief(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         self._event(
             m,
@@ -462,6 +452,8 @@ class Beliefs:
     def _status_ops(self, m: Mutation, doc: dict[str, Any], status: str) -> None:
         key = self.keys.belief(doc["id"])
         m.json_set(key, status, "$.status")
+        if self.layer.embedder is not None:
+            refilter(m, self.keys, key, status=status)
         if doc.get("status") == "active":  # the memory index counts active beliefs
             count_ops(m, self.keys, [{"kind": "belief", "tags": doc.get("tags", [])}], sign=-1)
 

@@ -80,7 +80,7 @@ class DailyLog:
         m = Mutation()
         by_day: dict[str, list[str]] = {}
         for doc in docs:
-            m.json_set(self.keys.daily_entry(doc["id"]), doc)
+            self.layer.put(m, self.keys.daily_entry(doc["id"]), doc)
             by_day.setdefault(doc["day"], []).append(doc["id"])
         for day, ids in by_day.items():
             m.rpush(self.keys.daily(date.fromisoformat(day)), *ids)
@@ -91,7 +91,7 @@ class DailyLog:
         """The ops that delete ``docs`` of ``day`` (and the day's list when ``whole_day``)."""
         m = Mutation()
         for doc in docs:
-            m.delete(self.keys.daily_entry(doc["id"]))
+            self.layer.remove(m, self.keys.daily_entry(doc["id"]))
         if whole_day:
             m.delete(self.keys.daily(day))
         count_ops(m, self.keys, docs, sign=-1)

@@ -78,7 +78,7 @@ class DecisionMemory:
             }
         )
         await self.layer.attach_embeddings([doc])
-        m = Mutation().json_set(self.keys.decision(doc["id"]), doc)
+        m = self.layer.put(Mutation(), self.keys.decision(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         await self.layer.store.apply(m, "decision.record")
         doc.pop("embedding", None)
@@ -200,7 +200,7 @@ class FailureMemory:
         if detected:
             fields["detected_at"] = when
         await self.layer.attach_embeddings([doc])
-        m = Mutation().json_set(self.keys.failure(doc["id"]), doc)
+        m = self.layer.put(Mutation(), self.keys.failure(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         m.zincrby(self.keys.failure_patterns(), 1, key)
         m.hset(self.keys.failure_pattern(key), fields)

@@ -128,7 +128,7 @@ class Events:
         entities, relations = run_extractors(self.archetype, doc)
         m = await self.graph.upsert(entities, relations, evidence=doc["id"], now=ts)
         await self.layer.attach_embeddings([doc])
-        m.json_set(self.keys.event(doc["id"]), doc)
+        self.layer.put(m, self.keys.event(doc["id"]), doc)
         m.zadd(self.keys.timeline(session), {doc["id"]: ts})
         count_ops(m, self.keys, [doc])
         await self.layer.store.apply(m, f"event.{kind}")

@@ -1,10 +1,10 @@
-"""The search index ``ns:memory:idx`` (redisvl), created idempotently.
+"""The full-text index ``ns:memory:idx`` (redisvl), created idempotently.
 
-One JSON index over daily entries, long-term memories and beliefs: content TEXT
-(weight 2.0, stemmed), source/kind/tags/session/hash TAG, timestamp/score NUMERIC
-sortable, and an HNSW cosine ``embedding`` VECTOR when an embedder is configured. When
-the wanted schema changes (an embedder added or changed), the index is rebuilt over the
-same documents.
+One JSON index over every memory kind (daily entries, long-term memories, beliefs,
+events, decisions, failures): content TEXT (weight 2.0, stemmed),
+kind/source/tags/session/status/scope/pattern/hash TAG, timestamp/score NUMERIC
+sortable. Vectors live in their own hashes and index (``aether.memory.vectors``). When
+the wanted schema changes, the index is rebuilt over the same documents.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ log = structlog.get_logger(__name__)
 TAG_SEPARATOR = "\x1f"
 
 
-def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
+def schema(keys: Keyspace) -> dict[str, Any]:
     """The redisvl schema of the memory index."""
     fields: list[dict[str, Any]] = [
         {"name": "content", "type": "text", "path": "$.content", "attrs": {"weight": 2.0}},
@@ -48,20 +48,6 @@ def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
         },
         {"name": "score", "type": "numeric", "path": "$.score", "attrs": {"sortable": True}},
     ]
-    if dims:
-        fields.append(
-            {
-                "name": "embedding",
-                "type": "vector",
-                "path": "$.embedding",
-                "attrs": {
-                    "algorithm": "hnsw",
-                    "dims": dims,
-                    "distance_metric": "cosine",
-                    "datatype": "float32",
-                },
-            }
-        )
     return {
         "index": {
             "name": keys.memory_index(),
@@ -72,15 +58,14 @@ def schema(keys: Keyspace, dims: int | None) -> dict[str, Any]:
     }
 
 
-def search_index(client: Redis, keys: Keyspace, dims: int | None) -> AsyncSearchIndex:
+def search_index(client: Redis, keys: Keyspace) -> AsyncSearchIndex:
     """The index object (not created)."""
-    return AsyncSearchIndex.from_dict(schema(keys, dims), redis_client=client)
+    return AsyncSearchIndex.from_dict(schema(keys), redis_client=client)
 
 
 async def ensure_index(
     client: Redis,
     keys: Keyspace,
-    dims: int | None,
     percent: Callable[[float], None] | None = None,
 ) -> AsyncSearchIndex:
     """Create the index if missing, rebuild it if its schema changed; idempotent.
@@ -88,10 +73,9 @@ async def ensure_index(
     Args:
         client: the namespace's client.
         keys: the namespace's keyspace.
-        dims: the embedder's dimensions (no vector field when None).
         percent: told how much of the existing documents a new index has scanned (0-100).
     """
-    wanted = schema(keys, dims)
+    wanted = schema(keys)
     fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
     index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
     exists = await index.exists()
@@ -103,11 +87,11 @@ async def ensure_index(
         await index.delete(drop=False)  # keeps the documents; they are indexed again
     await index.create(overwrite=False)
     await client.set(keys.memory_index_schema(), fingerprint)
-    await _wait_indexed(index, percent)
+    await wait_indexed(index, percent)
     return index
 
 
-async def _wait_indexed(
+async def wait_indexed(
     index: AsyncSearchIndex,
     percent: Callable[[float], None] | None = None,
     timeout_s: float = 120.0,

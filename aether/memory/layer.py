@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
+from redisvl.index import AsyncSearchIndex
+from redisvl.query.filter import FilterExpression
 
 from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
+from aether.memory import vectors
 from aether.memory.embeddings import CachedEmbedder, Embedder, make_embedder
-from aether.store.state import Store
+from aether.memory.index import search_index
+from aether.store.state import Mutation, Store
 
 if TYPE_CHECKING:
     from aether.memory.qdrant_mirror import QdrantMirror
-
-VECTOR_DECIMALS = 6
 
 
 @dataclass
@@ -38,6 +40,7 @@ class MemoryLayer:
     embedder: CachedEmbedder | None = None
     mirror: QdrantMirror | None = None
     qdrant_search: bool = False
+    _indexes: dict[str, AsyncSearchIndex] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(
@@ -111,15 +114,52 @@ class MemoryLayer:
         return out
 
     async def attach_embeddings(self, docs: list[dict[str, Any]]) -> None:
-        """Give each document its content's vector, in one batch (no-op without embedder)."""
+        """Give each document its content's vector, in one batch (no-op without embedder).
+
+        The vector rides in ``doc["embedding"]`` until :meth:`put` stores it in its hash.
+        """
         if self.embedder is None or not docs:
             return
-        vectors = await self.embedder.embed_many([d["content"] for d in docs])
-        for doc, vector in zip(docs, vectors, strict=True):
-            # 6 decimals keep cosine ranking intact and halve the JSON text the journal holds
-            doc["embedding"] = [round(x, VECTOR_DECIMALS) for x in vector]
+        found = await self.embedder.embed_many([d["content"] for d in docs])
+        for doc, vector in zip(docs, found, strict=True):
+            doc[vectors.VECTOR_FIELD] = vector
         if self.mirror is not None:
             await self.mirror.upsert(docs)
+
+    def text_index(self) -> AsyncSearchIndex:
+        """The full-text index over the memory documents (not created)."""
+        if "text" not in self._indexes:
+            self._indexes["text"] = search_index(self.client, self.keys)
+        return self._indexes["text"]
+
+    def vector_index(self) -> AsyncSearchIndex | None:
+        """The vector index (not created); ``None`` without an embedder."""
+        if self.embedder is None:
+            return None
+        dims, datatype = self.embedder.dims, self.settings.vector_datatype
+        name = f"vectors:{dims}:{datatype}"  # the embedder may be swapped (benches do)
+        if name not in self._indexes:
+            self._indexes[name] = vectors.vector_index(self.client, self.keys, dims, datatype)
+        return self._indexes[name]
+
+    async def nearest(
+        self, vector: list[float], flt: FilterExpression | None, num: int
+    ) -> list[tuple[str, float]]:
+        """The ``num`` memories nearest ``vector`` (document key, cosine similarity)."""
+        index = self.vector_index()
+        if index is None:
+            return []
+        return await vectors.nearest(
+            index, self.keys, vector, flt, num, self.settings.vector_datatype
+        )
+
+    def put(self, m: Mutation, key: str, doc: dict[str, Any]) -> Mutation:
+        """Add the writes of a memory document (and its vector, if it has one) to ``m``."""
+        return vectors.put(m, self.keys, key, doc, self.settings.vector_datatype)
+
+    def remove(self, m: Mutation, key: str) -> Mutation:
+        """Add the deletion of a memory document and its vector to ``m``."""
+        return vectors.remove(m, self.keys, key)
 
     async def embed(self, text: str) -> list[float] | None:
         """The text's vector, or ``None`` without an embedder."""

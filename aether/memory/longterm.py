@@ -70,7 +70,7 @@ class LongTermMemory:
             timestamp=timestamp,
         )
         await self.layer.attach_embeddings([doc])
-        m = Mutation().json_set(self.keys.longterm(doc["id"]), doc)
+        m = self.layer.put(Mutation(), self.keys.longterm(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         await self.layer.store.apply(m, "memory.longterm.add")
         return doc
@@ -96,7 +96,7 @@ class LongTermMemory:
     async def delete(self, memory_id: str) -> None:
         """Delete one memory (journaled: a rollback restores it)."""
         doc = await self.get(memory_id)
-        m = Mutation().delete(self.keys.longterm(memory_id))
+        m = self.layer.remove(Mutation(), self.keys.longterm(memory_id))
         count_ops(m, self.keys, [doc], sign=-1)
         await self.layer.store.apply(m, "memory.longterm.delete")
 
@@ -116,7 +116,7 @@ class LongTermMemory:
             m = Mutation()
             batch = [self.keys.longterm(i) for i in ids[start : start + FLUSH_BATCH]]
             for key in batch:
-                m.delete(key)
+                self.layer.remove(m, key)
             docs = await self.layer.get_docs(batch, ("kind", "tags"))
             count_ops(m, self.keys, [d for d in docs if d], sign=-1)
             await self.layer.store.apply(m, "memory.longterm.flush", actor)

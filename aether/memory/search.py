@@ -24,15 +24,17 @@ from typing import Any
 import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
-from redisvl.query import TextQuery, VectorQuery
+from redisvl.query import TextQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from aether.memory.daily import DailyLog
-from aether.memory.index import ensure_index, search_index
+from aether.memory.index import ensure_index
 from aether.memory.layer import MemoryLayer
+from aether.memory.migration import migrate_vectors
 from aether.memory.records import HIT_FIELDS, check_kind, check_source, check_tags, check_timestamp
 from aether.memory.scopes import check_scope
 from aether.memory.stopwords import STOPWORDS
+from aether.memory.vectors import ensure_vector_index
 
 log = structlog.get_logger(__name__)
 _fallback_logged = False
@@ -115,17 +117,25 @@ class MemorySearch:
     def __init__(self, layer: MemoryLayer, alpha: float | None = None):
         self.layer = layer
         self.alpha = layer.settings.vector_alpha if alpha is None else alpha
-        dims = layer.embedder.dims if layer.embedder else None
-        self.index = search_index(layer.client, layer.keys, dims)
+        self.index = layer.text_index()
 
     async def ensure_index(self, percent: Callable[[float], None] | None = None) -> None:
-        """Create (or rebuild) the index for the configured embedder.
+        """Create (or rebuild) the indexes, moving vectors of an older layout first.
 
         Args:
             percent: told how much of the existing memories a new index has scanned.
         """
-        dims = self.layer.embedder.dims if self.layer.embedder else None
-        self.index = await ensure_index(self.layer.client, self.layer.keys, dims, percent)
+        layer = self.layer
+        await migrate_vectors(layer)
+        self.index = await ensure_index(layer.client, layer.keys, percent)
+        if layer.embedder is not None:
+            await ensure_vector_index(
+                layer.client,
+                layer.keys,
+                layer.embedder.dims,
+                layer.settings.vector_datatype,
+                percent,
+            )
 
     async def search(
         self,
@@ -192,10 +202,7 @@ class MemorySearch:
         if vector is not None and self.layer.qdrant_search and self.layer.mirror is not None:
             tasks["qdrant"] = self.layer.mirror.search(vector, pool, criteria)
         elif vector is not None:
-            knn = VectorQuery(
-                vector, "embedding", filter_expression=flt, num_results=pool, return_fields=[]
-            )
-            tasks["vector"] = self.index.search(knn.query, query_params=knn.params)
+            tasks["vector"] = self.layer.nearest(vector, flt, pool)
         results = await asyncio.gather(*tasks.values())
         for name, rows in zip(tasks, results, strict=True):
             if name == "qdrant":
@@ -203,7 +210,7 @@ class MemorySearch:
             elif name == "text":
                 out[name] = [(doc.id, float(doc.score)) for doc in rows.docs]
             else:
-                out[name] = [(doc.id, 1.0 - float(doc.vector_distance)) for doc in rows.docs]
+                out[name] = rows
         return out
 
     async def _rank(

@@ -302,7 +302,7 @@ def _creation(layer: MemoryLayer, docs: list[dict[str, Any]]) -> Mutation:
     m.ops += DailyLog(layer).mutation([d for d in docs if d["kind"] == "daily"]).ops
     longterm = [doc for doc in docs if doc["kind"] == "longterm"]
     for doc in longterm:
-        m.json_set(layer.keys.longterm(doc["id"]), doc)
+        layer.put(m, layer.keys.longterm(doc["id"]), doc)
     count_ops(m, layer.keys, longterm)
     return m
 

@@ -1,0 +1,223 @@
+"""Compact vectors: one binary HASH per memory, beside its JSON document.
+
+RedisJSON holds a float array at about 37 bytes an element and the journal kept a text
+copy of it: a 384-d vector cost ~18 KB. Here a memory's vector lives in
+``ns:vec:<document key>`` as raw float32 (or float16, ``AETHER_MEMORY__VECTOR_DATATYPE``)
+bytes, with copies of the fields vector search filters on, under its own HNSW index
+``ns:memory:idx:vectors`` (what redisvl and agent-memory-server index). The JSON document
+keeps everything else and stays under the full-text index. Both keys change in the same
+journaled batch, so a rollback restores them together; the journal holds the vector as
+bytes.
+
+A filter field that changes on a document (a belief's status) is copied to its vector
+hash in the same batch (:func:`refilter`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import numpy as np
+import structlog
+from redis.asyncio import Redis
+from redisvl.index import AsyncSearchIndex
+from redisvl.query import VectorQuery
+from redisvl.query.filter import FilterExpression
+
+from aether.codec import text
+from aether.keys import Keyspace
+from aether.memory.index import TAG_SEPARATOR, wait_indexed
+from aether.store.state import Arg, Mutation
+
+__all__ = [
+    "FILTER_FIELDS",
+    "VECTOR_FIELD",
+    "VectorDatatype",
+    "decode",
+    "encode",
+    "ensure_vector_index",
+    "nearest",
+    "put",
+    "refilter",
+    "remove",
+    "store_vector",
+    "stored_datatype",
+    "vector_index",
+]
+
+log = structlog.get_logger(__name__)
+
+VectorDatatype = Literal["float32", "float16"]
+VECTOR_FIELD = "embedding"
+# what a filtered KNN needs (search.build_filter and the belief neighbours' status)
+TAG_FIELDS: tuple[str, ...] = ("kind", "source", "tags", "session", "status", "scope")
+FILTER_FIELDS: tuple[str, ...] = (*TAG_FIELDS, "timestamp")
+_LITTLE_ENDIAN = {"float32": "<f4", "float16": "<f2"}
+
+
+def encode(vector: list[float], datatype: VectorDatatype = "float32") -> bytes:
+    """The vector as the index stores it (little-endian floats)."""
+    return np.asarray(vector, dtype=_LITTLE_ENDIAN[datatype]).tobytes()
+
+
+def decode(blob: bytes, datatype: VectorDatatype = "float32") -> list[float]:
+    """The floats of a stored vector."""
+    return [float(x) for x in np.frombuffer(blob, dtype=_LITTLE_ENDIAN[datatype])]
+
+
+def stored_datatype(blob: bytes, dims: int | None) -> VectorDatatype | None:
+    """The datatype a stored vector of ``dims`` floats was written in (``None``: unknown)."""
+    if dims is None:
+        return None
+    if len(blob) == 4 * dims:
+        return "float32"
+    if len(blob) == 2 * dims:
+        return "float16"
+    return None
+
+
+def _filter_values(doc: Mapping[str, Any]) -> dict[str, Arg]:
+    values: dict[str, Arg] = {}
+    for name in TAG_FIELDS:
+        value = doc.get(name)
+        if name == "tags":
+            if value:
+                values[name] = TAG_SEPARATOR.join(str(t) for t in value)
+        elif isinstance(value, str) and value:
+            values[name] = value
+    if doc.get("timestamp") is not None:
+        values["timestamp"] = float(doc["timestamp"])
+    return values
+
+
+def put(
+    m: Mutation,
+    keys: Keyspace,
+    key: str,
+    doc: dict[str, Any],
+    datatype: VectorDatatype = "float32",
+) -> Mutation:
+    """Write a memory document; its ``embedding`` (if any) goes to its vector hash.
+
+    The document is written without the embedding; ``doc`` itself is left unchanged.
+    """
+    vector = doc.get(VECTOR_FIELD)
+    stored = {k: v for k, v in doc.items() if k != VECTOR_FIELD}
+    m.json_set(key, stored)
+    if vector:
+        store_vector(m, keys, key, vector, doc, datatype)
+    return m
+
+
+def store_vector(
+    m: Mutation,
+    keys: Keyspace,
+    key: str,
+    vector: list[float],
+    doc: Mapping[str, Any],
+    datatype: VectorDatatype = "float32",
+) -> Mutation:
+    """Write the vector hash of document ``key`` (filter fields copied from ``doc``)."""
+    m.delete(keys.vector(key))  # no field of an older version survives
+    return m.hset(keys.vector(key), {VECTOR_FIELD: encode(vector, datatype), **_filter_values(doc)})
+
+
+def remove(m: Mutation, keys: Keyspace, key: str) -> Mutation:
+    """Delete a memory document and its vector."""
+    return m.delete(key).delete(keys.vector(key))
+
+
+def refilter(m: Mutation, keys: Keyspace, key: str, **fields: str) -> Mutation:
+    """Copy changed filter fields (e.g. ``status``) of a document to its vector hash.
+
+    Only for documents that have a vector (the hash is created otherwise).
+    """
+    unknown = set(fields) - set(TAG_FIELDS)
+    if unknown:
+        raise ValueError(f"not filter fields: {sorted(unknown)}")
+    return m.hset(keys.vector(key), dict(fields))
+
+
+def schema(keys: Keyspace, dims: int, datatype: VectorDatatype) -> dict[str, Any]:
+    """The redisvl schema of the vector index."""
+    fields: list[dict[str, Any]] = [
+        {"name": name, "type": "tag", "attrs": {"separator": TAG_SEPARATOR}} for name in TAG_FIELDS
+    ]
+    fields.append({"name": "timestamp", "type": "numeric"})
+    fields.append(
+        {
+            "name": VECTOR_FIELD,
+            "type": "vector",
+            "attrs": {
+                "algorithm": "hnsw",
+                "dims": dims,
+                "distance_metric": "cosine",
+                "datatype": datatype,
+            },
+        }
+    )
+    return {
+        "index": {
+            "name": keys.vector_index(),
+            "prefix": keys.vector_prefix(),
+            "storage_type": "hash",
+        },
+        "fields": fields,
+    }
+
+
+def vector_index(
+    client: Redis, keys: Keyspace, dims: int, datatype: VectorDatatype = "float32"
+) -> AsyncSearchIndex:
+    """The vector index object (not created)."""
+    return AsyncSearchIndex.from_dict(schema(keys, dims, datatype), redis_client=client)
+
+
+async def ensure_vector_index(
+    client: Redis,
+    keys: Keyspace,
+    dims: int,
+    datatype: VectorDatatype = "float32",
+    percent: Callable[[float], None] | None = None,
+) -> AsyncSearchIndex:
+    """Create the vector index if missing, rebuild it if its schema changed; idempotent."""
+    wanted = schema(keys, dims, datatype)
+    fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+    index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
+    exists = await index.exists()
+    current = await client.get(keys.vector_index_schema())
+    if exists and current is not None and text(current) == fingerprint:
+        return index
+    if exists:
+        log.info("vector index schema changed; rebuilding", index=keys.vector_index())
+        await index.delete(drop=False)
+    await index.create(overwrite=False)
+    await client.set(keys.vector_index_schema(), fingerprint)
+    await wait_indexed(index, percent)
+    return index
+
+
+async def nearest(
+    index: AsyncSearchIndex,
+    keys: Keyspace,
+    vector: list[float],
+    flt: FilterExpression | None,
+    num: int,
+    datatype: VectorDatatype = "float32",
+) -> list[tuple[str, float]]:
+    """The ``num`` nearest memories: (document key, cosine similarity), best first."""
+    knn = VectorQuery(
+        vector,
+        VECTOR_FIELD,
+        filter_expression=flt,
+        num_results=num,
+        return_fields=[],
+        dtype=datatype,
+    )
+    rows = await index.search(knn.query, query_params=knn.params)
+    return [
+        (keys.document_of_vector(doc.id), 1.0 - float(doc.vector_distance)) for doc in rows.docs
+    ]
