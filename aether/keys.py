@@ -1,7 +1,7 @@
 """The keyspace: every Redis key and index name aether uses, built from the namespace.
 
 No other module spells a key. A person can find any state with ``redis-cli`` by reading
-this file (or ``docs/keyspace.md``, which mirrors it).
+this file (or the README's keyspace table, which mirrors it).
 
 For Redis Cluster, give the namespace a hash tag (``AETHER_NAMESPACE={aether}``): every key
 of one agent then hashes to one slot, so multi-key scripts stay legal.
@@ -174,17 +174,6 @@ class Keyspace:
     def embedding_cache(self) -> str:
         """Name (key prefix) of redisvl's embeddings cache; entries have a 30-day TTL."""
         return self._k("embcache")
-
-    def memory_prefixes(self) -> list[str]:
-        """Key prefixes of the documents the memory index covers."""
-        return [
-            self._k("daily", "entry", ""),
-            self._k("longterm", ""),
-            self._k("belief", ""),
-            self._k("event", ""),
-            self._k("decision", ""),
-            self._k("failure", ""),
-        ]
 
     # relational memory (seeds 000 and 003)
     def event(self, event_id: str) -> str:

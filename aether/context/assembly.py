@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import structlog
@@ -34,6 +33,7 @@ from aether.memory.archetypes.base import Archetype
 from aether.memory.beliefs import effective_confidence
 from aether.memory.chat import ChatSessions
 from aether.memory.layer import MemoryLayer
+from aether.memory.records import MemoryDoc
 from aether.memory.search import MemorySearch, SearchHit
 from aether.memory.topics import MemoryIndex
 from aether.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
@@ -103,7 +103,7 @@ class ScoredMemory:
     relevance: float
     recency: float
     importance: float
-    doc: dict[str, Any] = field(repr=False, default_factory=dict)
+    doc: MemoryDoc = field(repr=False, default_factory=lambda: MemoryDoc())
     uncertain: bool = False
 
 

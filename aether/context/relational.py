@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from aether.memory.archetypes.base import Archetype, ContextStrategy
 from aether.memory.decisions import FailureMemory, pattern_line
 from aether.memory.events import Events
 from aether.memory.graph import Graph
 from aether.memory.layer import MemoryLayer
+from aether.memory.records import MemoryDoc
 from aether.memory.search import query_tokens
 from aether.tokens import count_tokens, truncate_to_tokens
 
@@ -107,7 +107,7 @@ async def graph_context(
         _fill("Known failure patterns", [pattern_line(p) for p in patterns], min(budget // 5, 200)),
     )
 
-    recent: list[dict[str, Any]] = []
+    recent: list[MemoryDoc] = []
     if session:
         recent = await Events(layer, archetype).recent(session, 30)
     scored = sorted(

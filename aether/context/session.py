@@ -26,6 +26,7 @@ from aether.errors import AetherError
 from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
+from aether.memory.records import DailyEntry
 from aether.store.safety import Checkpointer
 from aether.store.state import Mutation
 from aether.tokens import count_messages, truncate_to_tokens
@@ -262,10 +263,10 @@ class SessionWindow:
         self.chats.window_state_ops(m, self.session, view.fields())
         await self.layer.store.apply(m, reason, self.actor)
 
-    def _memory_docs(self, evicted: list[Unit]) -> list[dict[str, Any]]:
+    def _memory_docs(self, evicted: list[Unit]) -> list[DailyEntry]:
         """Daily entries for evicted messages: one per message, one per tool call."""
         limit_bytes = self.layer.settings.max_content_bytes
-        docs = []
+        docs: list[DailyEntry] = []
         for unit in evicted:
             head = unit[0]
             role = head.get("role")

@@ -25,6 +25,7 @@ from aether.interfaces.common import (
 )
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.beliefs import Beliefs, BeliefStatus
+from aether.memory.records import MemoryDoc
 from aether.memory.tasks import Tasks, TaskStatus
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
@@ -56,7 +57,7 @@ async def beliefs(st: AppState) -> AsyncIterator[Beliefs]:
                 await llm.aclose()
 
 
-BELIEF_COLUMNS: list[Column[dict[str, Any]]] = [
+BELIEF_COLUMNS: list[Column[MemoryDoc]] = [
     Column("id", lambda b: b["id"], whole=True),
     Column("confidence", lambda b: f"{b['effective_confidence']:.2f}", justify="right"),
     Column("status", lambda b: b.get("status")),
@@ -120,7 +121,7 @@ def belief_list(
     """Beliefs, highest effective confidence first."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[MemoryDoc]:
         async with beliefs(st) as b:
             return await b.select(None if status == "all" else status)
 
@@ -174,7 +175,7 @@ def belief_forget(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) ->
     """Forget a belief (soft: it stays in history, never reaches a context)."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> MemoryDoc:
         async with beliefs(st) as b:
             return await b.forget(belief_id)
 
@@ -243,7 +244,7 @@ def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Open questions: beliefs held with confidence under 0.5."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[MemoryDoc]:
         async with beliefs(st) as b:
             return await b.questions()
 

@@ -35,7 +35,7 @@ from aether.memory.daily import DailyLog
 from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
-from aether.memory.records import Kind, Source, public
+from aether.memory.records import DailyEntry, Kind, LongTermRecord, MemoryDoc, Source, public
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
 
@@ -122,7 +122,7 @@ def log_(
     """Write a daily log entry."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> DailyEntry:
         async with memory(st) as layer:
             return await DailyLog(layer).log(content, source, tags or [], score, session)
 
@@ -145,7 +145,7 @@ def day(
 
         fail(f"{when!r} is not a date (YYYY-MM-DD)", st.json, kind="invalid")
 
-    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
+    async def body() -> tuple[list[MemoryDoc], ZoneInfo]:
         async with memory(st) as layer:
             zone = await read_operator_zone(layer.client, layer.keys)
             return await DailyLog(layer).list_day(target), zone
@@ -295,7 +295,7 @@ def longterm_add(
     """Store a long-term memory."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> LongTermRecord:
         async with memory(st) as layer:
             return await LongTermMemory(layer).add(content, "user", tags or [], score)
 

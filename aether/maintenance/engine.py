@@ -36,6 +36,7 @@ from aether.memory.beliefs import Beliefs
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import build_memory
+from aether.memory.records import MemoryDoc
 from aether.memory.topics import count_ops
 from aether.store.lock import StateLock
 from aether.store.state import Mutation
@@ -77,7 +78,7 @@ class MaintenanceReport:
         return asdict(self)
 
 
-def _entry_messages(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _entry_messages(docs: list[MemoryDoc]) -> list[dict[str, Any]]:
     """Daily entries as messages for the summarizer."""
     return [
         {
@@ -151,7 +152,7 @@ class MaintenanceEngine:
         log.info("maintenance", dry_run=dry_run, steps={s.name: s.changed for s in report.steps})
         return report
 
-    async def _summary(self, docs: list[dict[str, Any]], instruction: str) -> str:
+    async def _summary(self, docs: list[MemoryDoc], instruction: str) -> str:
         """An LLM summary of ``docs``, or the extractive one."""
         if self.llm is not None:
             lines = "\n".join(f"- {d.get('content', '')}" for d in docs)

@@ -34,6 +34,7 @@ from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.query import TextQuery
 from redisvl.query.filter import Tag
+from typing_extensions import TypedDict
 
 from aether.codec import text, texts
 from aether.config import BeliefSettings
@@ -42,7 +43,7 @@ from aether.ids import new_id, resolve_prefix
 from aether.llm import TextModel
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import base_record
+from aether.memory.records import DailyEntry, MemoryDoc, base_record
 from aether.memory.search import query_tokens
 from aether.memory.stopwords import STOPWORDS
 from aether.memory.topics import count_ops
@@ -90,7 +91,7 @@ _NEGATIONS = frozenset(
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
-def effective_confidence(doc: dict[str, Any], now: float, half_life_days: float) -> float:
+def effective_confidence(doc: MemoryDoc, now: float, half_life_days: float) -> float:
     """Base confidence decayed by the time since the last reinforcement."""
     base = float(doc.get("confidence", 0.0))
     since = max(0.0, now - float(doc.get("reinforced_at", doc.get("timestamp", now))))
@@ -136,16 +137,24 @@ class Outcome:
     """What ``remember`` did with one extracted belief."""
 
     action: str  # created | reinforced | superseded
-    belief: dict[str, Any]
-    previous: dict[str, Any] | None = None
+    belief: MemoryDoc
+    previous: MemoryDoc | None = None
     similarity: float = 0.0
+
+
+class Extracted(TypedDict):
+    """One belief found in a statement (by the LLM, or the statement itself)."""
+
+    statement: str
+    type: str
+    tags: list[str]
 
 
 @dataclass
 class RememberReport:
     """What one ``remember`` call did."""
 
-    entry: dict[str, Any]
+    entry: DailyEntry
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -167,13 +176,13 @@ class Beliefs:
         self.llm = llm
         self.index = layer.text_index()
 
-    def effective(self, doc: dict[str, Any], now: float | None = None) -> float:
+    def effective(self, doc: MemoryDoc, now: float | None = None) -> float:
         """The belief's effective confidence now."""
         return effective_confidence(doc, now or time.time(), self.settings.half_life_days)
 
     # ------------------------------------------------------------------ reading
 
-    async def get(self, id_or_prefix: str) -> dict[str, Any]:
+    async def get(self, id_or_prefix: str) -> MemoryDoc:
         """One belief by id or unique prefix.
 
         Raises:
@@ -199,7 +208,7 @@ class Beliefs:
 
     async def select(
         self, status: str | None = "active", now: float | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryDoc]:
         """Beliefs (of one status, or all with ``None``), highest effective confidence first.
 
         Each carries ``effective_confidence``.
@@ -209,7 +218,7 @@ class Beliefs:
                 f"unknown status {status!r}: use one of {', '.join(STATUSES)}"
             )
         keys = [self.keys.belief(i) for i in await self.ids()]
-        docs: list[dict[str, Any]] = []
+        docs: list[MemoryDoc] = []
         for start in range(0, len(keys), 500):
             docs += [
                 d for d in await self.layer.get_docs(keys[start : start + 500], BELIEF_FIELDS) if d
@@ -221,13 +230,13 @@ class Beliefs:
         out.sort(key=lambda d: d["effective_confidence"], reverse=True)
         return out
 
-    async def history(self, id_or_prefix: str) -> list[dict[str, Any]]:
+    async def history(self, id_or_prefix: str) -> list[dict[str, object]]:
         """The belief's changes, oldest first."""
         belief = await self.get(id_or_prefix)
         raw = await self.layer.client.lrange(self.keys.belief_history(belief["id"]), 0, -1)
         return [json.loads(item) for item in texts(raw)]
 
-    async def questions(self, now: float | None = None) -> list[dict[str, Any]]:
+    async def questions(self, now: float | None = None) -> list[MemoryDoc]:
         """Open questions: active beliefs whose effective confidence is under 0.5."""
         return [
             b
@@ -237,7 +246,7 @@ class Beliefs:
 
     async def similar(
         self, statement: str, vector: list[float] | None, limit: int = NEIGHBOURS
-    ) -> list[tuple[dict[str, Any], float]]:
+    ) -> list[tuple[MemoryDoc, float]]:
         """The most similar active beliefs, with their similarity (cosine, or lexical)."""
         active = (Tag("kind") == "belief") & (Tag("status") == "active")
         try:
@@ -305,9 +314,9 @@ class Beliefs:
             report.outcomes.append(await self._fold(extracted, entry["id"], tags or [], when))
         return report
 
-    async def _extract(self, statement: str) -> list[dict[str, Any]]:
+    async def _extract(self, statement: str) -> list[Extracted]:
         """Beliefs in the text: the LLM's fact (+ insight), or the text itself as a fact."""
-        fallback = [{"statement": statement.strip(), "type": "fact", "tags": []}]
+        fallback: list[Extracted] = [{"statement": statement.strip(), "type": "fact", "tags": []}]
         if self.llm is None:
             return fallback
         prompt = (
@@ -322,10 +331,10 @@ class Beliefs:
         except (LLMError, ValueError) as e:
             log.info("belief extraction fell back to the statement itself", error=str(e))
             return fallback
-        out = []
+        out: list[Extracted] = []
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and str(item.get("statement", "")).strip():
-                kind = item.get("type") if item.get("type") in TYPES else "fact"
+                kind = str(item["type"]) if item.get("type") in TYPES else "fact"
                 tags = [str(t)[:64] for t in item.get("tags", []) if str(t).strip()][:5]
                 out.append(
                     {"statement": str(item["statement"]).strip(), "type": kind, "tags": tags}
@@ -349,7 +358,7 @@ class Beliefs:
         return heuristic_contradiction(old, new)
 
     async def _fold(
-        self, extracted: dict[str, Any], evidence: str, tags: list[str], now: float
+        self, extracted: Extracted, evidence: str, tags: list[str], now: float
     ) -> Outcome:
         statement = extracted["statement"]
         vector = await self.layer.embed(statement)
@@ -383,7 +392,7 @@ class Beliefs:
         tags: list[str],
         now: float,
         supersedes: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> MemoryDoc:
         topic = list(dict.fromkeys([*tags, *keyword_tags(statement)]))[:8]
         doc = base_record(
             "belief",
@@ -415,10 +424,10 @@ class Beliefs:
 
     async def _write_new(
         self,
-        doc: dict[str, Any],
+        doc: MemoryDoc,
         vector: list[float] | None,
         now: float,
-        superseding: dict[str, Any] | None = None,
+        superseding: MemoryDoc | None = None,
         similarity: float = 0.0,
     ) -> None:
         if vector is not None:
@@ -449,7 +458,7 @@ class Beliefs:
             )
         await self.layer.store.apply(m, "belief.create")
 
-    def _status_ops(self, m: Mutation, doc: dict[str, Any], status: str) -> None:
+    def _status_ops(self, m: Mutation, doc: MemoryDoc, status: str) -> None:
         key = self.keys.belief(doc["id"])
         m.json_set(key, status, "$.status")
         if self.layer.embedder is not None:
@@ -458,8 +467,8 @@ class Beliefs:
             count_ops(m, self.keys, [{"kind": "belief", "tags": doc.get("tags", [])}], sign=-1)
 
     async def _reinforce(
-        self, doc: dict[str, Any], evidence: str, now: float, similarity: float
-    ) -> dict[str, Any]:
+        self, doc: MemoryDoc, evidence: str, now: float, similarity: float
+    ) -> MemoryDoc:
         confidence = min(1.0, self.effective(doc, now) + self.settings.reinforce_step)
         key = self.keys.belief(doc["id"])
         m = Mutation()
@@ -484,7 +493,7 @@ class Beliefs:
             "evidence": [*doc.get("evidence", []), evidence],
         }
 
-    async def forget(self, id_or_prefix: str, now: float | None = None) -> dict[str, Any]:
+    async def forget(self, id_or_prefix: str, now: float | None = None) -> MemoryDoc:
         """Soft-delete a belief (status ``forgotten``); it never reaches a context again.
 
         Raises:
@@ -517,7 +526,7 @@ class Beliefs:
             await self.layer.store.apply(m, "belief.prune")
         return [d["id"] for d in doomed]
 
-    async def reflect(self, now: float | None = None) -> dict[str, Any]:
+    async def reflect(self, now: float | None = None) -> dict[str, object]:
         """Near-duplicate clusters and stale beliefs (a report; nothing changes)."""
         when = now or time.time()
         active = await self.select("active", when)
@@ -538,7 +547,7 @@ class Beliefs:
         stale = [d["id"] for d in active if d["effective_confidence"] < self.settings.uncertain_at]
         return {"duplicates": clusters, "stale": stale, "active": len(active)}
 
-    async def stats(self, now: float | None = None) -> dict[str, Any]:
+    async def stats(self, now: float | None = None) -> dict[str, object]:
         """Counts by status and type, mean effective confidence, open questions."""
         every = await self.select(None, now)
         active = [b for b in every if b.get("status") == "active"]

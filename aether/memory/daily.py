@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
-from typing import Any
 
 from aether.codec import texts
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import base_record, day_of
+from aether.memory.records import DailyEntry, MemoryDoc, base_record, day_of
 from aether.memory.topics import count_ops
 from aether.store.state import Mutation
 
@@ -23,7 +23,7 @@ def build_entry(
     session: str | None = None,
     timestamp: datetime | float | None = None,
     entry_id: str | None = None,
-) -> dict[str, Any]:
+) -> DailyEntry:
     """A validated daily entry document (without its embedding)."""
     doc = base_record(
         "daily",
@@ -55,7 +55,7 @@ class DailyLog:
         score: float = 0.5,
         session: str | None = None,
         timestamp: datetime | float | None = None,
-    ) -> dict[str, Any]:
+    ) -> DailyEntry:
         """Write an entry (one journaled round trip, plus embedding when configured).
 
         Raises:
@@ -75,7 +75,7 @@ class DailyLog:
         await self.layer.store.apply(self.mutation([doc]), "memory.log")
         return doc
 
-    def mutation(self, docs: list[dict[str, Any]]) -> Mutation:
+    def mutation(self, docs: Sequence[DailyEntry]) -> Mutation:
         """The ops that write entries and append them to their days, in order."""
         m = Mutation()
         by_day: dict[str, list[str]] = {}
@@ -87,7 +87,7 @@ class DailyLog:
         count_ops(m, self.keys, docs)
         return m
 
-    def removal(self, day: date, docs: list[dict[str, Any]], *, whole_day: bool) -> Mutation:
+    def removal(self, day: date, docs: Sequence[DailyEntry], *, whole_day: bool) -> Mutation:
         """The ops that delete ``docs`` of ``day`` (and the day's list when ``whole_day``)."""
         m = Mutation()
         for doc in docs:
@@ -101,16 +101,16 @@ class DailyLog:
         """Entry ids of a day, chronological."""
         return texts(await self.layer.client.lrange(self.keys.daily(day), 0, -1))
 
-    async def list_day(self, day: date) -> list[dict[str, Any]]:
+    async def list_day(self, day: date) -> list[MemoryDoc]:
         """The entries of a day, chronological."""
         ids = await self.ids(day)
         docs = await self.layer.get_docs([self.keys.daily_entry(i) for i in ids])
         return [d for d in docs if d is not None]
 
-    async def recent(self, days: int) -> list[dict[str, Any]]:
+    async def recent(self, days: int) -> list[MemoryDoc]:
         """Entries of the last ``days`` days (today included), oldest first."""
         today = datetime.now(UTC).date()
-        out: list[dict[str, Any]] = []
+        out: list[MemoryDoc] = []
         for offset in range(days - 1, -1, -1):
             out.extend(await self.list_day(date.fromordinal(today.toordinal() - offset)))
         return out

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.patterns import pattern_key
-from aether.memory.records import base_record
+from aether.memory.records import Decision, Failure, MemoryDoc, base_record
 from aether.memory.scopes import check_scope
 from aether.memory.topics import count_ops
 from aether.store.state import Mutation
@@ -45,7 +45,7 @@ class DecisionMemory:
         outcome: str = "pending",
         scope: str | None = None,
         tags: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Decision:
         """Store a decision.
 
         Raises:
@@ -102,7 +102,7 @@ class DecisionMemory:
         )
         await self.layer.store.apply(m, "decision.outcome")
 
-    async def list(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    async def list(self, scope: str | None = None, limit: int = 50) -> list[MemoryDoc]:
         """Decisions (of a scope), newest first."""
         wanted = check_scope(scope) if scope else None
         prefix = self.keys.decision("")
@@ -130,7 +130,7 @@ class DecisionMemory:
 class FailureRecorded:
     """What recording a failure did."""
 
-    failure: dict[str, Any]
+    failure: Failure
     pattern: str
     occurrences: int
     detected: bool  # this occurrence is the one that makes it a known pattern
@@ -210,7 +210,7 @@ class FailureMemory:
 
     async def patterns(
         self, min_count: int = DETECT_AT, scope: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, str | int]]:
         """Known patterns (seen at least ``min_count`` times), most frequent first."""
         keys = texts(
             await self.layer.client.zrevrangebyscore(
@@ -222,7 +222,7 @@ class FailureMemory:
             pipe.hgetall(self.keys.failure_pattern(key))
         out = []
         for raw in await pipe.execute():
-            doc: dict[str, Any] = {text(k): text(v) for k, v in byte_map(raw).items()}
+            doc: dict[str, str | int] = {text(k): text(v) for k, v in byte_map(raw).items()}
             if not doc:
                 continue
             doc["count"] = int(doc["count"])
@@ -232,7 +232,7 @@ class FailureMemory:
         return out
 
 
-def pattern_line(pattern: dict[str, Any]) -> str:
+def pattern_line(pattern: Mapping[str, object]) -> str:
     """One known pattern as a context line."""
     return (
         f"- {pattern['key']} ({pattern['count']} occurrences): "

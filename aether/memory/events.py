@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from aether.codec import texts
 from aether.errors import InvalidOperationError, NotFoundError
@@ -21,7 +21,7 @@ from aether.ids import check_id
 from aether.memory.archetypes.base import Archetype, run_extractors
 from aether.memory.graph import EntityIn, Graph, RelationIn
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import base_record, check_timestamp
+from aether.memory.records import Event, MemoryDoc, base_record, check_timestamp
 from aether.memory.scopes import check_scope
 from aether.memory.topics import count_ops
 
@@ -35,12 +35,12 @@ TEXT_CHARS = 4000
 class Recorded:
     """What ``record`` stored."""
 
-    event: dict[str, Any]
+    event: Event
     entities: list[EntityIn] = field(default_factory=list)
     relations: list[RelationIn] = field(default_factory=list)
 
 
-def event_text(kind: str, summary: str | None, payload: dict[str, Any]) -> str:
+def event_text(kind: str, summary: str | None, payload: Mapping[str, object]) -> str:
     """The searchable text of an event."""
     parts = [summary] if summary else []
     for key in ("path", "message", "command", "query", "text"):
@@ -63,7 +63,7 @@ class Events:
         self,
         kind: str,
         *,
-        payload: dict[str, Any] | None = None,
+        payload: Mapping[str, object] | None = None,
         summary: str | None = None,
         actor: str = "agent",
         session: str = "main",
@@ -135,7 +135,7 @@ class Events:
         doc.pop("embedding", None)
         return Recorded(doc, entities, relations)
 
-    async def get(self, event_id: str) -> dict[str, Any]:
+    async def get(self, event_id: str) -> MemoryDoc:
         """One event.
 
         Raises:
@@ -147,7 +147,7 @@ class Events:
         doc.pop("embedding", None)
         return doc
 
-    async def chain(self, event_id: str) -> list[dict[str, Any]]:
+    async def chain(self, event_id: str) -> list[MemoryDoc]:
         """The causal chain ending at ``event_id``: the root first."""
         out = [await self.get(event_id)]
         while out[-1].get("parent") and len(out) < MAX_CHAIN:
@@ -156,7 +156,7 @@ class Events:
 
     async def recent(
         self, session: str, limit: int = 20, scopes: list[str] | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryDoc]:
         """The session's latest events, newest first."""
         ids = texts(
             await self.layer.client.zrevrange(self.keys.timeline(check_id(session)), 0, limit - 1)

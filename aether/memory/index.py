@@ -20,6 +20,7 @@ from redisvl.index import AsyncSearchIndex
 
 from aether.codec import text
 from aether.keys import Keyspace
+from aether.memory.records import memory_prefixes
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +52,7 @@ def schema(keys: Keyspace) -> dict[str, Any]:
     return {
         "index": {
             "name": keys.memory_index(),
-            "prefix": keys.memory_prefixes(),
+            "prefix": memory_prefixes(keys),
             "storage_type": "json",
         },
         "fields": fields,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from aether.keys import Keyspace
 from aether.memory import vectors
 from aether.memory.embeddings import CachedEmbedder, Embedder, make_embedder
 from aether.memory.index import search_index
+from aether.memory.records import MemoryDoc, MemoryRecord
 from aether.store.state import Mutation, Store
 
 if TYPE_CHECKING:
@@ -83,17 +84,24 @@ class MemoryLayer:
 
     async def get_docs(
         self, keys: list[str], fields: tuple[str, ...] | None = None
-    ) -> list[dict[str, Any] | None]:
-        """JSON documents by key (``None`` where missing), in one round trip.
+    ) -> list[MemoryDoc | None]:
+        """Memory documents by key (``None`` where missing), in one round trip.
 
-        With ``fields``, only those top-level fields are read (never a large embedding).
+        With ``fields``, only those top-level fields are read.
+        """
+        return await self.get_json(keys, fields)
+
+    async def get_json(self, keys: list[str], fields: tuple[str, ...] | None = None) -> list[Any]:
+        """JSON objects by key (``None`` where missing), in one round trip.
+
+        With ``fields``, only those top-level fields are read.
         """
         if not keys:
             return []
         if fields:
             paths = [f"$.{name}" for name in fields]
             replies = await self.client.fcall_ro("aether_get_fields", len(keys), *keys, *paths)
-            partial: list[dict[str, Any] | None] = []
+            partial: list[Any] = []
             for item in replies:
                 if not item:
                     partial.append(None)
@@ -104,7 +112,7 @@ class MemoryLayer:
                 partial.append({p[2:]: v[0] for p, v in values.items() if v})
             return partial
         raw = await command(self.client, "JSON.MGET", *keys, "$")
-        out: list[dict[str, Any] | None] = []
+        out: list[Any] = []
         for item in raw:
             if item is None:
                 out.append(None)
@@ -113,7 +121,7 @@ class MemoryLayer:
                 out.append(value[0] if isinstance(value, list) and value else None)
         return out
 
-    async def attach_embeddings(self, docs: list[dict[str, Any]]) -> None:
+    async def attach_embeddings(self, docs: Sequence[MemoryRecord]) -> None:
         """Give each document its content's vector, in one batch (no-op without embedder).
 
         The vector rides in ``doc["embedding"]`` until :meth:`put` stores it in its hash.
@@ -122,7 +130,7 @@ class MemoryLayer:
             return
         found = await self.embedder.embed_many([d["content"] for d in docs])
         for doc, vector in zip(docs, found, strict=True):
-            doc[vectors.VECTOR_FIELD] = vector
+            doc["embedding"] = vector
         if self.mirror is not None:
             await self.mirror.upsert(docs)
 
@@ -153,7 +161,7 @@ class MemoryLayer:
             index, self.keys, vector, flt, num, self.settings.vector_datatype
         )
 
-    def put(self, m: Mutation, key: str, doc: dict[str, Any]) -> Mutation:
+    def put(self, m: Mutation, key: str, doc: MemoryRecord) -> Mutation:
         """Add the writes of a memory document (and its vector, if it has one) to ``m``."""
         return vectors.put(m, self.keys, key, doc, self.settings.vector_datatype)
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from aether.codec import text
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import base_record
+from aether.memory.records import LongTermRecord, MemoryDoc, base_record
 from aether.memory.topics import count_ops
 from aether.store.safety import Checkpointer
 from aether.store.state import Mutation
@@ -27,7 +26,7 @@ def build_memory(
     sources: list[str] | None = None,
     timestamp: datetime | float | None = None,
     memory_id: str | None = None,
-) -> dict[str, Any]:
+) -> LongTermRecord:
     """A validated long-term memory document (without its embedding)."""
     doc = base_record(
         "longterm",
@@ -58,7 +57,7 @@ class LongTermMemory:
         score: float = 0.5,
         sources: list[str] | None = None,
         timestamp: datetime | float | None = None,
-    ) -> dict[str, Any]:
+    ) -> LongTermRecord:
         """Store a memory; ``sources`` are the daily entry ids it was distilled from."""
         doc = build_memory(
             self.layer,
@@ -75,7 +74,7 @@ class LongTermMemory:
         await self.layer.store.apply(m, "memory.longterm.add")
         return doc
 
-    async def get(self, memory_id: str) -> dict[str, Any]:
+    async def get(self, memory_id: str) -> MemoryDoc:
         """One memory.
 
         Raises:

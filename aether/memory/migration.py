@@ -24,6 +24,7 @@ from rich.progress import Progress
 from aether.codec import text
 from aether.memory import vectors
 from aether.memory.layer import MemoryLayer
+from aether.memory.records import memory_prefixes
 from aether.store.safety import Checkpointer
 from aether.store.state import Mutation
 
@@ -116,7 +117,7 @@ async def migrate_vectors(
     current = await layer.client.get(keys.memory_layout())
     if current is not None and text(current) == wanted:
         return 0
-    in_documents, documents = await _keys_with(layer, keys.memory_prefixes(), "$.embedding")
+    in_documents, documents = await _keys_with(layer, memory_prefixes(keys), "$.embedding")
     if not documents:
         return 0  # nothing to migrate; an empty namespace keeps no marker (writes nothing)
     in_hashes = await _other_datatype(layer)

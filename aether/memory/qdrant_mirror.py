@@ -11,6 +11,7 @@ a memory write.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -19,6 +20,7 @@ from qdrant_client.http.exceptions import ApiException, ResponseHandlingExceptio
 
 from aether.config import Settings
 from aether.keys import Keyspace
+from aether.memory.records import MemoryRecord, record_key
 
 log = structlog.get_logger(__name__)
 _NAMESPACE_UUID = uuid.UUID("6f7a2b4e-8d1c-4e5f-9a3b-2c1d0e9f8a7b")
@@ -28,19 +30,6 @@ PAYLOAD_FIELDS = ("id", "kind", "source", "tags", "session", "timestamp", "scope
 def point_id(doc_id: str) -> str:
     """The Qdrant point id of a memory document (a UUID derived from its id)."""
     return str(uuid.uuid5(_NAMESPACE_UUID, doc_id))
-
-
-def doc_key(keys: Keyspace, kind: str, doc_id: str) -> str:
-    """The Redis key of a memory document."""
-    builders = {
-        "daily": keys.daily_entry,
-        "longterm": keys.longterm,
-        "belief": keys.belief,
-        "event": keys.event,
-        "decision": keys.decision,
-        "failure": keys.failure,
-    }
-    return builders[kind](doc_id)
 
 
 class QdrantMirror:
@@ -78,13 +67,13 @@ class QdrantMirror:
             QdrantMirror._warned = True
             log.warning("Qdrant mirror unavailable; Redis keeps the vectors", error=str(error))
 
-    async def upsert(self, docs: list[dict[str, Any]]) -> None:
+    async def upsert(self, docs: Sequence[MemoryRecord]) -> None:
         """Write the documents' vectors (those that have one)."""
         points = [
             models.PointStruct(
-                id=point_id(d["id"]),
-                vector=d["embedding"],
-                payload={k: d.get(k) for k in PAYLOAD_FIELDS},
+                id=point_id(d.get("id", "")),
+                vector=d.get("embedding", []),
+                payload={k: v for k, v in d.items() if k in PAYLOAD_FIELDS},
             )
             for d in docs
             if d.get("embedding")
@@ -136,7 +125,9 @@ class QdrantMirror:
         for point in result.points:
             payload = point.payload or {}
             if payload.get("kind") and payload.get("id"):
-                out.append((doc_key(self.keys, payload["kind"], payload["id"]), float(point.score)))
+                out.append(
+                    (record_key(self.keys, payload["kind"], payload["id"]), float(point.score))
+                )
         return out
 
     async def close(self) -> None:

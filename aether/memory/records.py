@@ -1,7 +1,20 @@
-"""Validated memory records: what a daily entry or long-term memory document holds.
+"""Typed memory records and the one registry of memory kinds.
 
-Documents are RedisJSON values indexed by ``ns:memory:idx``; field names here are the
-index's field names.
+A record is a RedisJSON document indexed by ``ns:memory:idx``; its field names are the
+index's field names. Records are ``TypedDict``s, not pydantic models, by choice: they are
+read and written as plain JSON objects on the hot path (a search reads a shortlist of
+partial documents, the context assembler dozens), so a dict that mypy checks costs
+nothing at run time, while a model would be built and dumped at every hop. Validation
+happens where records enter: :func:`base_record` and the ``check_*`` functions (builders
+used by the CLI, MCP tools, runtime tools and maintenance), and pydantic's ``ImportLine``
+for import files.
+
+Each kind has its record type (:class:`DailyEntry`, :class:`LongTermRecord`,
+:class:`Belief`, :class:`Event`, :class:`Decision`, :class:`Failure`) over the fields
+every memory has (:class:`MemoryRecord`); :class:`MemoryDoc` is what a read returns (any
+kind, possibly only some fields). :data:`MEMORY_KINDS` is the registry: key builder,
+label, whether export/import carries the kind. Adding a kind is one entry there (and its
+name in :data:`Kind`).
 """
 
 from __future__ import annotations
@@ -10,10 +23,15 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Literal, cast, get_args
+
+from typing_extensions import TypedDict
 
 from aether.errors import InvalidOperationError
+from aether.keys import Keyspace
 
 Source = Literal["user", "agent", "system"]
 Kind = Literal["daily", "longterm", "belief", "event", "decision", "failure"]
@@ -63,11 +81,11 @@ def check_source(source: str) -> str:
     return source
 
 
-def check_kind(kind: str) -> str:
-    """One of daily, longterm, belief."""
-    if kind not in KINDS:
-        raise InvalidOperationError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
-    return kind
+def check_kind(kind: str) -> Kind:
+    """One of the memory kinds (``KINDS``)."""
+    if kind in KINDS:
+        return cast(Kind, kind)
+    raise InvalidOperationError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
 def check_tags(tags: list[str] | tuple[str, ...] | None) -> list[str]:
@@ -111,6 +129,136 @@ def content_hash(kind: str, content: str, source: str, tags: list[str], timestam
     return hashlib.sha1(payload.encode()).hexdigest()[:20]
 
 
+class MemoryRecord(TypedDict, total=False):
+    """The fields every memory document has (builders always set the first eight)."""
+
+    id: str
+    kind: Kind
+    content: str
+    source: str
+    tags: list[str]
+    score: float
+    timestamp: float
+    hash: str
+    session: str
+    scope: str
+    embedding: list[float]
+    """Only in flight, from ``attach_embeddings`` to ``put``: stored in the vector hash."""
+
+
+class DailyEntry(MemoryRecord, total=False):
+    """A daily log entry."""
+
+    day: str
+
+
+class LongTermRecord(MemoryRecord, total=False):
+    """A distilled long-term memory; ``sources`` are the entries it came from."""
+
+    sources: list[str]
+
+
+class Belief(MemoryRecord, total=False):
+    """A belief with its lifecycle (see ``aether.memory.beliefs``)."""
+
+    type: str
+    confidence: float
+    reinforced_at: float
+    status: str
+    evidence: list[str]
+    supersedes: str | None
+    superseded_by: str | None
+    effective_confidence: float
+    """Computed when read, never stored."""
+
+
+class Event(MemoryRecord, total=False):
+    """Something that happened in a session (seeds 000 and 003)."""
+
+    type: str
+    actor: str
+    payload: dict[str, object]
+    summary: str
+    outcome: str
+    parent: str
+    duration_ms: float | None
+    keywords: list[str]
+
+
+class Decision(MemoryRecord, total=False):
+    """A decision and how it turned out."""
+
+    title: str
+    choice: str
+    rationale: str
+    outcome: str
+    outcome_note: str
+
+
+class Failure(MemoryRecord, total=False):
+    """A failure, grouped by its pattern key."""
+
+    error: str
+    context: str
+    pattern: str
+    event: str
+
+
+class MemoryDoc(DailyEntry, LongTermRecord, Belief, Event, Decision, Failure, total=False):
+    """A memory document as read: any kind, and only the fields asked for."""
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One memory kind in the registry.
+
+    Attributes:
+        name: the ``kind`` field's value.
+        label: how people are told about them ("daily entries").
+        key: the keyspace's builder of a document key from an id.
+        record: the kind's record type.
+        transferable: whether ``memory export``/``import`` carry the kind.
+    """
+
+    name: Kind
+    label: str
+    key: Callable[[Keyspace, str], str]
+    record: type[MemoryRecord]
+    transferable: bool = False
+
+    def prefix(self, keys: Keyspace) -> str:
+        """The key prefix of this kind's documents."""
+        return self.key(keys, "")
+
+
+MEMORY_KINDS: Mapping[str, KindSpec] = {
+    spec.name: spec
+    for spec in (
+        KindSpec("daily", "daily entries", Keyspace.daily_entry, DailyEntry, True),
+        KindSpec("longterm", "long-term memories", Keyspace.longterm, LongTermRecord, True),
+        KindSpec("belief", "beliefs", Keyspace.belief, Belief),
+        KindSpec("event", "events", Keyspace.event, Event),
+        KindSpec("decision", "decisions", Keyspace.decision, Decision),
+        KindSpec("failure", "failures", Keyspace.failure, Failure),
+    )
+}
+assert tuple(MEMORY_KINDS) == KINDS, "every Kind has one registry entry"
+
+
+def memory_prefixes(keys: Keyspace) -> list[str]:
+    """Key prefixes of every memory kind's documents (what the search index covers)."""
+    return [spec.prefix(keys) for spec in MEMORY_KINDS.values()]
+
+
+def record_key(keys: Keyspace, kind: str, record_id: str) -> str:
+    """The key of a memory document of ``kind``.
+
+    Raises:
+        InvalidOperationError: unknown kind.
+    """
+    return MEMORY_KINDS[check_kind(kind)].key(keys, record_id)
+
+
 def base_record(
     kind: str,
     content: str,
@@ -121,8 +269,11 @@ def base_record(
     score: float,
     timestamp: datetime | float | None,
     record_id: str | None,
-) -> dict[str, Any]:
-    """The validated fields every memory document has (id, kind, content, ..., hash)."""
+) -> MemoryDoc:
+    """The validated fields every memory document has (id, kind, content, ..., hash).
+
+    Typed as the widest record so that each kind's builder adds its own fields.
+    """
     from aether.ids import check_id, new_id
 
     content = check_content(content, max_bytes)
@@ -145,6 +296,6 @@ def day_of(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).date().isoformat()
 
 
-def public(doc: dict[str, Any]) -> dict[str, Any]:
+def public(doc: Mapping[str, object]) -> dict[str, object]:
     """A document without its embedding (for people and JSON output)."""
     return {k: v for k, v in doc.items() if k != "embedding"}

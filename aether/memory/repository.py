@@ -286,7 +286,7 @@ class Repositories:
         files: dict[str, dict[str, Any]] = {}
         for begin in range(0, len(paths), 500):
             batch = paths[begin : begin + 500]
-            docs = await self.layer.get_docs(
+            docs = await self.layer.get_json(
                 [self.keys.repo_file(rid, path_id(p)) for p in batch], FILE_FIELDS
             )
             files.update({p: d for p, d in zip(batch, docs, strict=True) if d})

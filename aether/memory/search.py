@@ -31,7 +31,14 @@ from aether.memory.daily import DailyLog
 from aether.memory.index import ensure_index
 from aether.memory.layer import MemoryLayer
 from aether.memory.migration import migrate_vectors
-from aether.memory.records import HIT_FIELDS, check_kind, check_source, check_tags, check_timestamp
+from aether.memory.records import (
+    HIT_FIELDS,
+    MemoryDoc,
+    check_kind,
+    check_source,
+    check_tags,
+    check_timestamp,
+)
 from aether.memory.scopes import check_scope
 from aether.memory.stopwords import STOPWORDS
 from aether.memory.vectors import ensure_vector_index
@@ -45,7 +52,7 @@ class SearchHit:
     """One result."""
 
     key: str
-    doc: dict[str, Any]
+    doc: MemoryDoc
     relevance: float
     text_rank: int | None
     vector_rank: int | None

@@ -13,32 +13,29 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from aether.codec import text
 from aether.keys import Keyspace
 from aether.memory.layer import MemoryLayer
+from aether.memory.records import MEMORY_KINDS, MemoryDoc, MemoryRecord, memory_prefixes
 from aether.store.state import Mutation
 from aether.tokens import count_tokens
 
-KIND_LABELS = {
-    "daily": "daily entries",
-    "longterm": "long-term memories",
-    "belief": "beliefs",
-    "event": "events",
-    "decision": "decisions",
-    "failure": "failures",
-}
 MAX_ROWS = 60
 
 
-def count_ops(m: Mutation, keys: Keyspace, docs: Iterable[dict[str, Any]], sign: int = 1) -> None:
+def _label(kind: str) -> str:
+    spec = MEMORY_KINDS.get(kind)
+    return spec.label if spec else kind
+
+
+def count_ops(m: Mutation, keys: Keyspace, docs: Iterable[MemoryRecord], sign: int = 1) -> None:
     """Add to ``m`` the counter changes for writing (``sign=1``) or deleting (-1) ``docs``."""
     kinds: dict[str, int] = {}
     tags: dict[str, int] = {}
     seen: dict[str, float] = {}
     for doc in docs:
-        kinds[doc["kind"]] = kinds.get(doc["kind"], 0) + 1
+        kinds[doc.get("kind", "")] = kinds.get(doc.get("kind", ""), 0) + 1
         for tag in doc.get("tags") or []:
             tags[tag] = tags.get(tag, 0) + 1
             seen[tag] = max(seen.get(tag, 0.0), float(doc.get("timestamp", 0.0)))
@@ -92,7 +89,7 @@ class MemoryIndex:
         if not total:
             head = "Memory is empty."
         else:
-            parts = ", ".join(f"{n:,} {KIND_LABELS.get(k, k)}" for k, n in sorted(counts.items()))
+            parts = ", ".join(f"{n:,} {_label(k)}" for k, n in sorted(counts.items()))
             head = f"Memory holds {total:,} items ({parts}). Search it for details."
         lines = [head]
         used = count_tokens(head)
@@ -117,16 +114,14 @@ class MemoryIndex:
         tokens = count_tokens(rendered)
         return MemoryIndexTable(rendered, tokens, rows, int(total_topics), counts)
 
-    async def _documents(
-        self, progress: Callable[[int], None] | None = None
-    ) -> list[dict[str, Any]]:
+    async def _documents(self, progress: Callable[[int], None] | None = None) -> list[MemoryDoc]:
         """The counted fields of every memory document (beliefs while active)."""
         keys: list[str] = []
-        for prefix in self.keys.memory_prefixes():
+        for prefix in memory_prefixes(self.keys):
             keys += [
                 text(k) async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)
             ]
-        docs: list[dict[str, Any]] = []
+        docs: list[MemoryDoc] = []
         for start in range(0, len(keys), 500):
             batch = await self.layer.get_docs(
                 keys[start : start + 500], ("kind", "tags", "timestamp", "status")

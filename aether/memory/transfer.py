@@ -23,7 +23,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from redisvl.query import FilterQuery
@@ -34,7 +34,14 @@ from aether.files import atomic_private_writer
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory, build_memory
-from aether.memory.records import MAX_TAGS, day_of
+from aether.memory.records import (
+    MAX_TAGS,
+    DailyEntry,
+    MemoryDoc,
+    MemoryRecord,
+    day_of,
+    record_key,
+)
 from aether.memory.search import MemorySearch
 from aether.memory.topics import count_ops
 from aether.store.state import Mutation
@@ -104,7 +111,7 @@ class ImportLine(BaseModel):
 class ReadResult:
     """The validated records of a file, and what was left out."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[MemoryRecord] = field(default_factory=list)
     lines: int = 0
     invalid: list[tuple[int, str]] = field(default_factory=list)
     duplicate_ids: list[tuple[str, list[int]]] = field(default_factory=list)
@@ -118,10 +125,10 @@ class ImportReport:
     imported: int
     duplicates: int
     invalid: int = 0
-    invalid_lines: list[dict[str, Any]] = field(default_factory=list)
+    invalid_lines: list[dict[str, int | str]] = field(default_factory=list)
     duplicate_ids: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The report as JSON-ready data (stable key order)."""
         return {
             "read": self.read,
@@ -154,18 +161,28 @@ def _lines(source: TextIO, limit: int) -> Iterator[tuple[int, str | None]]:
         yield number, line
 
 
-def _record(layer: MemoryLayer, line: ImportLine) -> dict[str, Any]:
-    common: dict[str, Any] = {
-        "source": line.source,
-        "tags": line.tags,
-        "score": line.score,
-        "timestamp": line.timestamp,
-    }
+def _record(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
     if line.kind == "daily":
         return build_entry(
-            layer, line.content, session=line.session or None, entry_id=line.id, **common
+            layer,
+            line.content,
+            source=line.source,
+            tags=line.tags,
+            score=line.score,
+            timestamp=line.timestamp,
+            session=line.session or None,
+            entry_id=line.id,
         )
-    return build_memory(layer, line.content, sources=line.sources, memory_id=line.id, **common)
+    return build_memory(
+        layer,
+        line.content,
+        source=line.source,
+        tags=line.tags,
+        score=line.score,
+        timestamp=line.timestamp,
+        sources=line.sources,
+        memory_id=line.id,
+    )
 
 
 def _reason(error: ValidationError) -> str:
@@ -190,7 +207,7 @@ def _reason(error: ValidationError) -> str:
     return f"{where}: {message}"
 
 
-def parse_line(layer: MemoryLayer, raw_line: str) -> dict[str, Any]:
+def parse_line(layer: MemoryLayer, raw_line: str) -> MemoryRecord:
     """One line's validated record.
 
     Raises:
@@ -224,7 +241,7 @@ def read_records(
     """
     limit = max_line_bytes(layer)
     result = ReadResult()
-    numbered: list[tuple[int, dict[str, Any]]] = []
+    numbered: list[tuple[int, MemoryRecord]] = []
     for number, text_line in _lines(source, limit):
         result.lines = number
         if text_line is None or not text_line.strip():
@@ -245,8 +262,8 @@ def read_records(
 
 
 def _resolve_duplicate_ids(
-    numbered: list[tuple[int, dict[str, Any]]], policy: OnDuplicate, result: ReadResult
-) -> list[dict[str, Any]]:
+    numbered: list[tuple[int, MemoryRecord]], policy: OnDuplicate, result: ReadResult
+) -> list[MemoryRecord]:
     by_id: dict[str, list[int]] = {}
     for index, (_, doc) in enumerate(numbered):
         by_id.setdefault(doc["id"], []).append(index)
@@ -271,15 +288,11 @@ def _resolve_duplicate_ids(
     return [doc for index, (_, doc) in enumerate(numbered) if index in keep]
 
 
-def _key(layer: MemoryLayer, doc: dict[str, Any]) -> str:
-    if doc["kind"] == "daily":
-        return layer.keys.daily_entry(doc["id"])
-    return layer.keys.longterm(doc["id"])
+def _key(layer: MemoryLayer, doc: MemoryRecord) -> str:
+    return record_key(layer.keys, doc["kind"], doc["id"])
 
 
-async def _existing(
-    layer: MemoryLayer, search: MemorySearch, docs: list[dict[str, Any]]
-) -> set[str]:
+async def _existing(layer: MemoryLayer, search: MemorySearch, docs: list[MemoryRecord]) -> set[str]:
     """Hashes and ids of ``docs`` already stored."""
     pipe = layer.client.pipeline(transaction=False)
     for doc in docs:
@@ -294,21 +307,23 @@ async def _existing(
     return known
 
 
-def _creation(layer: MemoryLayer, docs: list[dict[str, Any]]) -> Mutation:
+def _creation(layer: MemoryLayer, docs: list[MemoryRecord]) -> Mutation:
     """One change that creates ``docs`` (refused if any exists) and counts them."""
     m = Mutation()
     for doc in docs:
         m.absent(_key(layer, doc))
-    m.ops += DailyLog(layer).mutation([d for d in docs if d["kind"] == "daily"]).ops
-    longterm = [doc for doc in docs if doc["kind"] == "longterm"]
-    for doc in longterm:
-        layer.put(m, layer.keys.longterm(doc["id"]), doc)
-    count_ops(m, layer.keys, longterm)
+    # import builds daily entries with build_entry: the kind names the record type
+    daily = cast(list[DailyEntry], [d for d in docs if d["kind"] == "daily"])
+    m.ops += DailyLog(layer).mutation(daily).ops
+    others = [doc for doc in docs if doc["kind"] != "daily"]
+    for doc in others:
+        layer.put(m, _key(layer, doc), doc)
+    count_ops(m, layer.keys, others)
     return m
 
 
 async def import_records(
-    layer: MemoryLayer, records: list[dict[str, Any]], progress: Progress | None = None
+    layer: MemoryLayer, records: list[MemoryRecord], progress: Progress | None = None
 ) -> ImportReport:
     """Write validated records in batches, skipping exact duplicates."""
     search = MemorySearch(layer)
@@ -395,10 +410,10 @@ def with_read_report(report: ImportReport, read: ReadResult) -> ImportReport:
     )
 
 
-async def export_documents(layer: MemoryLayer) -> list[dict[str, Any]]:
+async def export_documents(layer: MemoryLayer) -> list[MemoryDoc]:
     """Every daily entry (day order) then every long-term memory (id order), no embeddings."""
     daily = DailyLog(layer)
-    out: list[dict[str, Any]] = []
+    out: list[MemoryDoc] = []
     for day in await daily.days():
         out.extend(await daily.list_day(day))
     ids = await LongTermMemory(layer).ids()

@@ -30,6 +30,7 @@ from redisvl.query.filter import FilterExpression
 from aether.codec import text
 from aether.keys import Keyspace
 from aether.memory.index import TAG_SEPARATOR, wait_indexed
+from aether.memory.records import MemoryRecord
 from aether.store.state import Arg, Mutation
 
 __all__ = [
@@ -79,17 +80,18 @@ def stored_datatype(blob: bytes, dims: int | None) -> VectorDatatype | None:
     return None
 
 
-def _filter_values(doc: Mapping[str, Any]) -> dict[str, Arg]:
+def _filter_values(doc: Mapping[str, object]) -> dict[str, Arg]:
+    """The filter fields of any kind's document, as the vector hash holds them."""
     values: dict[str, Arg] = {}
     for name in TAG_FIELDS:
         value = doc.get(name)
-        if name == "tags":
-            if value:
-                values[name] = TAG_SEPARATOR.join(str(t) for t in value)
+        if name == "tags" and isinstance(value, list) and value:
+            values[name] = TAG_SEPARATOR.join(str(tag) for tag in value)
         elif isinstance(value, str) and value:
             values[name] = value
-    if doc.get("timestamp") is not None:
-        values["timestamp"] = float(doc["timestamp"])
+    timestamp = doc.get("timestamp")
+    if isinstance(timestamp, int | float):
+        values["timestamp"] = float(timestamp)
     return values
 
 
@@ -97,14 +99,14 @@ def put(
     m: Mutation,
     keys: Keyspace,
     key: str,
-    doc: dict[str, Any],
+    doc: MemoryRecord,
     datatype: VectorDatatype = "float32",
 ) -> Mutation:
     """Write a memory document; its ``embedding`` (if any) goes to its vector hash.
 
     The document is written without the embedding; ``doc`` itself is left unchanged.
     """
-    vector = doc.get(VECTOR_FIELD)
+    vector = doc.get("embedding")
     stored = {k: v for k, v in doc.items() if k != VECTOR_FIELD}
     m.json_set(key, stored)
     if vector:
@@ -117,7 +119,7 @@ def store_vector(
     keys: Keyspace,
     key: str,
     vector: list[float],
-    doc: Mapping[str, Any],
+    doc: Mapping[str, object],
     datatype: VectorDatatype = "float32",
 ) -> Mutation:
     """Write the vector hash of document ``key`` (filter fields copied from ``doc``)."""

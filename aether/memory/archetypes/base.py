@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from aether.memory.graph import EntityIn, RelationIn
+from aether.memory.records import Event
 
-EntityExtractor = Callable[[dict[str, Any]], list[EntityIn]]
-RelationExtractor = Callable[[dict[str, Any], list[EntityIn]], list[RelationIn]]
+EntityExtractor = Callable[[Event], list[EntityIn]]
+RelationExtractor = Callable[[Event, list[EntityIn]], list[RelationIn]]
 BUDGET_PARTS = ("recent", "semantic", "entities", "relations")
 
 
@@ -90,9 +91,7 @@ class Archetype(Protocol):
         ...
 
 
-def run_extractors(
-    archetype: Archetype, event: dict[str, Any]
-) -> tuple[list[EntityIn], list[RelationIn]]:
+def run_extractors(archetype: Archetype, event: Event) -> tuple[list[EntityIn], list[RelationIn]]:
     """The entities and relations ``archetype`` finds in ``event``."""
     kind = str(event.get("type", ""))
     entities = archetype.extractors[kind](event) if kind in archetype.extractors else []

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 from types import MappingProxyType
-from typing import Any
 
 from aether.memory.archetypes.base import ContextStrategy, ToolSpec
 from aether.memory.code.extract import extract
@@ -21,11 +20,12 @@ from aether.memory.code.model import CodeFacts, language_of
 from aether.memory.code.modules import module_of, resolve_import
 from aether.memory.graph import EntityIn, RelationIn, entity_id
 from aether.memory.patterns import pattern_key
+from aether.memory.records import Event
 
 FILE_EVENTS = ("file_read", "file_write", "file_edit")
 
 
-def _facts(event: dict[str, Any]) -> CodeFacts | None:
+def _facts(event: Event) -> CodeFacts | None:
     payload = event.get("payload") or {}
     path, source = payload.get("path"), payload.get("text")
     if not isinstance(path, str) or not path or not isinstance(source, str):
@@ -37,7 +37,7 @@ def _qualified(facts: CodeFacts, name: str, parent: str | None) -> str:
     return f"{facts.path}:{parent + '.' if parent else ''}{name}"
 
 
-def file_entities(event: dict[str, Any]) -> list[EntityIn]:
+def file_entities(event: Event) -> list[EntityIn]:
     """The file, its symbols, its module and the modules it imports."""
     path = (event.get("payload") or {}).get("path")
     if not isinstance(path, str) or not path:
@@ -85,7 +85,7 @@ def _modules(facts: CodeFacts) -> tuple[list[str], list[str]]:
     return imported, tested
 
 
-def file_relations(event: dict[str, Any], entities: list[EntityIn]) -> list[RelationIn]:
+def file_relations(event: Event, entities: list[EntityIn]) -> list[RelationIn]:
     """defines, implements, imports, calls and tests."""
     facts = _facts(event)
     if facts is None:
@@ -127,19 +127,20 @@ def _tested_sibling(path: str, language: str) -> str | None:
     return None
 
 
-def error_entities(event: dict[str, Any]) -> list[EntityIn]:
+def error_entities(event: Event) -> list[EntityIn]:
     """The error's pattern, and the file it happened in."""
     payload = event.get("payload") or {}
     message = str(payload.get("message") or event.get("content") or "")
     if not message.strip():
         return []
     out = [EntityIn("error_pattern", pattern_key(message), aliases=[message[:200]], salience=0.5)]
-    if isinstance(payload.get("path"), str) and payload["path"]:
-        out.append(EntityIn("file", payload["path"], salience=0.4))
+    path = payload.get("path")
+    if isinstance(path, str) and path:
+        out.append(EntityIn("file", path, salience=0.4))
     return out
 
 
-def error_relations(event: dict[str, Any], entities: list[EntityIn]) -> list[RelationIn]:
+def error_relations(event: Event, entities: list[EntityIn]) -> list[RelationIn]:
     """The error pattern is caused_by the file."""
     if len(entities) < 2:
         return []

@@ -5,22 +5,22 @@ from __future__ import annotations
 import re
 from itertools import combinations
 from types import MappingProxyType
-from typing import Any
 
 from aether.memory.archetypes.base import ContextStrategy, ToolSpec
 from aether.memory.graph import EntityIn, RelationIn
+from aether.memory.records import Event
 
 # Capitalised words not opening a sentence: "met Alice Smith in Lisbon" -> Alice Smith, Lisbon
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 MAX_NAMES = 8
 
 
-def event_text(event: dict[str, Any]) -> str:
+def event_text(event: Event) -> str:
     """An event's text: its content."""
     return str(event.get("content") or "")
 
 
-def names_and_keywords(event: dict[str, Any]) -> list[EntityIn]:
+def names_and_keywords(event: Event) -> list[EntityIn]:
     """People, places and things named in the text, and the event's keywords as topics."""
     found = list(dict.fromkeys(_NAME.findall(event_text(event))))[:MAX_NAMES]
     entities = [EntityIn("name", name, salience=0.3) for name in found]
@@ -28,7 +28,7 @@ def names_and_keywords(event: dict[str, Any]) -> list[EntityIn]:
     return entities
 
 
-def co_occurrence(event: dict[str, Any], entities: list[EntityIn]) -> list[RelationIn]:
+def co_occurrence(event: Event, entities: list[EntityIn]) -> list[RelationIn]:
     """Entities named in one event are related."""
     ids = list(dict.fromkeys(e.id for e in entities))
     return [RelationIn("co_occurs", a, b, 0.5) for a, b in combinations(ids, 2)]
