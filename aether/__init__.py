@@ -20,8 +20,15 @@ __all__ = [
     "Aether",
     "AetherError",
     "AgentRuntime",
+    "Belief",
     "Checkpoints",
+    "DailyEntry",
+    "Decision",
+    "Event",
+    "Failure",
     "LLMClient",
+    "LongTermRecord",
+    "MemoryDoc",
     "MemorySearch",
     "Settings",
     "__version__",
@@ -35,6 +42,13 @@ _WHERE = {
     "LLMClient": "aether.runtime.llm",
     "MemorySearch": "aether.memory.search",
     "Settings": "aether.config",
+    "Belief": "aether.memory.records",
+    "DailyEntry": "aether.memory.records",
+    "Decision": "aether.memory.records",
+    "Event": "aether.memory.records",
+    "Failure": "aether.memory.records",
+    "LongTermRecord": "aether.memory.records",
+    "MemoryDoc": "aether.memory.records",
 }
 
 if TYPE_CHECKING:
@@ -42,6 +56,15 @@ if TYPE_CHECKING:
     from aether.checkpoints.manager import Checkpoints
     from aether.config import Settings
     from aether.errors import AetherError
+    from aether.memory.records import (
+        Belief,
+        DailyEntry,
+        Decision,
+        Event,
+        Failure,
+        LongTermRecord,
+        MemoryDoc,
+    )
     from aether.memory.search import MemorySearch
     from aether.runtime.agent import AgentRuntime
     from aether.runtime.llm import LLMClient

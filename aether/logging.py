@@ -12,6 +12,7 @@ import logging
 import logging.handlers
 import os
 import sys
+from typing import Any
 
 import structlog
 
@@ -39,6 +40,22 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         stream = os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
         assert isinstance(stream, io.TextIOWrapper)
         return stream
+
+
+_LOGGED_ONCE: set[str] = set()
+
+
+def log_once(logger: Any, key: str, event: str, **fields: Any) -> bool:
+    """Log ``event`` as a warning the first time ``key`` comes up in this process.
+
+    For conditions that repeat on every call (a missing module, a fallback in use) and
+    would flood the log. Returns whether it logged.
+    """
+    if key in _LOGGED_ONCE:
+        return False
+    _LOGGED_ONCE.add(key)
+    logger.warning(event, **fields)
+    return True
 
 
 def _not_file_only(record: logging.LogRecord) -> bool:

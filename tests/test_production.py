@@ -188,16 +188,16 @@ def test_the_compose_wiring_against_local_services(
 
 # ------------------------------------------------------------ registry and ledger
 
-BACKENDS = ["redis"] + (["mongo"] if os.environ.get("AETHER_TEST_MONGO_URL") else [])
-
-
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=["redis", "mongo"])
 async def services(
     request: pytest.FixtureRequest, settings: Settings, client: Redis
 ) -> AsyncIterator[Any]:
     s = settings
     if request.param == "mongo":
-        s = settings.model_copy(update={"mongo_url": os.environ["AETHER_TEST_MONGO_URL"]})
+        url = os.environ.get("AETHER_TEST_MONGO_URL")
+        if not url:  # no MongoDB on this machine: say so instead of leaving the case out
+            pytest.skip("MongoDB contract: set AETHER_TEST_MONGO_URL to a MongoDB to run it")
+        s = settings.model_copy(update={"mongo_url": url})
     opened = open_registry(s, client)
     assert opened.backend == request.param
     yield opened

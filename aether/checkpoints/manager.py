@@ -35,6 +35,7 @@ from aether.errors import (
 )
 from aether.ids import new_id
 from aether.keys import Keyspace
+from aether.logging import log_once
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
 from aether.store.state import WRITE_WAIT_S, while_busy
@@ -57,8 +58,6 @@ class Checkpoints:
         budget_ms: the most work one rollback step does.
         write_wait_s: how long ``create`` waits while a rollback holds writes back.
     """
-
-    _warned_no_aof = False
 
     def __init__(
         self,
@@ -130,9 +129,7 @@ class Checkpoints:
         try:
             await command(self.client, "WAITAOF", 1, 0, 0)
         except ResponseError as e:
-            if not Checkpoints._warned_no_aof:
-                Checkpoints._warned_no_aof = True
-                log.warning("server has no AOF; checkpoints are not fsync'd", error=str(e))
+            log_once(log, "no-aof", "server has no AOF; checkpoints are not fsync'd", error=str(e))
 
     async def list(self) -> list[Checkpoint]:
         """All kept checkpoints, newest first."""

@@ -28,6 +28,7 @@ from aether.context.window import Message, render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
+from aether.logging import log_once
 from aether.memory.archetypes import archetype
 from aether.memory.archetypes.base import Archetype
 from aether.memory.beliefs import effective_confidence
@@ -233,8 +234,6 @@ class ContextAssembler:
             relations (the memory graph) and semantic hits; ``None``: semantic only.
     """
 
-    _warned = False
-
     def __init__(
         self,
         layer: MemoryLayer,
@@ -373,11 +372,12 @@ class ContextAssembler:
         except InvalidOperationError:
             raise
         except AetherError as e:
-            if not ContextAssembler._warned:
-                ContextAssembler._warned = True
-                log.warning(
-                    "memory search failed; context assembled without memories", error=str(e)
-                )
+            log_once(
+                log,
+                "assembly-search",
+                "memory search failed; context assembled without memories",
+                error=str(e),
+            )
             return Section("memories", "", 0, budget), []
         shown = " ".join(" ".join(str(m.get("content") or "").split()) for m in history)
         visible = [

@@ -23,6 +23,7 @@ from aether.context.compression import Summarizer, message_text, speaker
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, WARNING_TEXT, Thresholds
 from aether.context.window import Message, Unit, limit, render_units, unit_tokens, units
 from aether.errors import AetherError
+from aether.logging import log_once
 from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
@@ -120,8 +121,6 @@ class SessionWindow:
         zone: the operator's time zone (for time stamps).
         actor: who the journal says made the changes.
     """
-
-    _warned: set[str] = set()  # noqa: RUF012 - process-wide "logged once" registry
 
     def __init__(
         self,
@@ -299,6 +298,4 @@ class SessionWindow:
         return docs
 
     def _warn_once(self, what: str, message: str, **fields: Any) -> None:
-        if what not in SessionWindow._warned:
-            SessionWindow._warned.add(what)
-            log.warning(message, session=self.session, **fields)
+        log_once(log, f"session-window:{what}", message, session=self.session, **fields)

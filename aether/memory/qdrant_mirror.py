@@ -20,6 +20,7 @@ from qdrant_client.http.exceptions import ApiException, ResponseHandlingExceptio
 
 from aether.config import Settings
 from aether.keys import Keyspace
+from aether.logging import log_once
 from aether.memory.records import MemoryRecord, record_key
 
 log = structlog.get_logger(__name__)
@@ -34,8 +35,6 @@ def point_id(doc_id: str) -> str:
 
 class QdrantMirror:
     """One namespace's vectors in one Qdrant collection."""
-
-    _warned = False
 
     def __init__(self, settings: Settings, keys: Keyspace, dims: int) -> None:
         if settings.qdrant_url:
@@ -63,9 +62,9 @@ class QdrantMirror:
         self._ready = True
 
     def _warn(self, error: Exception) -> None:
-        if not QdrantMirror._warned:
-            QdrantMirror._warned = True
-            log.warning("Qdrant mirror unavailable; Redis keeps the vectors", error=str(error))
+        log_once(
+            log, "qdrant", "Qdrant mirror unavailable; Redis keeps the vectors", error=str(error)
+        )
 
     async def upsert(self, docs: Sequence[MemoryRecord]) -> None:
         """Write the documents' vectors (those that have one)."""

@@ -27,6 +27,7 @@ from redisvl.exceptions import RedisSearchError
 from redisvl.query import TextQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
+from aether.logging import log_once
 from aether.memory.daily import DailyLog
 from aether.memory.index import ensure_index
 from aether.memory.layer import MemoryLayer
@@ -44,7 +45,6 @@ from aether.memory.stopwords import STOPWORDS
 from aether.memory.vectors import ensure_vector_index
 
 log = structlog.get_logger(__name__)
-_fallback_logged = False
 
 
 @dataclass(frozen=True)
@@ -273,12 +273,12 @@ class MemorySearch:
         limit: int,
         error: Exception,
     ) -> list[SearchHit]:
-        global _fallback_logged
-        if not _fallback_logged:
-            _fallback_logged = True
-            log.warning(
-                "search index unavailable; substring match over recent daily logs", error=str(error)
-            )
+        log_once(
+            log,
+            "search-fallback",
+            "search index unavailable; substring match over recent daily logs",
+            error=str(error),
+        )
         if kind not in (None, "daily"):
             return []
         needles = tokens or [query.lower().strip()]
