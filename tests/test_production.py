@@ -188,6 +188,7 @@ def test_the_compose_wiring_against_local_services(
 
 # ------------------------------------------------------------ registry and ledger
 
+
 @pytest.fixture(params=["redis", "mongo"])
 async def services(
     request: pytest.FixtureRequest, settings: Settings, client: Redis
