@@ -76,18 +76,31 @@ async def ensure_index(
         keys: the namespace's keyspace.
         percent: told how much of the existing documents a new index has scanned (0-100).
     """
-    wanted = schema(keys)
+    return await ensure_schema(client, schema(keys), keys.memory_index_schema(), percent)
+
+
+async def ensure_schema(
+    client: Redis,
+    wanted: dict[str, Any],
+    fingerprint_key: str,
+    percent: Callable[[float], None] | None = None,
+) -> AsyncSearchIndex:
+    """Create the index ``wanted`` describes, or rebuild it when its schema changed.
+
+    The schema's fingerprint is kept at ``fingerprint_key``; a rebuild keeps the
+    documents (they are indexed again).
+    """
     fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
     index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
     exists = await index.exists()
-    current = await client.get(keys.memory_index_schema())
+    current = await client.get(fingerprint_key)
     if exists and current is not None and text(current) == fingerprint:
         return index
     if exists:
-        log.info("memory index schema changed; rebuilding", index=keys.memory_index())
-        await index.delete(drop=False)  # keeps the documents; they are indexed again
+        log.info("index schema changed; rebuilding", index=index.name)
+        await index.delete(drop=False)
     await index.create(overwrite=False)
-    await client.set(keys.memory_index_schema(), fingerprint)
+    await client.set(fingerprint_key, fingerprint)
     await wait_indexed(index, percent)
     return index
 

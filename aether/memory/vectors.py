@@ -15,21 +15,17 @@ hash in the same batch (:func:`refilter`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
-import structlog
 from redis.asyncio import Redis
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import VectorQuery
 from redisvl.query.filter import FilterExpression
 
-from aether.codec import text
 from aether.keys import Keyspace
-from aether.memory.index import TAG_SEPARATOR, wait_indexed
+from aether.memory.index import TAG_SEPARATOR, ensure_schema
 from aether.memory.records import MemoryRecord
 from aether.store.state import Arg, Mutation
 
@@ -48,8 +44,6 @@ __all__ = [
     "stored_datatype",
     "vector_index",
 ]
-
-log = structlog.get_logger(__name__)
 
 VectorDatatype = Literal["float32", "float16"]
 VECTOR_FIELD = "embedding"
@@ -186,20 +180,9 @@ async def ensure_vector_index(
     percent: Callable[[float], None] | None = None,
 ) -> AsyncSearchIndex:
     """Create the vector index if missing, rebuild it if its schema changed; idempotent."""
-    wanted = schema(keys, dims, datatype)
-    fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
-    index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
-    exists = await index.exists()
-    current = await client.get(keys.vector_index_schema())
-    if exists and current is not None and text(current) == fingerprint:
-        return index
-    if exists:
-        log.info("vector index schema changed; rebuilding", index=keys.vector_index())
-        await index.delete(drop=False)
-    await index.create(overwrite=False)
-    await client.set(keys.vector_index_schema(), fingerprint)
-    await wait_indexed(index, percent)
-    return index
+    return await ensure_schema(
+        client, schema(keys, dims, datatype), keys.vector_index_schema(), percent
+    )
 
 
 async def nearest(
