@@ -33,7 +33,6 @@ __all__ = ["layout_of", "migrate_vectors"]
 log = structlog.get_logger(__name__)
 
 BATCH = 200
-_FIELDS = ("kind", "source", "tags", "session", "status", "scope", "timestamp")
 
 
 def layout_of(datatype: str) -> str:
@@ -144,7 +143,7 @@ async def migrate_vectors(
 
 
 async def _from_documents(layer: MemoryLayer, batch: list[str]) -> Mutation:
-    paths = ["$.embedding", *(f"$.{f}" for f in _FIELDS)]
+    paths = ["$.embedding", *(f"$.{f}" for f in vectors.FILTER_FIELDS)]
     pipe = layer.client.pipeline(transaction=False)
     for key in batch:
         pipe.execute_command("JSON.GET", key, *paths)
