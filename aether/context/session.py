@@ -21,8 +21,9 @@ import structlog
 from aether.config import ContextSettings, ModelWindow
 from aether.context.compression import Summarizer, message_text, speaker
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, WARNING_TEXT, Thresholds
-from aether.context.window import Message, Unit, limit, render_units, unit_tokens, units
+from aether.context.window import Unit, limit, render_units, unit_tokens, units
 from aether.errors import AetherError
+from aether.llm import ChatMessage
 from aether.logging import log_once
 from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog, build_entry
@@ -57,9 +58,9 @@ class WindowView:
     clip: int | None
     units: list[Unit]
 
-    def messages(self, zone: ZoneInfo) -> list[Message]:
+    def messages(self, zone: ZoneInfo) -> list[ChatMessage]:
         """The history as the chat API takes it: the summary first, then the units."""
-        head = [{"role": "system", "content": self.summary}] if self.summary else []
+        head = [ChatMessage(role="system", content=self.summary)] if self.summary else []
         return head + render_units(self.units, zone, self.clip)
 
     def fields(self) -> dict[str, str]:

@@ -9,17 +9,16 @@ its result (the API rejects that) nor a result without its call.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
+from aether.llm import ChatMessage
 from aether.tokens import count_message, truncate_to_tokens
 
-Message = dict[str, Any]
-Unit = list[Message]
+Unit = list[ChatMessage]
 CLIP_MARK = " …[clipped]"
 
 
-def units(messages: list[Message]) -> list[Unit]:
+def units(messages: list[ChatMessage]) -> list[Unit]:
     """Group stored messages into units, in order.
 
     A tool result is attached to the assistant message that called it wherever it sits
@@ -71,7 +70,7 @@ def time_stamp(ts: float, zone: ZoneInfo) -> str:
     )
 
 
-def render(message: Message, zone: ZoneInfo, clip_tokens: int | None = None) -> Message:
+def render(message: ChatMessage, zone: ZoneInfo, clip_tokens: int | None = None) -> ChatMessage:
     """A stored message as the chat API takes it; user messages are time-stamped."""
     role = message["role"]
     content = str(message.get("content") or "")
@@ -80,7 +79,7 @@ def render(message: Message, zone: ZoneInfo, clip_tokens: int | None = None) -> 
         content = cut + CLIP_MARK if cut != content else content
     if role == "user":
         content = f"{time_stamp(float(message.get('timestamp', 0)), zone)} {content}"
-    out: Message = {"role": role, "content": content}
+    out: ChatMessage = {"role": role, "content": content}
     if role == "assistant" and message.get("tool_calls"):
         out["tool_calls"] = message["tool_calls"]
         out["content"] = content or None
@@ -93,7 +92,7 @@ def render(message: Message, zone: ZoneInfo, clip_tokens: int | None = None) -> 
 
 def render_units(
     group: list[Unit], zone: ZoneInfo, clip_tokens: int | None = None
-) -> list[Message]:
+) -> list[ChatMessage]:
     """Every message of ``group``, rendered, in order."""
     return [render(m, zone, clip_tokens) for unit in group for m in unit]
 

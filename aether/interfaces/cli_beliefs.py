@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
 import typer
@@ -24,9 +24,9 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.beliefs import Beliefs, BeliefStatus
+from aether.memory.beliefs import Beliefs, BeliefStatus, Reflection, RememberSummary
 from aether.memory.records import MemoryDoc
-from aether.memory.tasks import Tasks, TaskStatus
+from aether.memory.tasks import Task, Tasks, TaskStatus
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
 task_app = group("Tasks (open ones feed the heartbeat).")
@@ -78,22 +78,9 @@ def remember(
     """
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> RememberSummary:
         async with beliefs(st) as b:
-            report = await b.remember(text, tags=tag)
-        return {
-            "entry": report.entry["id"],
-            "beliefs": [
-                {
-                    "action": o.action,
-                    "id": o.belief["id"],
-                    "statement": o.belief["content"],
-                    "previous": o.previous["id"] if o.previous else None,
-                    "similarity": round(o.similarity, 4),
-                }
-                for o in report.outcomes
-            ],
-        }
+            return (await b.remember(text, tags=tag)).summary()
 
     data = run(ctx, body)
     emit(
@@ -133,7 +120,7 @@ def belief_show(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> N
     """One belief (by id or unique prefix)."""
     st = state(ctx)
 
-    async def body() -> tuple[dict[str, Any], ZoneInfo]:
+    async def body() -> tuple[dict[str, object], ZoneInfo]:
         async with beliefs(st) as b:
             doc = await b.get(belief_id)
             zone = await read_operator_zone(b.layer.client, b.keys)
@@ -143,7 +130,7 @@ def belief_show(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> N
     emit(doc, wants_json(ctx, json_), lambda: print_fields(_shown(doc), zone))
 
 
-def _shown(doc: dict[str, Any]) -> dict[str, Any]:
+def _shown(doc: Mapping[str, object]) -> dict[str, object]:
     """A belief for people: its vector is for machines."""
     return {k: v for k, v in doc.items() if k != "embedding"}
 
@@ -153,20 +140,24 @@ def belief_history(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -
     """A belief's changes: create, reinforce, contradict, forget, prune."""
     st = state(ctx)
 
-    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
+    async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
         async with beliefs(st) as b:
             return await b.history(belief_id), await read_operator_zone(b.layer.client, b.keys)
 
     changes, zone = run(ctx, body)
-    columns: list[Column[dict[str, Any]]] = [
-        Column("when", lambda e: local_time(e["at"], zone) if e.get("at") else None, whole=True),
+    columns: list[Column[dict[str, object]]] = [
+        Column("when", lambda e: _when(e.get("at"), zone), whole=True),
         Column("change", lambda e: e["type"]),
         Column("details", _details),
     ]
     emit_table(changes, wants_json(ctx, json_), columns, empty="no changes recorded")
 
 
-def _details(change: dict[str, Any]) -> str:
+def _when(at: object, zone: ZoneInfo) -> str | None:
+    return local_time(at, zone) if isinstance(at, int | float) and at else None
+
+
+def _details(change: Mapping[str, object]) -> str:
     return "  ".join(f"{k} {v}" for k, v in sorted(change.items()) if k not in ("type", "at"))
 
 
@@ -212,7 +203,7 @@ def belief_reflect(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Near-duplicate clusters and stale beliefs."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> Reflection:
         async with beliefs(st) as b:
             return await b.reflect()
 
@@ -232,7 +223,7 @@ def belief_stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Counts by status and type, mean effective confidence, the confidence tiers."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> dict[str, object]:
         async with beliefs(st) as b:
             return await b.stats()
 
@@ -252,7 +243,7 @@ def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
     emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no open questions")
 
 
-TASK_COLUMNS: list[Column[dict[str, Any]]] = [
+TASK_COLUMNS: list[Column[Task]] = [
     Column("id", lambda t: t["id"], whole=True),
     Column("priority", lambda t: f"p{t['priority']}"),
     Column("status", lambda t: t["status"]),
@@ -274,7 +265,7 @@ def task_add(
     """Add an open task."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> Task:
         async with memory(st) as layer:
             return await Tasks(layer).add(title, priority, due)
 
@@ -293,7 +284,7 @@ def task_list(
     """Tasks: open ones by priority and due date."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[Task]:
         async with memory(st) as layer:
             return await Tasks(layer).list(None if status == "all" else status)
 
@@ -306,7 +297,7 @@ def task_done(ctx: typer.Context, task_id: str, json_: JsonOpt = False) -> None:
     """Mark a task done (by id or unique prefix)."""
     st = state(ctx)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> Task:
         async with memory(st) as layer:
             return await Tasks(layer).done(task_id)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 from zoneinfo import ZoneInfo
 
 import typer
@@ -30,9 +30,10 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
+from aether.llm import ChatMessage
 from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog
-from aether.memory.episodes import Episodes
+from aether.memory.episodes import Episode, Episodes
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.records import DailyEntry, Kind, LongTermRecord, MemoryDoc, Source, public
@@ -94,17 +95,21 @@ def parse_since(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _when(timestamp: Any, zone: ZoneInfo) -> str | None:
-    return local_time(float(timestamp), zone) if timestamp else None
+def _when(timestamp: object, zone: ZoneInfo) -> str | None:
+    return local_time(float(timestamp), zone) if isinstance(timestamp, int | float) else None
 
 
-def memory_columns(zone: ZoneInfo) -> list[Column[dict[str, Any]]]:
+def _joined(values: object) -> str:
+    return ", ".join(map(str, values)) if isinstance(values, list) else ""
+
+
+def memory_columns(zone: ZoneInfo) -> list[Column[Mapping[str, object]]]:
     """The columns of a list of memories: id, when (in ``zone``), source, tags, text."""
     return [
         Column("id", lambda d: d["id"], whole=True),
-        Column("when", lambda d: local_time(float(d.get("timestamp", 0)), zone), whole=True),
+        Column("when", lambda d: _when(d.get("timestamp", 0), zone), whole=True),
         Column("source", lambda d: d.get("source")),
-        Column("tags", lambda d: ", ".join(d.get("tags") or [])),
+        Column("tags", lambda d: _joined(d.get("tags"))),
         Column("content", lambda d: d["content"]),
     ]
 
@@ -169,7 +174,7 @@ def search(
     """Hybrid search (full text + vectors + recency); exit 2 when nothing is found."""
     st = state(ctx)
 
-    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
+    async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
         async with memory(st) as layer:
             hits = await MemorySearch(layer).search(
                 query,
@@ -183,7 +188,7 @@ def search(
             return [{**h.doc, "relevance": h.relevance} for h in hits], zone
 
     hits, zone = run(ctx, body)
-    columns = [
+    columns: list[Column[Mapping[str, object]]] = [
         Column("relevance", lambda h: f"{h['relevance']:.3f}", justify="right"),
         Column("kind", lambda h: h.get("kind")),
         *memory_columns(zone),
@@ -236,7 +241,7 @@ def import_(
     st = state(ctx)
     as_json = wants_json(ctx, json_)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> dict[str, object]:
         from aether.memory.transfer import (
             ImportPolicy,
             import_records,
@@ -308,7 +313,7 @@ def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """List long-term memories (exit 2 when there are none)."""
     st = state(ctx)
 
-    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
+    async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
         async with memory(st) as layer:
             lt = LongTermMemory(layer)
             zone = await read_operator_zone(layer.client, layer.keys)
@@ -399,11 +404,11 @@ def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
     """The tool calls of a session (exit 2 when none)."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[Episode]:
         async with memory(st) as layer:
             return await Episodes(layer).list(session)
 
-    columns: list[Column[dict[str, Any]]] = [
+    columns: list[Column[Episode]] = [
         Column("result", lambda r: "ok" if r["success"] else "error"),
         Column("tool", lambda r: r["tool"]),
         Column("took", lambda r: f"{r['duration_ms']} ms", justify="right"),
@@ -417,13 +422,13 @@ def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Chat sessions, most recent first (exit 2 when none)."""
     st = state(ctx)
 
-    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
+    async def body() -> tuple[list[dict[str, str | int]], ZoneInfo]:
         async with memory(st) as layer:
             zone = await read_operator_zone(layer.client, layer.keys)
             return await ChatSessions(layer).list(), zone
 
     sessions, zone = run(ctx, body)
-    columns: list[Column[dict[str, Any]]] = [
+    columns: list[Column[dict[str, str | int]]] = [
         Column("session", lambda r: r["id"], whole=True),
         Column("last message", lambda r: _when(r.get("last_message_at"), zone), whole=True),
         Column("messages", lambda r: r["messages"], justify="right"),
@@ -437,7 +442,7 @@ def chat_show(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
     """A session's messages in order."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[ChatMessage]:
         async with memory(st) as layer:
             chats = ChatSessions(layer)
             await chats.get(session)

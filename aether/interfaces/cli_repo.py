@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from typing_extensions import TypedDict
 
 from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import emit, group, progress_bar, run, state, wants_json
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.graph import Graph
-from aether.memory.repository import Repositories
+from aether.memory.graph import Entity, Graph
+from aether.memory.repository import IndexReport, Repositories
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")
 graph_app = group("The entity graph: find entities, expand around them.")
@@ -36,29 +38,26 @@ def repo_index(
     st = state(ctx)
     as_json = wants_json(ctx, json_)
 
-    async def body() -> dict[str, Any]:
+    async def body() -> IndexReport:
         async with memory(st) as layer:
             repos = Repositories(layer)
             with progress_bar("indexing", hidden=as_json) as bar:
-                report = await repos.index(path, bar.advance)
-            return report.__dict__
+                return await repos.index(path, bar.advance)
 
-    data = run(ctx, body)
-    emit(data, as_json, lambda: print(_summary(data)))
+    report = run(ctx, body)
+    emit(report.__dict__, as_json, lambda: print(_summary(report)))
 
 
-def _summary(data: dict[str, Any]) -> str:
-    languages = ", ".join(f"{k} {v}" for k, v in sorted(data["languages"].items()))
+def _summary(report: IndexReport) -> str:
+    languages = ", ".join(f"{k} {v}" for k, v in sorted(report.languages.items()))
     summary = (
-        f"{data['repo']}: {data['files']} files ({languages}); {len(data['changed'])} "
-        f"indexed, {data['unchanged']} unchanged, {len(data['removed'])} removed in "
-        f"{data['seconds']} s"
+        f"{report.repo}: {report.files} files ({languages}); {len(report.changed)} "
+        f"indexed, {report.unchanged} unchanged, {len(report.removed)} removed in "
+        f"{report.seconds} s"
     )
-    if data["skipped"]:
-        reasons = ", ".join(
-            f"{n} {r.replace('_', ' ')}" for r, n in sorted(data["skipped"].items())
-        )
-        summary += f"; skipped {sum(data['skipped'].values())} ({reasons})"
+    if report.skipped:
+        reasons = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in sorted(report.skipped.items()))
+        summary += f"; skipped {sum(report.skipped.values())} ({reasons})"
     return summary
 
 
@@ -71,7 +70,7 @@ def repo_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
         async with memory(st) as layer:
             return await Repositories(layer).repos()
 
-    columns: list[Column[dict[str, Any]]] = [
+    columns: list[Column[dict[str, str]]] = [
         Column("repository", lambda r: r["id"], whole=True),
         Column("files", lambda r: r["files"], justify="right"),
         Column("root", lambda r: r["root"], whole=True),
@@ -80,7 +79,7 @@ def repo_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
 
 # the columns each query adds after the path (related scores, deps depth, affected tests)
-_QUERY_COLUMNS: dict[str, list[Column[dict[str, Any]]]] = {
+_QUERY_COLUMNS: dict[str, list[Column[Mapping[str, object]]]] = {
     "related": [Column("score", lambda r: f"{r['score']:.2f}", justify="right")],
     "deps": [Column("depth", lambda r: r["depth"], justify="right")],
     "affected": [
@@ -93,13 +92,13 @@ _QUERY_COLUMNS: dict[str, list[Column[dict[str, Any]]]] = {
 def _query(ctx: typer.Context, file: Path, what: str, json_: bool) -> None:
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[Mapping[str, object]]:
         async with memory(st) as layer:
             repos = Repositories(layer)
-            found: list[dict[str, Any]] = await getattr(repos, what)(file)
+            found: list[Mapping[str, object]] = await getattr(repos, what)(file)
             return found
 
-    columns = [Column[dict[str, Any]]("path", lambda r: r["path"]), *_QUERY_COLUMNS[what]]
+    columns = [Column[Mapping[str, object]]("path", lambda r: r["path"]), *_QUERY_COLUMNS[what]]
     empties = {"related": "no related files", "deps": "no dependencies", "affected": "nothing"}
     emit_table(
         run(ctx, body), wants_json(ctx, json_), columns, empty=empties[what] + f" for {file}"
@@ -129,20 +128,30 @@ def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
     """Entities whose name or alias starts with a word of QUERY."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[Entity]:
         async with memory(st) as layer:
             return await Graph(layer).find(query, limit=20)
 
-    columns: list[Column[dict[str, Any]]] = [
+    columns: list[Column[Entity]] = [
         Column("id", lambda d: d["id"], whole=True),
         Column("type", lambda d: d["type"]),
         Column("name", lambda d: d["name"]),
-        Column("mentions", lambda d: d["mention_count"], justify="right"),
-        Column("salience", lambda d: f"{d['salience']:.2f}", justify="right"),
+        Column("mentions", lambda d: d.get("mention_count", 0), justify="right"),
+        Column("salience", lambda d: f"{d.get('salience', 0):.2f}", justify="right"),
     ]
     emit_table(
         run(ctx, body), wants_json(ctx, json_), columns, empty=f"no entity matches {query!r}"
     )
+
+
+class RelationRow(TypedDict):
+    """One relation an expansion reached, endpoints by name."""
+
+    source: str
+    type: str
+    target: str
+    weight: float
+    hop: int
 
 
 @graph_app.command("expand")
@@ -155,24 +164,18 @@ def graph_expand(
     """The relations within DEPTH hops of the entities QUERY finds."""
     st = state(ctx)
 
-    async def body() -> list[dict[str, Any]]:
+    async def body() -> list[RelationRow]:
         async with memory(st) as layer:
             graph = Graph(layer)
             seeds = [d["id"] for d in await graph.find(query, limit=5)]
             found = await graph.expand(seeds, depth=depth)
             names = {eid: node["name"] for eid, node in found.nodes.items()}
             return [
-                {
-                    "source": names.get(s, s),
-                    "type": t,
-                    "target": names.get(d, d),
-                    "weight": w,
-                    "hop": h,
-                }
+                RelationRow(source=names.get(s, s), type=t, target=names.get(d, d), weight=w, hop=h)
                 for s, t, d, w, h in found.edges
             ]
 
-    columns: list[Column[dict[str, Any]]] = [
+    columns: list[Column[RelationRow]] = [
         Column("hop", lambda e: e["hop"], justify="right"),
         Column("source", lambda e: e["source"]),
         Column("relation", lambda e: e["type"]),

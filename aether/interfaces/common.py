@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -184,7 +184,7 @@ def local_time(timestamp: float, zone: ZoneInfo) -> str:
     return datetime.fromtimestamp(timestamp, tz=zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def print_fields(data: dict[str, Any], zone: ZoneInfo = _UTC) -> None:
+def print_fields(data: Mapping[str, object], zone: ZoneInfo = _UTC) -> None:
     """``name: value`` lines for people, times in ``zone`` (see :func:`human`)."""
     width = max((len(k) for k in data), default=0)
     for key, value in data.items():

@@ -31,7 +31,7 @@ from aether.codec import text
 from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
 from aether.errors import LLMError
-from aether.llm import TextModel
+from aether.llm import ChatMessage, TextModel
 from aether.memory.beliefs import Beliefs
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
@@ -78,13 +78,13 @@ class MaintenanceReport:
         return asdict(self)
 
 
-def _entry_messages(docs: list[MemoryDoc]) -> list[dict[str, Any]]:
+def _entry_messages(docs: list[MemoryDoc]) -> list[ChatMessage]:
     """Daily entries as messages for the summarizer."""
     return [
-        {
-            "role": "user" if d.get("source") == "user" else "assistant",
-            "content": str(d.get("content", "")),
-        }
+        ChatMessage(
+            role="user" if d.get("source") == "user" else "assistant",
+            content=str(d.get("content", "")),
+        )
         for d in docs
     ]
 

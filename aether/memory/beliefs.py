@@ -150,12 +150,53 @@ class Extracted(TypedDict):
     tags: list[str]
 
 
+class OutcomeSummary(TypedDict):
+    """One belief of a ``remember``, as the CLI and MCP report it."""
+
+    action: str
+    id: str
+    statement: str
+    previous: str | None
+    similarity: float
+
+
+class RememberSummary(TypedDict):
+    """A ``remember`` as the CLI and MCP report it: the logged entry and each belief."""
+
+    entry: str
+    beliefs: list[OutcomeSummary]
+
+
+class Reflection(TypedDict):
+    """Near-duplicate clusters of active beliefs and the stale ones (ids)."""
+
+    duplicates: list[list[str]]
+    stale: list[str]
+    active: int
+
+
 @dataclass
 class RememberReport:
     """What one ``remember`` call did."""
 
     entry: DailyEntry
     outcomes: list[Outcome] = field(default_factory=list)
+
+    def summary(self) -> RememberSummary:
+        """The report as plain data (ids, not documents)."""
+        return RememberSummary(
+            entry=self.entry["id"],
+            beliefs=[
+                OutcomeSummary(
+                    action=o.action,
+                    id=o.belief["id"],
+                    statement=str(o.belief["content"]),
+                    previous=o.previous["id"] if o.previous else None,
+                    similarity=round(o.similarity, 4),
+                )
+                for o in self.outcomes
+            ],
+        )
 
 
 class Beliefs:
@@ -526,7 +567,7 @@ class Beliefs:
             await self.layer.store.apply(m, "belief.prune")
         return [d["id"] for d in doomed]
 
-    async def reflect(self, now: float | None = None) -> dict[str, object]:
+    async def reflect(self, now: float | None = None) -> Reflection:
         """Near-duplicate clusters and stale beliefs (a report; nothing changes)."""
         when = now or time.time()
         active = await self.select("active", when)
@@ -545,7 +586,7 @@ class Beliefs:
                 clusters.append([doc["id"], *near])
                 seen.update([doc["id"], *near])
         stale = [d["id"] for d in active if d["effective_confidence"] < self.settings.uncertain_at]
-        return {"duplicates": clusters, "stale": stale, "active": len(active)}
+        return Reflection(duplicates=clusters, stale=stale, active=len(active))
 
     async def stats(self, now: float | None = None) -> dict[str, object]:
         """Counts by status and type, mean effective confidence, open questions."""

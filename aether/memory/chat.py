@@ -14,6 +14,7 @@ from typing import Any, Literal
 from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id, new_id
+from aether.llm import ChatMessage, ToolCallPart
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import check_timestamp
 from aether.store.state import Mutation
@@ -27,18 +28,14 @@ WINDOW_FIELDS = ("context_start", "context_summary", "context_flags", "context_c
 ROLES = ("system", "user", "assistant", "tool")
 
 
-def _message(role: str, content: str, ts: float, **extra: Any) -> dict[str, Any]:
+def _message(role: str, content: str, ts: float, **extra: Any) -> ChatMessage:
     if role not in ROLES:
         raise InvalidOperationError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
     if not isinstance(content, str):
         raise InvalidOperationError("message content must be text")
-    return {
-        "id": new_id(),
-        "role": role,
-        "content": content,
-        "timestamp": ts,
-        **{k: v for k, v in extra.items() if v is not None},
-    }
+    message = ChatMessage(id=new_id(), role=role, content=content, timestamp=ts)
+    message.update({k: v for k, v in extra.items() if v is not None})  # type: ignore[typeddict-item]
+    return message
 
 
 class ChatSessions:
@@ -69,7 +66,7 @@ class ChatSessions:
         timestamp: datetime | float | None = None,
         title: str | None = None,
         ref: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ChatMessage:
         """Append one message (creating the session on first use).
 
         ``ref`` ties the message to where it came from (an inbox message id), so that a
@@ -88,10 +85,10 @@ class ChatSessions:
         self,
         session: str,
         content: str,
-        tool_calls: list[dict[str, Any]],
-        results: list[dict[str, Any]],
+        tool_calls: list[ToolCallPart],
+        results: list[ChatMessage],
         timestamp: datetime | float | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ChatMessage]:
         """Store an assistant message with tool calls and every result, in one change.
 
         Raises:
@@ -126,12 +123,12 @@ class ChatSessions:
         await self.layer.store.apply(m, "chat.tool_exchange")
         return messages
 
-    async def find_ref(self, session: str, ref: str, recent: int = 100) -> dict[str, Any] | None:
+    async def find_ref(self, session: str, ref: str, recent: int = 100) -> ChatMessage | None:
         """The message stored with ``ref`` among the last ``recent`` ones, if any."""
         found = [m for m in await self.messages(session, limit=recent) if m.get("ref") == ref]
         return found[-1] if found else None
 
-    async def messages_from(self, session: str, start: int) -> list[dict[str, Any]]:
+    async def messages_from(self, session: str, start: int) -> list[ChatMessage]:
         """Messages from position ``start`` (0 = the first) to the last."""
         raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
         return [json.loads(member) for member in texts(raw)]
@@ -149,13 +146,13 @@ class ChatSessions:
             raise InvalidOperationError(f"not window fields: {sorted(unknown)}")
         return m.hset(self.keys.chat_session(check_id(session)), fields)
 
-    async def messages(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
+    async def messages(self, session: str, limit: int | None = None) -> list[ChatMessage]:
         """Messages in order (the last ``limit`` when given)."""
         start = 0 if limit is None else -limit
         raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
         return [json.loads(member) for member in texts(raw)]
 
-    async def get(self, session: str) -> dict[str, Any]:
+    async def get(self, session: str) -> dict[str, str | int]:
         """Session metadata and message count.
 
         Raises:
@@ -167,7 +164,7 @@ class ChatSessions:
         count = await self.layer.client.zcard(self.keys.chat_messages(session))
         return {**{k.decode(): v.decode() for k, v in meta.items()}, "messages": count}
 
-    async def list(self, limit: int = 50) -> list[dict[str, Any]]:
+    async def list(self, limit: int = 50) -> list[dict[str, str | int]]:
         """Sessions, most recently active first."""
         ids = await self.layer.client.zrevrange(self.keys.chat_session_index(), 0, limit - 1)
         return [await self.get(session) for session in texts(ids)]

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from aether.errors import InvalidOperationError
 from aether.ids import check_id
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import check_timestamp
 from aether.store.state import Mutation
+
+
+class Episode(TypedDict):
+    """One tool call of a session, as stored."""
+
+    tool: str
+    arguments: dict[str, object]
+    output: str
+    truncated: bool
+    success: bool
+    duration_ms: float
+    timestamp: float
 
 
 class Episodes:
@@ -23,25 +37,25 @@ class Episodes:
         self,
         session: str,
         tool: str,
-        arguments: dict[str, Any] | None,
+        arguments: Mapping[str, object] | None,
         output: str,
         success: bool,
         duration_ms: float,
         timestamp: datetime | float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Episode:
         """Append a tool call (output truncated) and cap the list, atomically and journaled."""
         if not tool or len(tool) > 128:
             raise InvalidOperationError("tool name must be 1-128 characters")
         limit = self.layer.settings.episode_output_chars
-        episode = {
-            "tool": tool,
-            "arguments": arguments or {},
-            "output": output[:limit],
-            "truncated": len(output) > limit,
-            "success": bool(success),
-            "duration_ms": round(float(duration_ms), 3),
-            "timestamp": check_timestamp(timestamp),
-        }
+        episode = Episode(
+            tool=tool,
+            arguments=dict(arguments or {}),
+            output=output[:limit],
+            truncated=len(output) > limit,
+            success=bool(success),
+            duration_ms=round(float(duration_ms), 3),
+            timestamp=check_timestamp(timestamp),
+        )
         payload = json.dumps(episode, ensure_ascii=False, default=str)
         key = self.layer.keys.episode(check_id(session, "session id"))
         await self.layer.store.apply(
@@ -49,7 +63,7 @@ class Episodes:
         )
         return episode
 
-    async def list(self, session: str) -> list[dict[str, Any]]:
+    async def list(self, session: str) -> list[Episode]:
         """The session's episodes, oldest first."""
         key = self.layer.keys.episode(check_id(session, "session id"))
         return [json.loads(raw) for raw in await self.layer.client.lrange(key, 0, -1)]

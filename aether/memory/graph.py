@@ -16,7 +16,9 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Required
+
+from typing_extensions import TypedDict
 
 from aether.codec import byte_map, text
 from aether.errors import InvalidOperationError, NotFoundError
@@ -53,7 +55,7 @@ class EntityIn:
     type: str
     name: str
     aliases: list[str] = field(default_factory=list)
-    properties: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, object] = field(default_factory=dict)
     salience: float = 0.3
     scope: str = "global"
 
@@ -73,11 +75,28 @@ class RelationIn:
     weight: float = 1.0
 
 
+class Entity(TypedDict, total=False):
+    """A stored entity, decoded (``hop``: its distance when an expansion reached it)."""
+
+    id: Required[str]
+    type: Required[str]
+    name: Required[str]
+    scope: str
+    aliases: list[str]
+    properties: dict[str, object]
+    mention_count: int
+    salience: float
+    base_salience: str
+    first_seen: float
+    last_seen: float
+    hop: int
+
+
 @dataclass
 class Expansion:
     """What a graph expansion reached."""
 
-    nodes: dict[str, dict[str, Any]]
+    nodes: dict[str, Entity]
     edges: list[tuple[str, str, str, float, int]]
 
 
@@ -87,19 +106,23 @@ def _check(value: str, what: str, limit: int = 64) -> str:
     return value
 
 
-def _decode_entity(raw: Any) -> dict[str, Any]:
+def _decode_entity(raw: Any) -> Entity | None:
     doc = {text(k): text(v) for k, v in byte_map(raw).items()}
-    if not doc:
-        return {}
-    return {
-        **doc,
-        "aliases": json.loads(doc.get("aliases", "[]")),
-        "properties": json.loads(doc.get("properties", "{}")),
-        "mention_count": int(doc.get("mention_count", 0)),
-        "salience": float(doc.get("salience", 0)),
-        "first_seen": float(doc.get("first_seen", 0)),
-        "last_seen": float(doc.get("last_seen", 0)),
-    }
+    if not doc or "id" not in doc:
+        return None
+    return Entity(
+        id=doc["id"],
+        type=doc.get("type", ""),
+        name=doc.get("name", ""),
+        scope=doc.get("scope", "global"),
+        aliases=json.loads(doc.get("aliases", "[]")),
+        properties=json.loads(doc.get("properties", "{}")),
+        mention_count=int(doc.get("mention_count", 0)),
+        salience=float(doc.get("salience", 0)),
+        base_salience=doc.get("base_salience", ""),
+        first_seen=float(doc.get("first_seen", 0)),
+        last_seen=float(doc.get("last_seen", 0)),
+    )
 
 
 class Graph:
@@ -217,7 +240,7 @@ class Graph:
         if m.ops:
             await self.layer.store.apply(m, "graph.record")
 
-    async def get(self, eid: str) -> dict[str, Any]:
+    async def get(self, eid: str) -> Entity:
         """One entity.
 
         Raises:
@@ -230,7 +253,7 @@ class Graph:
 
     async def find(
         self, query: str, limit: int = 10, scopes: list[str] | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Entity]:
         """Entities whose name or alias starts with a word of ``query``, most salient first."""
         words = [w for w in query_tokens(query) if len(w) > 2][:12]
         if not words:
@@ -246,11 +269,14 @@ class Graph:
         pipe = self.client.pipeline(transaction=False)
         for eid in ids:
             pipe.hgetall(self.keys.entity(eid))
-        docs = [d for d in map(_decode_entity, await pipe.execute()) if d]
+        docs = [d for d in map(_decode_entity, await pipe.execute()) if d is not None]
         if scopes:
             wanted = {check_scope(s) for s in scopes}
             docs = [d for d in docs if d.get("scope") in wanted]
-        docs.sort(key=lambda d: (d["salience"], d["mention_count"], d["last_seen"]), reverse=True)
+        docs.sort(
+            key=lambda d: (d.get("salience", 0), d.get("mention_count", 0), d.get("last_seen", 0)),
+            reverse=True,
+        )
         return docs[:limit]
 
     async def expand(
@@ -271,12 +297,13 @@ class Graph:
             max_nodes,
             *seeds,
         )
-        nodes = {}
+        nodes: dict[str, Entity] = {}
         for eid, hop, raw in nodes_raw:
             flat = [text(x) for x in raw]
             doc = _decode_entity(dict(zip(flat[::2], flat[1::2], strict=True)))
-            if doc:
-                nodes[text(eid)] = {**doc, "hop": int(hop)}
+            if doc is not None:
+                doc["hop"] = int(hop)
+                nodes[text(eid)] = doc
         edges: dict[tuple[str, str, str], tuple[str, str, str, float, int]] = {}
         for source, kind, target, weight, hop in edges_raw:
             key = (text(source), text(kind), text(target))

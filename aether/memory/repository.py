@@ -22,7 +22,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Required
+
+from typing_extensions import TypedDict
 
 from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
@@ -56,6 +58,35 @@ SKIP_DIRS = frozenset(
 MAX_FILE_BYTES = 1024 * 1024
 WRITE_BATCH = 200
 FILE_FIELDS = ("path", "language", "hash", "imports", "module", "is_test", "symbols")
+
+
+class FileDoc(TypedDict, total=False):
+    """One indexed source file (the graph reads the :data:`FILE_FIELDS` of it)."""
+
+    path: Required[str]
+    language: Required[str]
+    hash: str
+    size: int
+    imports: list[str]
+    symbols: list[str]
+    is_test: bool
+    module: str
+    error: str
+
+
+class DependencyRow(TypedDict, total=False):
+    """A file reached from another through imports, ``depth`` steps away."""
+
+    path: Required[str]
+    depth: Required[int]
+    test: bool
+
+
+class RelatedRow(TypedDict):
+    """A file related to another, with how strongly."""
+
+    path: str
+    score: float
 
 
 def repo_id(root: Path) -> str:
@@ -165,7 +196,7 @@ class IndexReport:
 class RepoGraph:
     """The import graph of one repository, resolved to its files."""
 
-    files: dict[str, dict[str, Any]]
+    files: dict[str, FileDoc]
     imports: dict[str, set[str]]
     importers: dict[str, set[str]]
 
@@ -202,7 +233,7 @@ class Repositories:
                 [self.keys.repo_file(rid, path_id(p)) for p in batch], ("hash",)
             )
             stored_hash.update({p: d["hash"] for p, d in zip(batch, docs, strict=True) if d})
-        pending: list[dict[str, Any]] = []
+        pending: list[FileDoc] = []
         for path in listing.paths:
             data = await asyncio.to_thread(_read, listing.real[path])
             if data is None:  # replaced by a link or a FIFO since it was listed
@@ -246,7 +277,7 @@ class Repositories:
             await self.layer.store.apply(m, "repo.index")
         return report
 
-    async def _write(self, rid: str, docs: list[dict[str, Any]]) -> None:
+    async def _write(self, rid: str, docs: list[FileDoc]) -> None:
         m = Mutation()
         now = time.time()
         for doc in docs:
@@ -283,7 +314,7 @@ class Repositories:
     async def graph(self, rid: str) -> RepoGraph:
         """The repository's files and their resolved imports."""
         paths = texts(await self.client.zrange(self.keys.repo_files(rid), 0, -1))
-        files: dict[str, dict[str, Any]] = {}
+        files: dict[str, FileDoc] = {}
         for begin in range(0, len(paths), 500):
             batch = paths[begin : begin + 500]
             docs = await self.layer.get_json(
@@ -311,12 +342,12 @@ class Repositories:
             raise NotFoundError(f"{path} is not an indexed source file of {rid}")
         return graph, path
 
-    async def deps(self, file: Path) -> list[dict[str, Any]]:
+    async def deps(self, file: Path) -> list[DependencyRow]:
         """What the file depends on, directly and transitively (with the depth)."""
         graph, path = await self._graph_for(file)
         return _walk(path, graph.imports)
 
-    async def affected(self, file: Path) -> list[dict[str, Any]]:
+    async def affected(self, file: Path) -> list[DependencyRow]:
         """What a change to the file can affect: its importers, transitively."""
         graph, path = await self._graph_for(file)
         found = _walk(path, graph.importers)
@@ -324,7 +355,7 @@ class Repositories:
             row["test"] = bool(graph.files[row["path"]].get("is_test"))
         return found
 
-    async def related(self, file: Path, limit: int = 10) -> list[dict[str, Any]]:
+    async def related(self, file: Path, limit: int = 10) -> list[RelatedRow]:
         """Files most related to ``file``: imports either way, shared imports, same folder."""
         graph, path = await self._graph_for(file)
         scores: dict[str, float] = {}
@@ -340,7 +371,7 @@ class Repositories:
             if PurePosixPath(other).parent == PurePosixPath(path).parent:
                 scores[other] = scores.get(other, 0.0) + 0.5
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-        return [{"path": p, "score": round(s, 2)} for p, s in ranked]
+        return [RelatedRow(path=p, score=round(s, 2)) for p, s in ranked]
 
 
 def _read(real: Path) -> bytes | None:
@@ -359,34 +390,30 @@ def _read(real: Path) -> bytes | None:
         return f.read(MAX_FILE_BYTES + 1)
 
 
-def _file_doc(path: str, data: bytes, digest: str) -> dict[str, Any]:
+def _file_doc(path: str, data: bytes, digest: str) -> FileDoc:
     language = language_of(path) or "other"
-    doc: dict[str, Any] = {
-        "path": path,
-        "language": language,
-        "hash": digest,
-        "size": len(data),
-        "imports": [],
-        "symbols": [],
-        "is_test": False,
-        "module": module_of(path, language) or "",
-        "error": "",
-    }
+    doc = FileDoc(
+        path=path,
+        language=language,
+        hash=digest,
+        size=len(data),
+        imports=[],
+        symbols=[],
+        is_test=False,
+        module=module_of(path, language) or "",
+        error="",
+    )
     if len(data) > MAX_FILE_BYTES:
         doc["error"] = "too large to parse"
         return doc
     facts = extract(path, data.decode("utf-8", errors="replace"))
     if facts is not None:
-        doc.update(
-            {
-                "imports": facts.imports,
-                "is_test": facts.is_test,
-                "error": facts.error or "",
-                "symbols": [
-                    f"{s.kind}:{s.parent + '.' if s.parent else ''}{s.name}" for s in facts.symbols
-                ],
-            }
-        )
+        doc["imports"] = facts.imports
+        doc["is_test"] = facts.is_test
+        doc["error"] = facts.error or ""
+        doc["symbols"] = [
+            f"{s.kind}:{s.parent + '.' if s.parent else ''}{s.name}" for s in facts.symbols
+        ]
     return doc
 
 
@@ -394,7 +421,7 @@ def _resolve(
     path: str,
     spec: str,
     language: str,
-    files: dict[str, dict[str, Any]],
+    files: dict[str, FileDoc],
     by_module: dict[str, list[str]],
 ) -> list[str]:
     """The repository files an import means (none for external packages)."""
@@ -437,7 +464,7 @@ def _resolve(
     return []
 
 
-def _walk(start: str, edges: dict[str, set[str]]) -> list[dict[str, Any]]:
+def _walk(start: str, edges: dict[str, set[str]]) -> list[DependencyRow]:
     seen = {start: 0}
     queue = deque([start])
     while queue:
@@ -447,7 +474,7 @@ def _walk(start: str, edges: dict[str, set[str]]) -> list[dict[str, Any]]:
                 seen[nxt] = seen[current] + 1
                 queue.append(nxt)
     return [
-        {"path": p, "depth": d}
+        DependencyRow(path=p, depth=d)
         for p, d in sorted(seen.items(), key=lambda kv: (kv[1], kv[0]))
         if p != start
     ]

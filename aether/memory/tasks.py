@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import time
 from datetime import date
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
+
+from typing_extensions import TypedDict
 
 from aether.codec import text
 from aether.errors import InvalidOperationError
@@ -23,6 +25,18 @@ TaskStatus = Literal["open", "done"]
 STATUSES: tuple[str, ...] = get_args(TaskStatus)
 
 
+class Task(TypedDict):
+    """One task, as stored (JSON) in the task hash."""
+
+    id: str
+    title: str
+    status: str
+    priority: int
+    due: str | None
+    created_at: float
+    done_at: float | None
+
+
 class Tasks:
     """The task list of one namespace."""
 
@@ -32,7 +46,7 @@ class Tasks:
 
     async def add(
         self, title: str, priority: int = 3, due: str | None = None, now: float | None = None
-    ) -> dict[str, Any]:
+    ) -> Task:
         """Add an open task.
 
         Raises:
@@ -47,26 +61,26 @@ class Tasks:
                 due = date.fromisoformat(due).isoformat()
             except ValueError as e:
                 raise InvalidOperationError(f"due {due!r}: use YYYY-MM-DD") from e
-        task = {
-            "id": new_id(),
-            "title": title.strip(),
-            "status": "open",
-            "priority": priority,
-            "due": due,
-            "created_at": now or time.time(),
-            "done_at": None,
-        }
+        task = Task(
+            id=new_id(),
+            title=title.strip(),
+            status="open",
+            priority=priority,
+            due=due,
+            created_at=now or time.time(),
+            done_at=None,
+        )
         await self._write(task, "task.add")
         return task
 
-    async def _write(self, task: dict[str, Any], reason: str) -> None:
+    async def _write(self, task: Task, reason: str) -> None:
         m = Mutation().hset(self.key, {task["id"]: json.dumps(task, ensure_ascii=False)})
         await self.layer.store.apply(m, reason)
 
-    async def all(self) -> list[dict[str, Any]]:
+    async def all(self) -> list[Task]:
         """Every task: open ones by priority, due date and age, then done ones."""
         raw = await self.layer.client.hgetall(self.key)
-        tasks = [json.loads(text(v)) for v in raw.values()]
+        tasks: list[Task] = [json.loads(text(v)) for v in raw.values()]
         tasks.sort(
             key=lambda t: (
                 t["status"] != "open",
@@ -77,13 +91,13 @@ class Tasks:
         )
         return tasks
 
-    async def list(self, status: str | None = "open") -> list[dict[str, Any]]:
+    async def list(self, status: str | None = "open") -> list[Task]:
         """Tasks of one status (``None``: all)."""
         if status is not None and status not in STATUSES:
             raise InvalidOperationError(f"status is one of {', '.join(STATUSES)}")
         return [t for t in await self.all() if status is None or t["status"] == status]
 
-    async def done(self, id_or_prefix: str, now: float | None = None) -> dict[str, Any]:
+    async def done(self, id_or_prefix: str, now: float | None = None) -> Task:
         """Mark a task done.
 
         Raises:
@@ -94,6 +108,6 @@ class Tasks:
         task = tasks[resolve_prefix(list(tasks), id_or_prefix, "task")]
         if task["status"] == "done":
             raise InvalidOperationError(f"task {task['id']} is already done")
-        task = {**task, "status": "done", "done_at": now or time.time()}
+        task = Task(**{**task, "status": "done", "done_at": now or time.time()})
         await self._write(task, "task.done")
         return task

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aether.ids import check_id
+from aether.llm import ToolSchema
 from aether.memory.layer import MemoryLayer
 
-Schemas = list[dict[str, Any]]
+Schemas = list[ToolSchema]
 
 
 class ToolSchemaCache:

@@ -26,6 +26,7 @@ from aether.errors import InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
+from aether.llm import ChatMessage, ToolSchema
 from aether.memory.chat import ChatSessions
 from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
@@ -97,7 +98,7 @@ class AgentRuntime:
         self.toolbox = Toolbox()
         for tool in builtin_tools(layer, checkpoints, self.session, self.search):
             self.toolbox.register(tool)
-        self._cached_schemas: list[dict[str, Any]] | None = None
+        self._cached_schemas: list[ToolSchema] | None = None
 
     def register_tool(self, tool: Tool) -> None:
         """Add a tool the model may call.
@@ -237,7 +238,10 @@ class AgentRuntime:
                 self.session, run.name, run.arguments, run.output, run.success, run.duration_ms
             )
         parts = [call.as_message_part() for call in calls]
-        results = [{"tool_call_id": r.call_id, "content": r.output, "name": r.name} for r in runs]
+        results = [
+            ChatMessage(role="tool", tool_call_id=r.call_id, content=r.output, name=r.name)
+            for r in runs
+        ]
         await self.chats.append_tool_exchange(self.session, content, parts, results)
 
     async def _ledger_llm(self, model: str, completion: Completion, duration_ms: float) -> None:

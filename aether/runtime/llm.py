@@ -20,6 +20,7 @@ from openai import AsyncOpenAI
 
 from aether.config import Settings
 from aether.errors import LLMError, LLMNotConfiguredError
+from aether.llm import ChatMessage, FunctionCall, ToolCallPart, ToolSchema
 
 log = structlog.get_logger(__name__)
 
@@ -32,13 +33,13 @@ class ToolCall:
     name: str
     arguments: str
 
-    def as_message_part(self) -> dict[str, Any]:
+    def as_message_part(self) -> ToolCallPart:
         """The call as it appears in an assistant message."""
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
+        return ToolCallPart(
+            id=self.id,
+            type="function",
+            function=FunctionCall(name=self.name, arguments=self.arguments),
+        )
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,8 @@ class LLMClient:
 
     async def chat(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
+        messages: list[ChatMessage],
+        tools: list[ToolSchema] | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
         """One chat completion.
@@ -208,7 +209,10 @@ class LLMClient:
 
     async def complete(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
         """A plain text answer to one prompt (summaries, extraction)."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        messages = [
+            ChatMessage(role="system", content=system),
+            ChatMessage(role="user", content=prompt),
+        ]
         reply = await self.chat(messages, max_tokens=max_tokens)
         if not reply.content.strip():
             raise LLMError("LLM answered with empty text", retryable=True)
@@ -224,7 +228,7 @@ def _brief(error: Exception) -> str:
     return text if len(text) <= 300 else text[:300] + "…"
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
+def parse_arguments(raw: str) -> dict[str, object]:
     """A tool call's JSON arguments as an object.
 
     Raises:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
 from aether.checkpoints.manager import Checkpoints
 from aether.errors import AetherError, InvalidOperationError
+from aether.llm import ToolFunction, ToolSchema
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
@@ -26,7 +26,9 @@ from aether.runtime.llm import ToolCall, parse_arguments
 
 log = structlog.get_logger(__name__)
 
-Handler = Callable[[dict[str, Any]], Awaitable[str]]
+ToolArguments = dict[str, object]
+"""A call's arguments, parsed from JSON and checked against the tool's schema."""
+Handler = Callable[[ToolArguments], Awaitable[str]]
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -44,17 +46,15 @@ class Tool:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
     handler: Handler
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> ToolSchema:
         """The tool as the chat API declares it."""
-        function = {
-            "name": self.name,
-            "description": self.description,
-            "parameters": self.parameters,
-        }
-        return {"type": "function", "function": function}
+        function = ToolFunction(
+            name=self.name, description=self.description, parameters=self.parameters
+        )
+        return ToolSchema(type="function", function=function)
 
 
 @dataclass(frozen=True)
@@ -63,30 +63,46 @@ class ToolRun:
 
     call_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: ToolArguments
     output: str
     success: bool
     duration_ms: float
 
 
-def check_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+def check_arguments(schema: Mapping[str, object], arguments: ToolArguments) -> None:
     """Required properties present, declared properties of the declared JSON type.
 
     Raises:
         InvalidOperationError: naming the first problem.
     """
-    props = schema.get("properties", {})
-    for name in schema.get("required", []):
+    props = schema.get("properties")
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else []:
         if name not in arguments:
             raise InvalidOperationError(f"missing required argument {name!r}")
     for name, value in arguments.items():
-        expected = _JSON_TYPES.get(str(props.get(name, {}).get("type", "")))
+        prop = props.get(name) if isinstance(props, dict) else None
+        declared = str(prop.get("type", "")) if isinstance(prop, dict) else ""
+        expected = _JSON_TYPES.get(declared)
         if expected is None:
             continue
-        if isinstance(value, bool) and bool not in expected:
-            raise InvalidOperationError(f"argument {name!r} must be {props[name]['type']}")
-        if not isinstance(value, expected):
-            raise InvalidOperationError(f"argument {name!r} must be {props[name]['type']}")
+        if (isinstance(value, bool) and bool not in expected) or not isinstance(value, expected):
+            raise InvalidOperationError(f"argument {name!r} must be {declared}")
+
+
+def _text(args: ToolArguments, name: str, default: str = "") -> str:
+    value = args.get(name, default)
+    return value if isinstance(value, str) else str(value)
+
+
+def _integer(args: ToolArguments, name: str) -> int | None:
+    value = args.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tags(args: ToolArguments) -> list[str] | None:
+    value = args.get("tags")
+    return [str(tag) for tag in value] if isinstance(value, list) else None
 
 
 class Toolbox:
@@ -110,14 +126,14 @@ class Toolbox:
             raise InvalidOperationError("tool parameters must be a JSON schema of type object")
         self._tools[tool.name] = tool
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[ToolSchema]:
         """Every tool's declaration."""
         return [t.schema() for t in self._tools.values()]
 
     async def run(self, call: ToolCall) -> ToolRun:
         """Execute one call; errors become the result's text (``success=False``)."""
         start = time.perf_counter()
-        arguments: dict[str, Any] = {}
+        arguments: ToolArguments = {}
         tool = self._tools.get(call.name)
         try:
             if tool is None:
@@ -134,7 +150,7 @@ class Toolbox:
         return ToolRun(call.id, call.name, arguments, output, success, ms)
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _object(properties: dict[str, object], required: list[str]) -> dict[str, object]:
     return {"type": "object", "properties": properties, "required": required}
 
 
@@ -143,40 +159,41 @@ def builtin_tools(
 ) -> list[Tool]:
     """The memory tools every agent has: search, log, remember, scratchpad, checkpoint."""
 
-    async def memory_search(args: dict[str, Any]) -> str:
+    async def memory_search(args: ToolArguments) -> str:
+        kind = _text(args, "kind") or None
         hits = await search.search(
-            str(args["query"]), limit=int(args.get("limit", 5)), kind=args.get("kind")
+            _text(args, "query"), limit=_integer(args, "limit") or 5, kind=kind
         )
         if not hits:
             return "no memories found"
         return "\n".join(f"[{h.doc.get('kind')} {h.doc.get('id')}] {h.content}" for h in hits)
 
-    async def memory_log(args: dict[str, Any]) -> str:
+    async def memory_log(args: ToolArguments) -> str:
         doc = await DailyLog(layer).log(
-            str(args["content"]), source="agent", tags=args.get("tags"), session=session
+            _text(args, "content"), source="agent", tags=_tags(args), session=session
         )
         return f"logged {doc['id']}"
 
-    async def memory_remember(args: dict[str, Any]) -> str:
-        doc = await LongTermMemory(layer).add(str(args["content"]), tags=args.get("tags"))
+    async def memory_remember(args: ToolArguments) -> str:
+        doc = await LongTermMemory(layer).add(_text(args, "content"), tags=_tags(args))
         return f"remembered {doc['id']}"
 
-    async def scratchpad(args: dict[str, Any]) -> str:
+    async def scratchpad(args: ToolArguments) -> str:
         pads = Scratchpads(layer)
-        action, pad = args["action"], str(args["id"])
+        action, pad = args["action"], _text(args, "id")
         if action == "set":
             if "value" not in args:
                 raise InvalidOperationError("scratchpad set needs a value")
-            await pads.set(pad, str(args["value"]), args.get("ttl_s"))
+            await pads.set(pad, _text(args, "value"), _integer(args, "ttl_s"))
             return f"scratchpad {pad} set"
         if action == "get":
             value = await pads.get(pad)
             return value if value is not None else f"scratchpad {pad} is empty or expired"
         raise InvalidOperationError("scratchpad action must be get or set")
 
-    async def checkpoint(args: dict[str, Any]) -> str:
+    async def checkpoint(args: ToolArguments) -> str:
         cp = await checkpoints.create(
-            label=str(args.get("label", ""))[:200], reason="agent", actor="agent"
+            label=_text(args, "label")[:200], reason="agent", actor="agent"
         )
         return f"checkpoint {cp.id} created"
 
