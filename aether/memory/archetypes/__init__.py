@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aether.errors import InvalidOperationError
-from aether.memory.archetypes.base import Archetype, ContextStrategy, ToolSpec
+from aether.memory.archetypes.base import Archetype, ContextStrategy
 from aether.memory.archetypes.coding import CodingArchetype
 from aether.memory.archetypes.general import GeneralArchetype
 
@@ -26,4 +26,4 @@ def archetype(name: str) -> Archetype:
     return ARCHETYPES[name]()
 
 
-__all__ = ["ARCHETYPES", "Archetype", "ContextStrategy", "ToolSpec", "archetype"]
+__all__ = ["ARCHETYPES", "Archetype", "ContextStrategy", "archetype"]

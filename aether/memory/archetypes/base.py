@@ -1,4 +1,4 @@
-"""The archetype Protocol: domain types, extractors, a context strategy and tools."""
+"""The archetype Protocol: event types, extractors and a context strategy."""
 
 from __future__ import annotations
 
@@ -34,16 +34,8 @@ class ContextStrategy:
             raise ValueError(f"a budget gives {', '.join(BUDGET_PARTS)} percentages summing to 100")
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the archetype's agent works with (a declaration; the runtime binds it)."""
-
-    name: str
-    description: str
-
-
 class Archetype(Protocol):
-    """A domain: its event, entity and relation types, extractors, strategy and tools."""
+    """A domain: its event types, the extractors of their entities and relations, a strategy."""
 
     @property
     def name(self) -> str:
@@ -51,23 +43,8 @@ class Archetype(Protocol):
         ...
 
     @property
-    def description(self) -> str:
-        """What kind of agent it is for."""
-        ...
-
-    @property
     def event_types(self) -> tuple[str, ...]:
         """The events its agent records."""
-        ...
-
-    @property
-    def entity_types(self) -> tuple[str, ...]:
-        """The entities its extractors find."""
-        ...
-
-    @property
-    def relation_types(self) -> tuple[str, ...]:
-        """The relations its extractors find."""
         ...
 
     @property
@@ -83,11 +60,6 @@ class Archetype(Protocol):
     @property
     def strategy(self) -> ContextStrategy:
         """Scoring weights and the memory budget's split."""
-        ...
-
-    @property
-    def tools(self) -> tuple[ToolSpec, ...]:
-        """The tools its agent works with."""
         ...
 
 

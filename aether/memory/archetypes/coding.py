@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from types import MappingProxyType
 
-from aether.memory.archetypes.base import ContextStrategy, ToolSpec
+from aether.memory.archetypes.base import ContextStrategy
 from aether.memory.code.extract import extract
 from aether.memory.code.model import CodeFacts, language_of
 from aether.memory.code.modules import module_of, resolve_import
@@ -151,7 +151,6 @@ class CodingArchetype:
     """An AI coding agent working on software."""
 
     name = "coding"
-    description = "AI coding agent for software development"
     event_types = (
         "file_read",
         "file_write",
@@ -162,18 +161,6 @@ class CodingArchetype:
         "user_message",
         "agent_response",
     )
-    entity_types = ("file", "function", "class", "module", "variable", "type", "error_pattern")
-    relation_types = (
-        "imports",
-        "exports",
-        "calls",
-        "extends",
-        "implements",
-        "uses",
-        "tests",
-        "caused_by",
-        "defines",
-    )
     extractors = MappingProxyType(
         {**dict.fromkeys(FILE_EVENTS, file_entities), "error": error_entities}
     )
@@ -182,12 +169,4 @@ class CodingArchetype:
     )
     strategy = ContextStrategy(
         0.3, 0.5, 0.2, {"recent": 15, "semantic": 40, "entities": 25, "relations": 20}
-    )
-    tools = (
-        ToolSpec("read_file", "Read file contents"),
-        ToolSpec("write_file", "Write file contents"),
-        ToolSpec("edit_file", "Edit with search/replace"),
-        ToolSpec("bash", "Execute shell command"),
-        ToolSpec("glob", "Find files by pattern"),
-        ToolSpec("grep", "Search file contents"),
     )

@@ -6,7 +6,7 @@ import re
 from itertools import combinations
 from types import MappingProxyType
 
-from aether.memory.archetypes.base import ContextStrategy, ToolSpec
+from aether.memory.archetypes.base import ContextStrategy
 from aether.memory.graph import EntityIn, RelationIn
 from aether.memory.records import Event
 
@@ -38,14 +38,7 @@ class GeneralArchetype:
     """For any agent: conversations, actions, observations."""
 
     name = "general"
-    description = "General-purpose agent: names, topics and what appears together"
     event_types = ("message", "action", "observation", "tool_call", "error", "decision")
-    entity_types = ("name", "topic")
-    relation_types = ("co_occurs",)
     extractors = MappingProxyType(dict.fromkeys(event_types, names_and_keywords))
     relation_extractors = MappingProxyType(dict.fromkeys(event_types, co_occurrence))
     strategy = ContextStrategy()
-    tools = (
-        ToolSpec("memory_search", "Search memory"),
-        ToolSpec("memory_log", "Write to the daily log"),
-    )
