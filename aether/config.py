@@ -66,6 +66,13 @@ class MemorySettings(BaseModel):
     vector_alpha: float = Field(
         default=0.4, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )
+    min_similarity: float = Field(
+        default=0.3,
+        ge=-1,
+        le=1,
+        description="hybrid search: a result without a full-text match needs this cosine "
+        "similarity (calibrated on LoCoMo by bench/locomo.py; -1 turns the floor off)",
+    )
     vector_datatype: Literal["float32", "float16"] = Field(
         default="float32",
         description="how vectors are stored: float16 halves their memory (recall in README)",

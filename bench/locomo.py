@@ -2,7 +2,14 @@
 
 Each turn is logged as a daily entry (``speaker: text``, the session's date and time as
 its timestamp, the speaker as a tag); each question of categories 1-4 with evidence is a
-search. recall@k = fraction of the question's evidence turns among the top k results.
+search. recall@k = fraction of the question's evidence turns among the top k results,
+in total and per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop).
+
+The relevance floor: each question is asked once more with the floor off (25 results,
+each with its cosine similarity and whether full text matched), and recall@10 is
+recomputed for a range of floors; NONSENSE queries (about nothing a conversation holds)
+give each floor's false-positive rate, the share of them that return anything. The
+configured floor (``memory.min_similarity``) is what the totals above use.
 
 Usage: python bench/locomo.py [PATH] [--embeddings local|none]
 """
@@ -24,13 +31,37 @@ from typing import Any
 from aether.config import Settings
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch
+from aether.memory.search import MemorySearch, SearchHit
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.tokens import count_tokens
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10, 25)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+FLOORS = (-1.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+NONSENSE = (
+    "quantum chromodynamics zebra",
+    "zzzz qqqq",
+    "xkcd vbnm qwpo",
+    "tensor calculus of ferromagnetic plasma",
+    "how many protons are in a molybdenum nucleus",
+    "the derivative of the arctangent function",
+    "kernel panic in the bootloader firmware",
+    "photosynthesis in deep sea hydrothermal vents",
+    "compile the fortran subroutine with openmp",
+    "what is the boiling point of liquid nitrogen",
+    "medieval siege trebuchet counterweight",
+    "sql injection in the legacy cobol mainframe",
+    "asdf ghjk lkjh",
+    "the tax code of the byzantine empire",
+    "orbital mechanics of a geostationary satellite",
+    "lorem ipsum dolor sit amet",
+    "mitochondrial dna polymerase fidelity",
+    "quarterly earnings of a semiconductor foundry",
+    "tectonic subduction zones of the pacific",
+    "unicode normalization of hangul syllables",
+)
 _DIA = re.compile(r"^D\d+:\d+$")
 
 
@@ -47,16 +78,48 @@ def turns(sample: dict[str, Any]) -> list[tuple[str, str, float]]:
     return out
 
 
-def questions(sample: dict[str, Any]) -> list[tuple[str, set[str]]]:
-    """(question, evidence dia_ids) for categories 1-4 with well-formed evidence."""
+def questions(sample: dict[str, Any]) -> list[tuple[str, set[str], int]]:
+    """(question, evidence dia_ids, category) for categories 1-4 with well-formed evidence."""
     out = []
     for qa in sample["qa"]:
-        if qa.get("category") not in (1, 2, 3, 4):
+        if qa.get("category") not in CATEGORIES:
             continue
         evidence = {e.strip() for e in qa.get("evidence", []) if _DIA.match(e.strip())}
         if evidence:
-            out.append((qa["question"], evidence))
+            out.append((qa["question"], evidence, int(qa["category"])))
     return out
+
+
+def passes(hit: SearchHit, floor: float) -> bool:
+    """Whether a hit found with the floor off would pass ``floor``."""
+    return hit.text_rank is not None or (hit.similarity or -1.0) >= floor
+
+
+def floor_table(
+    unfloored: list[tuple[list[SearchHit], set[str]]],
+    nonsense: list[list[SearchHit]],
+    key_to_dia: dict[str, str],
+) -> list[dict[str, float]]:
+    """recall@10 and the nonsense false-positive rate per floor."""
+    table = []
+    for floor in FLOORS:
+        recall = [
+            len(
+                evidence
+                & {key_to_dia.get(h.key) for h in [h for h in hits if passes(h, floor)][:10]}
+            )
+            / len(evidence)
+            for hits, evidence in unfloored
+        ]
+        false_positive = [any(passes(h, floor) for h in hits) for hits in nonsense]
+        table.append(
+            {
+                "floor": floor,
+                "recall@10": round(statistics.fmean(recall), 4),
+                "nonsense_false_positive_rate": round(statistics.fmean(false_positive), 3),
+            }
+        )
+    return table
 
 
 async def load(layer: MemoryLayer, sample: dict[str, Any]) -> dict[str, str]:
@@ -82,8 +145,11 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-locomo-"))
     base = Settings(home=home, embeddings=embeddings)  # type: ignore[arg-type]
     recalls: dict[int, list[float]] = {k: [] for k in KS}
+    by_category: dict[int, list[float]] = {c: [] for c in CATEGORIES}
     top10_tokens: list[int] = []
     latencies: list[float] = []
+    tables = []
+    nonsense_answered = 0
     client = await connect(base)
     try:
         for sample in data:
@@ -92,7 +158,16 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             search = MemorySearch(layer)
             await search.ensure_index()
             key_to_dia = await load(layer, sample)
-            for question, evidence in questions(sample):
+            unfloored_layer = MemoryLayer.open(
+                settings.model_copy(
+                    update={"memory": settings.memory.model_copy(update={"min_similarity": -1.0})}
+                ),
+                client,
+            )
+            unfloored_layer.embedder = layer.embedder
+            unfloored = MemorySearch(unfloored_layer)
+            asked = []
+            for question, evidence, category in questions(sample):
                 for k in KS:  # each k asked for as a caller would: limit=k
                     t = time.perf_counter()
                     hits = await search.search(question, limit=k)
@@ -100,15 +175,39 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     found = {key_to_dia.get(h.key) for h in hits}
                     recalls[k].append(len(evidence & found) / len(evidence))
                     if k == 10:
+                        by_category[category].append(recalls[k][-1])
                         top10_tokens.append(sum(count_tokens(h.content) for h in hits))
+                asked.append((await unfloored.search(question, limit=25), evidence))
+            nonsense = [await unfloored.search(q, limit=10) for q in NONSENSE]
+            nonsense_answered += sum(1 for q in NONSENSE if await search.search(q, limit=10))
+            tables.append((len(asked), floor_table(asked, nonsense, key_to_dia)))
     finally:
         await client.aclose()
         EmbeddedRedis(base).stop()
+    total = sum(n for n, _ in tables)
+    calibration = [
+        {
+            "floor": row["floor"],
+            "recall@10": round(sum(n * t[i]["recall@10"] for n, t in tables) / total, 3),
+            "nonsense_false_positive_rate": round(
+                statistics.fmean(t[i]["nonsense_false_positive_rate"] for _, t in tables), 3
+            ),
+        }
+        for i, row in enumerate(tables[0][1])
+    ]
     return {
         "file": str(path),
         "embeddings": embeddings,
         "questions": len(recalls[5]),
         **{f"recall@{k}": round(statistics.fmean(v), 3) for k, v in recalls.items()},
+        "recall@10_by_category": {
+            f"{c} {name}": round(statistics.fmean(by_category[c]), 3)
+            for c, name in CATEGORIES.items()
+            if by_category[c]
+        },
+        "min_similarity": base.memory.min_similarity,
+        "nonsense_false_positive_rate": round(nonsense_answered / (len(NONSENSE) * len(data)), 3),
+        "floor_calibration": calibration,
         "top10_tokens": round(statistics.fmean(top10_tokens), 1),
         "search_p50_ms_incl_embedding": round(statistics.median(latencies), 2),
     }

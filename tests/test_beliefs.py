@@ -74,6 +74,13 @@ def test_the_contradiction_heuristic() -> None:
     assert heuristic_contradiction("Deploys never run on Fridays", "Deploys run on Fridays")
     assert not heuristic_contradiction("I like coffee", "I really like coffee")
     assert not heuristic_contradiction("The server has 16 GB", "The server has 16 GB of RAM")
+    assert heuristic_contradiction("Caroline lives in Lisbon", "Caroline lives in Porto")
+    assert heuristic_contradiction("My partner is named Alex", "My partner is named Robin")
+    assert heuristic_contradiction(
+        "Sam works at Acme as a welder", "Sam works at Globex as a welder"
+    )
+    assert not heuristic_contradiction("I like tea", "I like coffee")  # can like both
+    assert not heuristic_contradiction("Caroline lives in Lisbon", "Caroline lives in Lisbon now")
 
 
 async def test_reinforcement_raises_confidence_and_resets_decay(

@@ -24,6 +24,7 @@ TOOLS = {
     "memory_search",
     "memory_log",
     "memory_remember",
+    "memory_note",
     "memory_forget",
     "scratchpad_get",
     "scratchpad_set",
@@ -65,18 +66,29 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
                 "memory_log", {"content": "The router password is in vault", "tags": ["ops"]}
             )
         )
-        kept = _data(await call("memory_remember", {"content": "Operator prefers short answers"}))
+        # one remember: the same fact three times is one belief, reinforced
+        fact = {"content": "Operator prefers short answers"}
+        learned = [_data(await call("memory_remember", fact))["beliefs"][0] for _ in range(3)]
+        assert [b["action"] for b in learned] == ["created", "reinforced", "reinforced"]
+        assert len({b["id"] for b in learned}) == 1
+        belief = learned[0]["id"]
+        kept = _data(await call("memory_note", {"content": "Runbook: restart the NAS via ipmi"}))
         found = _data(await call("memory_search", {"query": "router password", "limit": 3}))
         assert found["results"][0]["id"] == logged["id"]
         cp = _data(await call("checkpoint_create", {"label": "mcp test"}))
         assert _data(await call("checkpoint_list", {}))["checkpoints"][0]["id"] == cp["id"]
         assert _data(await call("memory_forget", {"id": kept["id"]}))["kind"] == "longterm"
+        assert _data(await call("memory_forget", {"id": belief}))["kind"] == "belief"
         missing = _error(await call("memory_forget", {"id": kept["id"]}))
         assert missing == {"code": "not_found", "message": missing["message"], "retryable": False}
+        found = _data(await call("memory_search", {"query": "short answers", "limit": 3}))
+        assert belief not in {r["id"] for r in found["results"]}  # forgotten: never recalled
         rolled = _data(await call("checkpoint_rollback", {"id": cp["id"]}))
         assert rolled["entries_undone"] >= 1 and rolled["target"] == cp["id"]
-        found = _data(await call("memory_search", {"query": "short answers", "limit": 3}))
+        found = _data(await call("memory_search", {"query": "restart NAS ipmi", "limit": 3}))
         assert found["results"] and found["results"][0]["id"] == kept["id"]  # restored
+        found = _data(await call("memory_search", {"query": "short answers", "limit": 3}))
+        assert belief in {r["id"] for r in found["results"]}
         assert _error(await call("checkpoint_rollback", {"id": "zz"}))["code"] == "not_found"
         assert (
             _data(await call("scratchpad_set", {"id": "plan", "value": "x", "ttl_s": 60}))["ttl_s"]

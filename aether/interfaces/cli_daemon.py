@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from aether.keys import Keyspace
     from aether.runtime.health import Health
     from aether.runtime.lease import DaemonLease
+    from aether.runtime.llm import LLMClient
 
 maintenance_app = group("The maintenance engine.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -153,7 +154,7 @@ async def _serve(
         supervisor.start(
             "embeddings", lambda: embedding_service.serve(client, layer.keys, embedder, stop)
         )
-    http = _mcp_http(st, agent) if settings.mcp.port else None
+    http = _mcp_http(st, agent, llm) if settings.mcp.port else None
     if http is not None:
         supervisor.start("mcp", http.serve)
     health.ready = True
@@ -179,7 +180,7 @@ async def _serve(
         log.info("aether stopped", answered=daemon.answered)
 
 
-def _mcp_http(st: AppState, agent: Aether) -> Any:
+def _mcp_http(st: AppState, agent: Aether, llm: LLMClient | None) -> Any:
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -193,7 +194,7 @@ def _mcp_http(st: AppState, agent: Aether) -> Any:
 
     token = st.settings.mcp.token.get_secret_value() if st.settings.mcp.token else ""
     config = uvicorn.Config(
-        http_app(agent, token),
+        http_app(agent, token, llm),
         host=st.settings.mcp.host,
         port=st.settings.mcp.port or 0,
         log_level="warning",

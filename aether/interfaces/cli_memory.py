@@ -169,9 +169,17 @@ def search(
     tags: TagsOpt = None,
     since: Annotated[str | None, typer.Option(help="7d, 12h, 30m or ISO-8601.")] = None,
     limit: Annotated[int, ranges.LIMIT.option("--limit", help="At most this many.")] = 10,
+    include_inactive: Annotated[
+        bool,
+        typer.Option("--include-inactive", help="Also invalidated, forgotten or pruned beliefs."),
+    ] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Hybrid search (full text + vectors + recency); exit 2 when nothing is found."""
+    """Hybrid search (full text + vectors + recency); exit 2 when nothing relevant is found.
+
+    A result must share a meaningful word with QUERY or be close to it in meaning; beliefs
+    that no longer hold are left out unless --include-inactive.
+    """
     st = state(ctx)
 
     async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
@@ -183,6 +191,7 @@ def search(
                 tags=tags or None,
                 since=parse_since(since),
                 limit=limit,
+                include_inactive=include_inactive,
             )
             zone = await read_operator_zone(layer.client, layer.keys)
             return [{**h.doc, "relevance": h.relevance} for h in hits], zone

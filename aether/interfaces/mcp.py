@@ -37,10 +37,12 @@ from aether.errors import (
 from aether.identity.bootstrap import default_identity_dir
 from aether.ids import check_id
 from aether.interfaces.ranges import LIMIT, MAX_TOKENS, TTL_S
+from aether.memory.beliefs import RememberSummary
 from aether.memory.daily import DailyLog
 from aether.memory.longterm import LongTermMemory
 from aether.memory.records import Kind
 from aether.memory.scratchpad import Scratchpads
+from aether.runtime.llm import LLMClient
 
 log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -52,7 +54,7 @@ def error_payload(error: Exception) -> dict[str, Any]:
     return {"code": code, "message": str(error), "retryable": retryable}
 
 
-def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[Any]]:
+def _guarded(fn: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[Any]]:
     """``fn`` with aether's errors turned into the contract's error result.
 
     The SDK would prefix a raised error's text; an ``isError`` result is passed through
@@ -100,8 +102,12 @@ class AetherMCPServer(MCPServer[Any]):
             )
 
 
-def build_server(agent: Aether) -> MCPServer[Any]:
-    """The MCP server with every aether tool, over one namespace's ``Aether``."""
+def build_server(agent: Aether, llm: LLMClient | None = None) -> MCPServer[Any]:
+    """The MCP server with every aether tool, over one namespace's ``Aether``.
+
+    ``llm`` (when configured) extracts beliefs and checks contradictions for
+    ``memory_remember``; without it the heuristics do.
+    """
     server: MCPServer[Any] = AetherMCPServer(
         name="aether",
         instructions="Long-term memory, checkpoints and identity of an aether agent.",
@@ -109,7 +115,7 @@ def build_server(agent: Aether) -> MCPServer[Any]:
     layer = agent.memory
     search = agent.search
 
-    def tool(fn: Callable[..., Awaitable[dict[str, Any]]]) -> None:
+    def tool(fn: Callable[..., Awaitable[object]]) -> None:
         description = inspect.cleandoc(fn.__doc__ or "")
         server.add_tool(_guarded(fn), name=fn.__name__, description=description)
 
@@ -151,7 +157,7 @@ def build_server(agent: Aether) -> MCPServer[Any]:
         """Record something that happened today in the daily log.
 
         An event, a result, what the user said. For a lasting fact or preference use
-        memory_remember instead.
+        memory_remember instead; it is not checked against what is already known.
         """
         doc = await DailyLog(layer).log(content, source="agent", tags=tags, session=session)
         return {"id": doc["id"], "day": doc["day"]}
@@ -159,10 +165,24 @@ def build_server(agent: Aether) -> MCPServer[Any]:
     async def memory_remember(
         content: Annotated[str, Field(description="The fact or preference, self-contained.")],
         tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
-    ) -> dict[str, Any]:
-        """Keep a lasting fact or preference in long-term memory.
+    ) -> RememberSummary:
+        """Learn a lasting fact or preference, checked against what is already believed.
 
-        It outlives the daily logs. Returns its ``id``, which memory_forget takes.
+        The same fact again reinforces the belief held; a contradicting one ("the NAS has
+        16 TB" after "12 TB") supersedes it, so the old value never reaches a context.
+        Returns each belief's ``id`` and ``action`` (created, reinforced, superseded).
+        """
+        report = await agent.beliefs(llm).remember(content, source="agent", tags=tags)
+        return report.summary()
+
+    async def memory_note(
+        content: Annotated[str, Field(description="The note, self-contained.")],
+        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
+    ) -> dict[str, str]:
+        """Keep a plain long-term note as written, with no belief checks.
+
+        For a reference, a procedure or a summary. A fact that can change belongs in
+        memory_remember. Returns its ``id``, which memory_forget takes.
         """
         doc = await LongTermMemory(layer).add(content, tags=tags)
         return {"id": doc["id"]}
@@ -170,13 +190,17 @@ def build_server(agent: Aether) -> MCPServer[Any]:
     async def memory_forget(
         id: Annotated[str, Field(description="The memory's id, as memory_search returns it.")],
     ) -> dict[str, Any]:
-        """Delete one long-term memory or daily entry that is wrong or unwanted.
+        """Forget one belief, long-term note or daily entry that is wrong or unwanted.
 
-        Journaled: a checkpoint rollback brings it back.
+        A belief is kept in its history but never recalled again; a note or an entry is
+        deleted. Journaled: a checkpoint rollback brings it back.
         """
 
-        async def work() -> dict[str, Any]:
+        async def work() -> dict[str, str]:
             check_id(id, "memory id")
+            if await layer.client.exists(layer.keys.belief(id)):
+                await agent.beliefs().forget(id)
+                return {"forgotten": id, "kind": "belief"}
             if await layer.client.exists(layer.keys.longterm(id)):
                 await LongTermMemory(layer).delete(id)
                 return {"forgotten": id, "kind": "longterm"}
@@ -275,6 +299,7 @@ def build_server(agent: Aether) -> MCPServer[Any]:
         memory_search,
         memory_log,
         memory_remember,
+        memory_note,
         memory_forget,
         scratchpad_get,
         scratchpad_set,
@@ -298,13 +323,16 @@ async def serve_stdio(settings: Settings) -> None:
     from aether.store.client import connect
 
     client = await connect(settings)
+    llm = LLMClient.from_settings(settings)
     try:
         agent = Aether(settings, client, actor="mcp", embed_via_daemon=True)
         await agent.ready()
         directory = settings.identity_dir or default_identity_dir()
         await agent.identity.ensure(directory, actor="mcp")  # first use: bootstrap
-        await build_server(agent).run_stdio_async()
+        await build_server(agent, llm).run_stdio_async()
     finally:
+        if llm is not None:
+            await llm.aclose()
         await client.aclose()
 
 
@@ -364,6 +392,6 @@ async def _refuse(send: Any, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(agent: Aether, token: str) -> Any:
+def http_app(agent: Aether, token: str, llm: LLMClient | None = None) -> Any:
     """The streamable-HTTP ASGI app (at ``/mcp``) behind the bearer token."""
-    return BearerAuth(build_server(agent).streamable_http_app(), token)
+    return BearerAuth(build_server(agent, llm).streamable_http_app(), token)

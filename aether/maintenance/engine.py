@@ -32,11 +32,12 @@ from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
 from aether.errors import LLMError
 from aether.llm import ChatMessage, TextModel
-from aether.memory.beliefs import Beliefs
+from aether.memory.beliefs import REMEMBER_TAG, Beliefs
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import build_memory
 from aether.memory.records import MemoryDoc
+from aether.memory.search import INACTIVE, MemorySearch
 from aether.memory.topics import count_ops
 from aether.store.lock import StateLock
 from aether.store.state import Mutation
@@ -76,6 +77,19 @@ class MaintenanceReport:
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for JSON)."""
         return asdict(self)
+
+
+def _digestible(doc: MemoryDoc) -> bool:
+    """Whether a daily entry may feed a digest or a reflection.
+
+    Not what ``remember`` logged (its facts live on as beliefs, which follow the truth)
+    and not what a later fact superseded.
+    """
+    return REMEMBER_TAG not in doc.get("tags", []) and doc.get("status") not in INACTIVE
+
+
+def _normal(text_: str) -> str:
+    return " ".join(text_.lower().split()).strip(" .")
 
 
 def _entry_messages(docs: list[MemoryDoc]) -> list[ChatMessage]:
@@ -197,8 +211,14 @@ class MaintenanceEngine:
             await self.layer.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
             return 0
         ranked = sorted(
-            docs, key=lambda d: (float(d.get("score", 0.5)), d["timestamp"]), reverse=True
+            [d for d in docs if _digestible(d)],
+            key=lambda d: (float(d.get("score", 0.5)), d["timestamp"]),
+            reverse=True,
         )[:DIGEST_MAX_ENTRIES]
+        if not ranked:  # only facts that live on as beliefs, or no longer hold
+            removal = self.daily.removal(day, docs, whole_day=True)
+            await self.layer.store.apply(removal, "maintenance.compress_daily", self.actor)
+            return len(docs)
         ranked.sort(key=lambda d: d["timestamp"])
         summary = await self._summary(
             ranked,
@@ -225,6 +245,27 @@ class MaintenanceEngine:
                 count_ops(m, self.keys, [digest])
             await self.layer.store.apply(m, "maintenance.compress_daily", self.actor)
         return len(docs)
+
+    async def _new_lines(self, lines: list[str]) -> list[str]:
+        """``lines`` less repeats, what a note or belief says, and superseded facts."""
+        fresh: dict[str, str] = {}
+        search = MemorySearch(self.layer)
+        beliefs = Beliefs(self.layer, self.belief_settings)
+        for line in lines:
+            key = _normal(line)
+            if not key or key in fresh:
+                continue
+            hits = await search.search(line, limit=5, include_inactive=True)
+            if any(
+                _normal(h.content) == key
+                for h in hits
+                if h.doc.get("kind") != "daily" and h.doc.get("status") not in INACTIVE
+            ):
+                continue
+            if await beliefs.states_superseded(line):
+                continue
+            fresh[key] = line
+        return list(fresh.values())
 
     async def prune_checkpoints(self, dry_run: bool) -> StepReport:
         """Step 2: keep the newest checkpoints."""
@@ -266,6 +307,7 @@ class MaintenanceEngine:
             for d in await self.daily.recent(2)
             if since < float(d["timestamp"]) <= now.timestamp()
             and REFLECTION_TAG not in d.get("tags", [])
+            and _digestible(d)
         ]
         if len(docs) < REFLECT_MIN_ENTRIES:
             step.detail = f"{len(docs)} new entries since the last reflection; nothing to distill"
@@ -282,6 +324,12 @@ class MaintenanceEngine:
         lines = [ln.strip(" -*\t") for ln in text_.splitlines() if ln.strip(" -*\t")]
         if self.llm is None or not lines:
             lines = [" ".join(text_.split())]
+        lines = await self._new_lines(lines)
+        if not lines:
+            m = Mutation().hset(state, {"reflected_until": str(now.timestamp())})
+            await self.layer.store.apply(m, "maintenance.reflect", self.actor)
+            step.detail = f"{len(docs)} new entries hold nothing not already remembered"
+            return step
         ids = [d["id"] for d in docs]
         memories = [
             build_memory(

@@ -44,7 +44,7 @@ from aether.llm import TextModel
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import DailyEntry, MemoryDoc, base_record
-from aether.memory.search import query_tokens
+from aether.memory.search import INACTIVE, MemorySearch, query_tokens
 from aether.memory.stopwords import STOPWORDS
 from aether.memory.topics import count_ops
 from aether.memory.vectors import refilter
@@ -56,6 +56,8 @@ TYPES = ("fact", "insight")
 BeliefStatus = Literal["active", "invalidated", "forgotten", "pruned"]
 STATUSES: tuple[str, ...] = get_args(BeliefStatus)
 NEIGHBOURS = 5
+REMEMBER_TAG = "remember"
+"""The tag of the daily entry ``remember`` logs (its facts live on as beliefs)."""
 BELIEF_FIELDS = (
     "id",
     "content",
@@ -111,15 +113,77 @@ def _negated(statement: str) -> bool:
     return any(w.replace("'", "") in _NEGATIONS or w.endswith("n't") for w in words)
 
 
+# verbs that hold one value at a time: "lives in Lisbon" then "lives in Porto" is a move
+_SINGLE_VALUED = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "am",
+        "lives",
+        "live",
+        "lived",
+        "moved",
+        "works",
+        "work",
+        "worked",
+        "job",
+        "named",
+        "called",
+        "married",
+        "dating",
+        "drives",
+        "drive",
+        "owns",
+        "earns",
+        "earn",
+        "costs",
+        "weighs",
+        "has",
+        "have",
+        "had",
+        "studies",
+        "studying",
+        "teaches",
+        "runs",
+        "leads",
+        "manages",
+        "prefers",
+        "favourite",
+        "favorite",
+        "",
+    ]
+)
+_WORD = re.compile(r"[\w'-]+")
+
+
+def _changed_value(old: str, new: str) -> bool:
+    """The same subject and single-valued verb, then a different value."""
+    a, b = _WORD.findall(old.lower()), _WORD.findall(new.lower())
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - common and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    rest_a, rest_b = a[common : len(a) - tail], b[common : len(b) - tail]
+    if common < 2 or not rest_a or not rest_b or max(len(rest_a), len(rest_b)) > 5:
+        return False
+    return bool(_SINGLE_VALUED & set(a[:common])) and not set(rest_a) & set(rest_b)
+
+
 def heuristic_contradiction(old: str, new: str) -> bool:
     """Whether two similar statements disagree.
 
-    One is negated and the other not, or they hold different numbers.
+    One is negated and the other not, they hold different numbers, or they give one
+    subject a different value of a single-valued verb ("lives in Lisbon" / "in Porto").
     """
     if _negated(old) != _negated(new):
         return True
     numbers_old, numbers_new = set(_NUMBER.findall(old)), set(_NUMBER.findall(new))
-    return bool(numbers_old and numbers_new and numbers_old != numbers_new)
+    if numbers_old and numbers_new and numbers_old != numbers_new:
+        return True
+    return _changed_value(old, new)
 
 
 def keyword_tags(statement: str, limit: int = 2) -> list[str]:
@@ -197,6 +261,17 @@ class RememberReport:
                 for o in self.outcomes
             ],
         )
+
+
+def _quotes(held: set[str], old: str, new: str) -> bool:
+    """Whether a text of words ``held`` states ``old`` rather than ``new``.
+
+    It holds every word of ``old`` that ``new`` changed and at least half of the rest.
+    """
+    words = set(query_tokens(old))
+    changed = words - set(query_tokens(new))
+    shared = words - changed
+    return changed <= held and len(shared & held) * 2 >= len(shared)
 
 
 class Beliefs:
@@ -346,7 +421,7 @@ class Beliefs:
         entry = await DailyLog(self.layer).log(
             statement,
             source=source,
-            tags=["remember", *(tags or [])],
+            tags=[REMEMBER_TAG, *(tags or [])],
             session=session,
             timestamp=when,
         )
@@ -485,6 +560,7 @@ class Beliefs:
             supersedes=doc["supersedes"],
         )
         if superseding is not None:
+            await self._supersede_quotes(m, superseding, doc)
             self._status_ops(m, superseding, "invalidated")
             key = self.keys.belief(superseding["id"])
             m.json_set(key, doc["id"], "$.superseded_by")
@@ -498,6 +574,69 @@ class Beliefs:
                 similarity=round(similarity, 4),
             )
         await self.layer.store.apply(m, "belief.create")
+
+    async def _supersede_quotes(self, m: Mutation, old: MemoryDoc, new: MemoryDoc) -> None:
+        """Mark what still states ``old`` superseded by ``new``, in the same change.
+
+        The daily entries ``remember`` logged it from, and long-term notes, digests and
+        daily entries that quote it (they hold every word of it that the new belief
+        changed, and most of the rest), get ``status: superseded``: search and context
+        leave them out from now on, and a rollback restores them with the belief.
+        """
+        quoted = await self.quoting(old, str(new["content"]))
+        if not quoted:
+            return
+        pipe = self.layer.client.pipeline(transaction=False)
+        for key in quoted:
+            pipe.exists(self.keys.vector(key))
+        for key, has_vector in zip(quoted, await pipe.execute(), strict=True):
+            m.json_set(key, "superseded", "$.status")
+            m.json_set(key, new["id"], "$.superseded_by")
+            if has_vector:
+                refilter(m, self.keys, key, status="superseded")
+
+    async def states_superseded(self, text_: str) -> bool:
+        """Whether ``text_`` states a belief that a later one replaced."""
+        held = set(query_tokens(text_))
+        search = MemorySearch(self.layer)
+        hits = await search.search(text_, kind="belief", include_inactive=True, limit=20)
+        replaced = [h.key for h in hits if h.doc.get("status") == "invalidated"]
+        for doc in await self.layer.get_docs(replaced, (*BELIEF_FIELDS, "kind")):
+            if doc is None:
+                continue
+            successor = doc.get("superseded_by")
+            if doc.get("kind") != "belief" or doc.get("status") != "invalidated" or not successor:
+                continue
+            new = (await self.layer.get_docs([self.keys.belief(str(successor))], ("content",)))[0]
+            if new is not None and _quotes(held, str(doc["content"]), str(new["content"])):
+                return True
+        return False
+
+    async def quoting(self, old: MemoryDoc, new_statement: str) -> list[str]:
+        """Keys of the entries and notes that state ``old`` (see :meth:`_supersede_quotes`)."""
+        words = query_tokens(str(old["content"]))
+        changed = set(words) - set(query_tokens(new_statement))
+        candidates = [self.keys.daily_entry(e) for e in old.get("evidence", [])]
+        if changed:
+            notes = (Tag("kind") == ["longterm", "daily"]) & (Tag("status") != list(INACTIVE))
+            query = TextQuery(
+                " ".join(words), "content", filter_expression=notes, num_results=50, stopwords=None
+            )
+            query.no_content()
+            try:
+                rows = await self.index.search(query.query, query_params=query.params)
+                candidates += [row.id for row in rows.docs]
+            except (RedisSearchError, ResponseError) as e:
+                log.warning("could not look for notes quoting a superseded belief", error=str(e))
+        docs = await self.layer.get_docs(candidates, ("content", "status"))
+        out = []
+        for key, doc in zip(candidates, docs, strict=True):
+            if doc is None or doc.get("status") in INACTIVE:
+                continue
+            held = set(query_tokens(str(doc.get("content", ""))))
+            if _quotes(held, str(old["content"]), new_statement):
+                out.append(key)
+        return list(dict.fromkeys(out))
 
     def _status_ops(self, m: Mutation, doc: MemoryDoc, status: str) -> None:
         key = self.keys.belief(doc["id"])

@@ -6,6 +6,12 @@ becomes a redisvl ``TextQuery``; filter values go through redisvl's escaping ``T
 ``alpha * vector_similarity + (1 - alpha) * text_score``, after min-max normalising each
 list (BM25 and cosine live on different scales), then mixes in exponential recency decay.
 On LoCoMo this beats either signal alone and reciprocal-rank fusion (bench/locomo.py).
+
+Min-max scaling gives the best candidate full marks however poor it is, so relevance is
+first gated on absolute signals: a candidate must match a meaningful word of the query in
+full text (stopwords never reach the query) or be at least ``min_similarity`` cosine-similar
+to it. A query about nothing stored finds nothing. Inactive beliefs and superseded notes
+(any ``status`` of :data:`INACTIVE`) are left out unless asked for.
 When the index cannot answer, a substring match over the last days of daily logs does,
 and the fallback is logged once.
 """
@@ -46,6 +52,9 @@ from aether.memory.vectors import ensure_vector_index
 
 log = structlog.get_logger(__name__)
 
+INACTIVE = ("invalidated", "forgotten", "pruned", "superseded")
+"""Statuses of memories that no longer hold: kept for history, never recalled by default."""
+
 
 @dataclass(frozen=True)
 class SearchHit:
@@ -59,6 +68,8 @@ class SearchHit:
     match: float | None = None
     """How well it matches the query alone (``relevance`` without recency): what a caller
     that applies its own recency rule ranks by, so recency never counts twice."""
+    similarity: float | None = None
+    """The raw cosine similarity to the query (``None``: not a vector candidate)."""
 
     @property
     def content(self) -> str:
@@ -79,9 +90,12 @@ def build_filter(
     since: datetime | float | None = None,
     session: str | None = None,
     scopes: list[str] | None = None,
+    include_inactive: bool = True,
 ) -> FilterExpression | None:
     """A redisvl filter from validated values (``None`` when unfiltered)."""
     parts: list[FilterExpression] = []
+    if not include_inactive:
+        parts.append(Tag("status") != list(INACTIVE))
     if scopes:
         parts.append(Tag("scope") == [check_scope(s) for s in scopes])
     if kind:
@@ -156,8 +170,22 @@ class MemorySearch:
         limit: int = 10,
         now: float | None = None,
         scopes: list[str] | None = None,
+        include_inactive: bool = False,
     ) -> list[SearchHit]:
-        """The ``limit`` most relevant memories for ``query``.
+        """The ``limit`` most relevant memories for ``query``; none when nothing is relevant.
+
+        Args:
+            query: what to look for, in any words (reduced to word tokens).
+            kind: only this kind of memory.
+            source: only from this source.
+            tags: only memories with one of these tags.
+            since: only memories from this time on.
+            session: only memories of this session.
+            limit: at most this many results (1-1000).
+            now: the time recency is measured from (default: now).
+            scopes: only memories in these scopes.
+            include_inactive: also invalidated, forgotten or pruned beliefs and superseded
+                notes (left out by default).
 
         Raises:
             InvalidOperationError: unknown kind or source, bad tags, time or limit.
@@ -166,7 +194,7 @@ class MemorySearch:
 
         if not 1 <= limit <= 1000:
             raise InvalidOperationError("limit must be between 1 and 1000")
-        flt = build_filter(kind, source, tags, since, session, scopes)
+        flt = build_filter(kind, source, tags, since, session, scopes, include_inactive)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
         criteria = {
@@ -181,7 +209,7 @@ class MemorySearch:
             ranked = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
-        return await self._rank(ranked, limit, now or time.time())
+        return await self._rank(ranked, limit, now or time.time(), include_inactive)
 
     async def _candidates(
         self,
@@ -221,7 +249,11 @@ class MemorySearch:
         return out
 
     async def _rank(
-        self, ranked: dict[str, list[tuple[str, float]]], limit: int, now: float
+        self,
+        ranked: dict[str, list[tuple[str, float]]],
+        limit: int,
+        now: float,
+        include_inactive: bool = False,
     ) -> list[SearchHit]:
         weights = {"text": 1.0 - self.alpha, "vector": self.alpha}
         if len(ranked) == 1:
@@ -233,6 +265,11 @@ class MemorySearch:
                 fused[key] = fused.get(key, 0.0) + weights[name] * norm
             for rank, (key, _) in enumerate(rows, 1):
                 ranks.setdefault(key, {})[name] = rank
+        similarity = dict(ranked.get("vector", []))
+        floor = self.layer.settings.min_similarity
+        for key in list(fused):  # the absolute gate: a word match, or similar enough
+            if "text" not in ranks[key] and similarity.get(key, -1.0) < floor:
+                del fused[key]
         if not fused:
             return []
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
@@ -244,8 +281,8 @@ class MemorySearch:
         if vanished and self.layer.mirror is not None:  # deleted or rolled back in Redis
             await self.layer.mirror.delete([key.rsplit(":", 1)[1] for key in vanished])
         for key, doc in zip(shortlist, docs, strict=True):
-            if doc is None:
-                continue
+            if doc is None or (not include_inactive and doc.get("status") in INACTIVE):
+                continue  # the status check also covers a Qdrant mirror's stale payload
             age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
             recency = math.pow(0.5, age_days / settings.recency_half_life_days)
             score = (1 - settings.recency_weight) * fused[key] + settings.recency_weight * recency
@@ -257,6 +294,7 @@ class MemorySearch:
                     ranks[key].get("text"),
                     ranks[key].get("vector"),
                     round(fused[key], 6),
+                    similarity.get(key),
                 )
             )
         hits.sort(key=lambda h: h.relevance, reverse=True)

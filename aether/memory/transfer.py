@@ -10,9 +10,11 @@ before it writes anything. A bad line refuses the whole file, naming the line an
 reason (``on_invalid="skip"`` skips and counts them instead); two lines with one id
 refuse the file with their line numbers (``on_duplicate="keep-first"|"keep-last"``
 keeps one and reports it). Exact duplicates of what is stored (same id, or same content
-hash) are skipped. Each batch is one journaled change whose documents carry ``ABSENT``
-guards and whose counters are in the same atomic write, so a counter can never count a
-document twice, even when another writer races the import.
+hash) are skipped; a line without id or timestamp is identified by its content, so
+importing the same file twice adds nothing the second time. Each batch is one journaled
+change whose documents carry ``ABSENT`` guards and whose counters are in the same atomic
+write, so a counter can never count a document twice, even when another writer races
+the import.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from aether.memory.records import (
     DailyEntry,
     MemoryDoc,
     MemoryRecord,
+    content_hash,
     day_of,
     record_key,
 )
@@ -162,6 +165,15 @@ def _lines(source: TextIO, limit: int) -> Iterator[tuple[int, str | None]]:
 
 
 def _record(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
+    record = _built(layer, line)
+    if line.timestamp is None:
+        # stamped "now" on import: its identity is the line, so the same file again adds
+        # nothing (the hash of a line with a time includes it: two entries can repeat)
+        record["hash"] = content_hash(line.kind, line.content, line.source, line.tags, 0.0)
+    return record
+
+
+def _built(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
     if line.kind == "daily":
         return build_entry(
             layer,

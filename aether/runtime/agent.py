@@ -27,6 +27,7 @@ from aether.identity.profile import IdentityStore
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
 from aether.llm import ChatMessage, ToolSchema
+from aether.memory.beliefs import Beliefs
 from aether.memory.chat import ChatSessions
 from aether.memory.episodes import Episodes
 from aether.memory.layer import MemoryLayer
@@ -96,7 +97,8 @@ class AgentRuntime:
         summarizer: Summarizer = LLMSummarizer(llm) if llm else ExtractiveSummarizer()
         self._summarizer = summarizer
         self.toolbox = Toolbox()
-        for tool in builtin_tools(layer, checkpoints, self.session, self.search):
+        self.beliefs = Beliefs(layer, settings.beliefs, llm)
+        for tool in builtin_tools(layer, checkpoints, self.session, self.search, self.beliefs):
             self.toolbox.register(tool)
         self._cached_schemas: list[ToolSchema] | None = None
 

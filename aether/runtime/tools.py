@@ -17,6 +17,7 @@ import structlog
 from aether.checkpoints.manager import Checkpoints
 from aether.errors import AetherError, InvalidOperationError
 from aether.llm import ToolFunction, ToolSchema
+from aether.memory.beliefs import Beliefs
 from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
@@ -155,9 +156,13 @@ def _object(properties: dict[str, object], required: list[str]) -> dict[str, obj
 
 
 def builtin_tools(
-    layer: MemoryLayer, checkpoints: Checkpoints, session: str, search: MemorySearch
+    layer: MemoryLayer,
+    checkpoints: Checkpoints,
+    session: str,
+    search: MemorySearch,
+    beliefs: Beliefs,
 ) -> list[Tool]:
-    """The memory tools every agent has: search, log, remember, scratchpad, checkpoint."""
+    """The memory tools every agent has: search, log, remember, note, scratchpad, checkpoint."""
 
     async def memory_search(args: ToolArguments) -> str:
         kind = _text(args, "kind") or None
@@ -175,8 +180,18 @@ def builtin_tools(
         return f"logged {doc['id']}"
 
     async def memory_remember(args: ToolArguments) -> str:
+        report = await beliefs.remember(
+            _text(args, "content"), source="agent", tags=_tags(args), session=session
+        )
+        return "; ".join(
+            f"{o['action']} belief {o['id']}"
+            + (f" (replaces {o['previous']})" if o["previous"] else "")
+            for o in report.summary()["beliefs"]
+        )
+
+    async def memory_note(args: ToolArguments) -> str:
         doc = await LongTermMemory(layer).add(_text(args, "content"), tags=_tags(args))
-        return f"remembered {doc['id']}"
+        return f"noted {doc['id']}"
 
     async def scratchpad(args: ToolArguments) -> str:
         pads = Scratchpads(layer)
@@ -220,9 +235,15 @@ def builtin_tools(
         ),
         Tool(
             "memory_remember",
-            "Store a lasting fact or lesson in long-term memory.",
+            "Learn a lasting fact or preference; it reinforces or replaces what you believed.",
             _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
             memory_remember,
+        ),
+        Tool(
+            "memory_note",
+            "Keep a plain long-term note as written (a reference, a procedure, a summary).",
+            _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
+            memory_note,
         ),
         Tool(
             "scratchpad",
