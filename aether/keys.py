@@ -352,7 +352,11 @@ class Keyspace:
         return self._k("lock", "job", job)
 
     def maintenance_state(self) -> str:
-        """HASH: maintenance watermarks (reflected up to), journaled with the memories."""
+        """HASH: watermarks, journaled with the memories.
+
+        ``reflected_until``; ``learned:<session>``: the chat position knowledge was
+        extracted up to.
+        """
         return self._k("maintenance", "state")
 
     def inbox(self) -> str:

@@ -6,7 +6,7 @@ never import the runtime: data flows one way.
 
 from __future__ import annotations
 
-from typing import Protocol, Required
+from typing import Protocol, Required, runtime_checkable
 
 from typing_extensions import TypedDict
 
@@ -64,3 +64,14 @@ class ToolSchema(TypedDict):
 
     type: str
     function: ToolFunction
+
+
+@runtime_checkable
+class StructuredModel(Protocol):
+    """A model that answers one prompt with JSON following a schema."""
+
+    async def complete_json(
+        self, system: str, prompt: str, schema: dict[str, object], max_tokens: int | None = None
+    ) -> str:
+        """The JSON text; raises ``LLMError`` when the model fails."""
+        ...

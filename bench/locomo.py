@@ -179,7 +179,8 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                         top10_tokens.append(sum(count_tokens(h.content) for h in hits))
                 asked.append((await unfloored.search(question, limit=25), evidence))
             nonsense = [await unfloored.search(q, limit=10) for q in NONSENSE]
-            nonsense_answered += sum(1 for q in NONSENSE if await search.search(q, limit=10))
+            for query in NONSENSE:
+                nonsense_answered += bool(await search.search(query, limit=10))
             tables.append((len(asked), floor_table(asked, nonsense, key_to_dia)))
     finally:
         await client.aclose()

@@ -62,7 +62,10 @@ class ScriptedOpenAI:
     """Start with ``with ScriptedOpenAI(dims=...) as server:``; ``server.base_url``.
 
     Chat completions pop ``replies`` first, then ask ``responder`` (given the request
-    body); with neither, or while ``failing`` is set, the server answers 500.
+    body); with neither, or while ``failing`` is set, the server answers 500. A request
+    for structured output (``response_format``: knowledge extraction) is answered by
+    ``extractor`` instead, an empty extraction by default, so it never takes a reply
+    scripted for the conversation.
     """
 
     def __init__(
@@ -70,10 +73,14 @@ class ScriptedOpenAI:
         dims: int = 64,
         replies: list[dict[str, Any]] | None = None,
         responder: Responder | None = None,
+        extractor: Responder | None = None,
     ) -> None:
         self.dims = dims
         self.replies = list(replies or [])
         self.responder = responder
+        self.extractor = extractor or (
+            lambda body: completion('{"facts": [], "entities": [], "relations": []}')
+        )
         self.failing = False
         self.requests: list[dict[str, Any]] = []
         outer = self
@@ -102,6 +109,8 @@ class ScriptedOpenAI:
                     }
                 elif outer.failing:
                     payload = None
+                elif self.path.endswith("/chat/completions") and "response_format" in body:
+                    payload = outer.extractor(body)
                 elif self.path.endswith("/chat/completions") and outer.replies:
                     payload = outer.replies.pop(0)
                 elif self.path.endswith("/chat/completions") and outer.responder:
@@ -123,8 +132,12 @@ class ScriptedOpenAI:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def chat_requests(self) -> list[dict[str, Any]]:
-        """Bodies of the chat completion requests, in order."""
-        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+        """Bodies of the chat completion requests (not extractions), in order."""
+        return [
+            r["body"]
+            for r in self.requests
+            if r["path"].endswith("/chat/completions") and "response_format" not in r["body"]
+        ]
 
     @property
     def base_url(self) -> str:

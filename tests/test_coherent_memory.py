@@ -14,11 +14,16 @@ from aether.config import Settings
 from aether.keys import Keyspace
 from aether.maintenance.engine import MaintenanceEngine
 from aether.memory.beliefs import Beliefs
+from aether.memory.chat import ChatSessions
 from aether.memory.daily import DailyLog
+from aether.memory.graph import Graph, entity_id
+from aether.memory.knowledge import ConversationLearner
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.search import MemorySearch
+from aether.runtime.llm import LLMClient
 from tests.conftest import dump_state
+from tests.openai_server import ScriptedOpenAI, completion
 
 NONSENSE = ("quantum chromodynamics zebra", "zzzz qqqq", "xkcd vbnm qwpo")
 
@@ -137,3 +142,77 @@ async def test_superseding_marks_quoting_notes_and_a_rollback_restores_them(
     reflections = [n for n in notes if "reflection" in n.get("tags", [])]
     assert all("Globex" not in n["content"] for n in reflections)  # remember's entry is not copied
     assert all("Acme" not in n["content"] for n in reflections)  # nor the superseded fact
+
+
+async def test_a_conversation_feeds_beliefs_and_the_graph_and_rolls_back_with_it(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    s = settings.model_copy(update={"embeddings": "none"})
+    layer = MemoryLayer.open(s, client)
+    await MemorySearch(layer).ensure_index()
+    checkpoints = Checkpoints(client, keys)
+    chats = ChatSessions(layer)
+    learner = ConversationLearner(layer, Beliefs(layer, s.beliefs), speakers={"user": "Melanie"})
+    cp = await checkpoints.create(label="before the chat")
+    before = await dump_state(client, keys)
+    await chats.append("main", "user", "Caroline went to the LGBTQ support group on 7 May.")
+    await chats.append("main", "assistant", "That sounds like a good day for her.")
+    await chats.append("main", "user", "I moved to Porto last year.")
+    assert await learner.backlog() == ["main"]
+    report = await learner.learn("main")
+    assert report.turns == 3 and report.facts >= 2 and await learner.backlog() == []
+    graph = Graph(layer)
+    caroline = (await graph.find("Caroline"))[0]
+    assert caroline["name"] == "Caroline" and caroline["type"] == "person"
+    reached = await graph.expand([caroline["id"]], depth=1)
+    names = {node["name"] for node in reached.nodes.values()}
+    assert {"LGBTQ support group", "7 May"} <= names
+    assert {e[1] for e in reached.edges} >= {"went_to", "on"}
+    held = await Beliefs(layer, s.beliefs).select("active")
+    assert any("Melanie" in b["content"] and "Porto" in b["content"] for b in held)
+    assert (await learner.learn("main")).turns == 0  # the watermark moved with the change
+    await checkpoints.rollback_to(cp.id)
+    assert await dump_state(client, keys) == before  # beliefs, graph and watermark gone
+
+
+async def test_llm_extraction_and_its_bad_replies(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    s = settings.model_copy(update={"embeddings": "none"})
+    layer = MemoryLayer.open(s, client)
+    await MemorySearch(layer).ensure_index()
+    good = {
+        "facts": [{"statement": "Jon works at Acme as a welder"}],
+        "entities": [
+            {"name": "Jon", "type": "person", "aliases": ["Jonathan"]},
+            {"name": "Acme", "type": "organisation"},
+        ],
+        "relations": [{"source": "Jon", "type": "works_at", "target": "Acme"}],
+    }
+    replies = [
+        completion(json.dumps(good)),
+        completion("not json at all {"),
+        completion(json.dumps({"facts": [{"statement": "x" * 10_000}]})),
+        completion(json.dumps({"entities": [{"name": "@evil:{x} | *", "type": "person"}]})),
+    ]
+    with ScriptedOpenAI(extractor=lambda body: replies.pop(0)) as server:
+        llm = LLMClient(server.base_url, "scripted", max_retries=0)
+        beliefs = Beliefs(layer, s.beliefs)
+        learner = ConversationLearner(layer, beliefs, llm)
+        chats = ChatSessions(layer)
+        await chats.append("s1", "user", "Jonathan got a job at Acme, welding.")
+        assert (await learner.learn("s1")).extractor == "llm"
+        jon = (await Graph(layer).find("Jonathan"))[0]
+        assert jon["name"] == "Jon"
+        used = []  # malformed JSON, an oversized fact: logged, the turn read without the LLM
+        for text_ in ("Bob lives in Paris.", "Ann lives in Rome.", "Zed went to Oslo."):
+            await chats.append("s1", "user", text_)
+            report = await learner.learn("s1")
+            used.append((report.turns, report.extractor))
+        assert used == [(1, "deterministic"), (1, "deterministic"), (1, "llm")]
+        assert (await Graph(layer).find("Paris"))[0]["type"] == "place"
+        odd = await Graph(layer).get(entity_id("person", "@evil:{x} | *"))
+        assert odd["name"] == "@evil:{x} | *"  # query syntax in a name is stored as data
+        sent = [r for r in server.requests if "response_format" in r["body"]]
+        assert sent[0]["body"]["response_format"]["type"] == "json_schema"
+        await llm.aclose()

@@ -31,9 +31,10 @@ from aether.codec import text
 from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
 from aether.errors import LLMError
-from aether.llm import ChatMessage, TextModel
+from aether.llm import ChatMessage, StructuredModel, TextModel
 from aether.memory.beliefs import REMEMBER_TAG, Beliefs
 from aether.memory.daily import DailyLog
+from aether.memory.knowledge import ConversationLearner
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import build_memory
 from aether.memory.records import MemoryDoc
@@ -150,6 +151,7 @@ class MaintenanceEngine:
             report.steps.append(await self.compress_daily(when, dry_run))
             report.steps.append(await self.prune_checkpoints(dry_run))
             report.steps.append(await self.scratchpad_ttls(dry_run))
+            report.steps.append(await self.learn(when, dry_run))
             report.steps.append(await self.reflect(when, dry_run))
             report.steps.append(await self.beliefs(dry_run))
         report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
@@ -294,6 +296,24 @@ class MaintenanceEngine:
                     await self.client.expire(key, self.layer.settings.scratchpad_ttl_s)
         verb = "would give" if dry_run else "gave"
         step.detail = f"{seen} scratchpads; {verb} {step.changed} a TTL"
+        return step
+
+    async def learn(self, now: datetime, dry_run: bool) -> StepReport:
+        """Step 4: catch up on conversation turns no one has learned from yet."""
+        step = StepReport("learn")
+        llm = self.llm if isinstance(self.llm, StructuredModel) else None
+        beliefs = Beliefs(self.layer, self.belief_settings, self.llm)
+        learner = ConversationLearner(self.layer, beliefs, llm)
+        backlog = await learner.backlog()
+        if dry_run or not backlog:
+            step.changed, step.items = len(backlog), backlog
+            step.detail = f"{len(backlog)} sessions with turns to learn from"
+            return step
+        for session in backlog:
+            learned = await learner.learn(session, now.timestamp())
+            step.changed += learned.facts + learned.entities
+            step.items.append(session)
+        step.detail = f"learned from {len(backlog)} sessions"
         return step
 
     async def reflect(self, now: datetime, dry_run: bool) -> StepReport:

@@ -430,6 +430,24 @@ class Beliefs:
             report.outcomes.append(await self._fold(extracted, entry["id"], tags or [], when))
         return report
 
+    async def learn(
+        self,
+        statement: str,
+        *,
+        evidence: str,
+        tags: list[str] | None = None,
+        now: float | None = None,
+    ) -> Outcome:
+        """Fold one fact found elsewhere (a conversation turn ``evidence``) into beliefs.
+
+        Like :meth:`remember` without logging the text again: it is already stored.
+        """
+        clean = statement.strip()
+        if not clean:
+            raise InvalidOperationError("a fact needs some text")
+        fact: Extracted = {"statement": clean, "type": "fact", "tags": []}
+        return await self._fold(fact, evidence, tags or [], now or time.time())
+
     async def _extract(self, statement: str) -> list[Extracted]:
         """Beliefs in the text: the LLM's fact (+ insight), or the text itself as a fact."""
         fallback: list[Extracted] = [{"statement": statement.strip(), "type": "fact", "tags": []}]

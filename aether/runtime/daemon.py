@@ -38,6 +38,8 @@ from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
 from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
+from aether.memory.beliefs import Beliefs
+from aether.memory.knowledge import ConversationLearner
 from aether.memory.layer import MemoryLayer
 from aether.memory.tasks import Tasks
 from aether.registry.factory import open_registry
@@ -105,6 +107,9 @@ class Daemon:
         self._attempts: dict[str, int] = {}
         self.answered = 0
         self._supervisor: Supervisor | None = None
+        self._to_learn: asyncio.Queue[str] = asyncio.Queue()
+        beliefs = Beliefs(layer, settings.beliefs, llm)
+        self.learner = ConversationLearner(layer, beliefs, llm)
 
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once)."""
@@ -164,6 +169,7 @@ class Daemon:
         self.schedule.start()
         events = supervisor.start("events", lambda: self._listen(stop))
         inbox = supervisor.start("inbox", lambda: self._serve_inbox(stop))
+        learning = supervisor.start("learn", lambda: self._learn(stop))
         try:
             await stop.wait()
         finally:
@@ -171,9 +177,10 @@ class Daemon:
             await self._finish(inbox)
             with contextlib.suppress(*OUTAGE):
                 await self.inbox.leave()
-            events.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await events
+            for task in (events, learning):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self.services.close()
 
     def _through_outages(
@@ -285,9 +292,28 @@ class Daemon:
         bound.info("answered", tools=len(result.tool_runs), usage=round(result.usage, 3))
         return await self._reply(message, result.reply, session)
 
+    async def _learn(self, stop: asyncio.Event) -> None:
+        """Learn from the sessions just answered, off the reply's path, a batch at a time."""
+        while not stop.is_set():
+            try:
+                first = await asyncio.wait_for(self._to_learn.get(), timeout=1.0)
+            except TimeoutError:
+                continue
+            sessions = {first}
+            while not self._to_learn.empty():
+                sessions.add(self._to_learn.get_nowait())
+            for session in sorted(sessions):
+                try:
+                    learned = await self.learner.learn(session)
+                except AetherError as e:
+                    log.warning("learning from the conversation failed", error=str(e))
+                    continue
+                log.info("learned", session=session, facts=learned.facts, turns=learned.turns)
+
     async def _reply(
         self, message: InboxMessage, content: str, session: str, error: str | None = None
     ) -> str | None:
+        self._to_learn.put_nowait(session)
         extra = {"session": session}
         if error:
             extra["error"] = error

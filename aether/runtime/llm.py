@@ -162,6 +162,7 @@ class LLMClient:
         messages: list[ChatMessage],
         tools: list[ToolSchema] | None = None,
         max_tokens: int | None = None,
+        response_format: dict[str, object] | None = None,
     ) -> Completion:
         """One chat completion.
 
@@ -175,6 +176,8 @@ class LLMClient:
             kwargs["tools"] = tools
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
+        if response_format:
+            kwargs["response_format"] = response_format
         url = self.base_url
         try:
             response = await self.client.chat.completions.create(**kwargs)
@@ -214,6 +217,23 @@ class LLMClient:
             ChatMessage(role="user", content=prompt),
         ]
         reply = await self.chat(messages, max_tokens=max_tokens)
+        if not reply.content.strip():
+            raise LLMError("LLM answered with empty text", retryable=True)
+        return reply.content
+
+    async def complete_json(
+        self, system: str, prompt: str, schema: dict[str, object], max_tokens: int | None = None
+    ) -> str:
+        """A JSON answer following ``schema`` (the API's structured output)."""
+        messages = [
+            ChatMessage(role="system", content=system),
+            ChatMessage(role="user", content=prompt),
+        ]
+        response_format: dict[str, object] = {
+            "type": "json_schema",
+            "json_schema": {"name": "extraction", "schema": schema, "strict": False},
+        }
+        reply = await self.chat(messages, max_tokens=max_tokens, response_format=response_format)
         if not reply.content.strip():
             raise LLMError("LLM answered with empty text", retryable=True)
         return reply.content
