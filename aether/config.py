@@ -67,7 +67,7 @@ class MemorySettings(BaseModel):
         default=0.4, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )
     min_similarity: float = Field(
-        default=0.35,
+        default=0.3,
         ge=-1,
         le=1,
         description="hybrid search: a result without a full-text match needs this cosine "

@@ -173,6 +173,7 @@ async def test_maintenance_compresses_prunes_fixes_ttls_and_reflects(
         "compress_daily": 5,
         "prune_checkpoints": 2,
         "scratchpad_ttls": 1,
+        "learn": 0,
         "reflect": 1,
         "beliefs": 0,
     }

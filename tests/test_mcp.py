@@ -87,7 +87,7 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         assert rolled["entries_undone"] >= 1 and rolled["target"] == cp["id"]
         found = _data(await call("memory_search", {"query": "restart NAS ipmi", "limit": 3}))
         assert found["results"] and found["results"][0]["id"] == kept["id"]  # restored
-        found = _data(await call("memory_search", {"query": "short answers", "limit": 3}))
+        found = _data(await call("memory_search", {"query": "short answers", "limit": 10}))
         assert belief in {r["id"] for r in found["results"]}
         assert _error(await call("checkpoint_rollback", {"id": "zz"}))["code"] == "not_found"
         assert (
