@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
@@ -26,6 +27,15 @@ from tests.conftest import dump_state
 from tests.openai_server import ScriptedOpenAI, completion
 
 NONSENSE = ("quantum chromodynamics zebra", "zzzz qqqq", "xkcd vbnm qwpo")
+
+
+@pytest.fixture
+async def text_only(settings: Settings, client: Redis) -> tuple[Settings, MemoryLayer]:
+    """Settings without embeddings, and a memory layer on them with its index."""
+    s = settings.model_copy(update={"embeddings": "none"})
+    layer = MemoryLayer.open(s, client)
+    await MemorySearch(layer).ensure_index()
+    return s, layer
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -113,11 +123,9 @@ async def test_search_floor_and_inactive_beliefs_with_local_embeddings(
 
 
 async def test_superseding_marks_quoting_notes_and_a_rollback_restores_them(
-    settings: Settings, client: Redis, keys: Keyspace
+    text_only: tuple[Settings, MemoryLayer], client: Redis, keys: Keyspace
 ) -> None:
-    s = settings.model_copy(update={"embeddings": "none"})
-    layer = MemoryLayer.open(s, client)
-    await MemorySearch(layer).ensure_index()
+    s, layer = text_only
     checkpoints = Checkpoints(client, keys)
     beliefs = Beliefs(layer, s.beliefs)
     await beliefs.remember("Sam works at Acme as a welder")
@@ -145,11 +153,9 @@ async def test_superseding_marks_quoting_notes_and_a_rollback_restores_them(
 
 
 async def test_a_conversation_feeds_beliefs_and_the_graph_and_rolls_back_with_it(
-    settings: Settings, client: Redis, keys: Keyspace
+    text_only: tuple[Settings, MemoryLayer], client: Redis, keys: Keyspace
 ) -> None:
-    s = settings.model_copy(update={"embeddings": "none"})
-    layer = MemoryLayer.open(s, client)
-    await MemorySearch(layer).ensure_index()
+    s, layer = text_only
     checkpoints = Checkpoints(client, keys)
     chats = ChatSessions(layer)
     learner = ConversationLearner(layer, Beliefs(layer, s.beliefs), speakers={"user": "Melanie"})
@@ -176,11 +182,9 @@ async def test_a_conversation_feeds_beliefs_and_the_graph_and_rolls_back_with_it
 
 
 async def test_llm_extraction_and_its_bad_replies(
-    settings: Settings, client: Redis, keys: Keyspace
+    text_only: tuple[Settings, MemoryLayer], client: Redis, keys: Keyspace
 ) -> None:
-    s = settings.model_copy(update={"embeddings": "none"})
-    layer = MemoryLayer.open(s, client)
-    await MemorySearch(layer).ensure_index()
+    s, layer = text_only
     good = {
         "facts": [{"statement": "Jon works at Acme as a welder"}],
         "entities": [
