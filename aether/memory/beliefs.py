@@ -263,15 +263,29 @@ class RememberReport:
         )
 
 
-def _quotes(held: set[str], old: str, new: str) -> bool:
-    """Whether a text of words ``held`` states ``old`` rather than ``new``.
+@dataclass(frozen=True)
+class Change:
+    """How a new statement differs from an old one, word by word."""
 
-    It holds every word of ``old`` that ``new`` changed and at least half of the rest.
-    """
-    words = set(query_tokens(old))
-    changed = words - set(query_tokens(new))
-    shared = words - changed
-    return changed <= held and len(shared & held) * 2 >= len(shared)
+    changed: frozenset[str]
+    """Words of the old statement the new one does not hold (``12`` of "12 TB" -> "16 TB")."""
+    shared: frozenset[str]
+    """Words both hold."""
+
+    @classmethod
+    def between(cls, old: str, new: str) -> Change:
+        """The change from ``old`` to ``new``."""
+        words = frozenset(query_tokens(old))
+        changed = words - frozenset(query_tokens(new))
+        return cls(changed, words - changed)
+
+    def quoted_by(self, text_: str) -> bool:
+        """Whether ``text_`` states the old statement rather than the new one.
+
+        It holds every changed word and at least half of the shared ones.
+        """
+        held = set(query_tokens(text_))
+        return self.changed <= held and len(self.shared & held) * 2 >= len(self.shared)
 
 
 class Beliefs:
@@ -615,7 +629,6 @@ class Beliefs:
 
     async def states_superseded(self, text_: str) -> bool:
         """Whether ``text_`` states a belief that a later one replaced."""
-        held = set(query_tokens(text_))
         search = MemorySearch(self.layer)
         hits = await search.search(text_, kind="belief", include_inactive=True, limit=20)
         replaced = [h.key for h in hits if h.doc.get("status") == "invalidated"]
@@ -626,19 +639,22 @@ class Beliefs:
             if doc.get("kind") != "belief" or doc.get("status") != "invalidated" or not successor:
                 continue
             new = (await self.layer.get_docs([self.keys.belief(str(successor))], ("content",)))[0]
-            if new is not None and _quotes(held, str(doc["content"]), str(new["content"])):
+            change = Change.between(str(doc["content"]), str(new["content"])) if new else None
+            if change is not None and change.quoted_by(text_):
                 return True
         return False
 
     async def quoting(self, old: MemoryDoc, new_statement: str) -> list[str]:
         """Keys of the entries and notes that state ``old`` (see :meth:`_supersede_quotes`)."""
-        words = query_tokens(str(old["content"]))
-        changed = set(words) - set(query_tokens(new_statement))
+        change = Change.between(str(old["content"]), new_statement)
         candidates = [self.keys.daily_entry(e) for e in old.get("evidence", [])]
-        if changed:
-            notes = (Tag("kind") == ["longterm", "daily"]) & (Tag("status") != list(INACTIVE))
+        if change.changed:  # inactive ones are left out below, as search does
             query = TextQuery(
-                " ".join(words), "content", filter_expression=notes, num_results=50, stopwords=None
+                " ".join(query_tokens(str(old["content"]))),
+                "content",
+                filter_expression=Tag("kind") == ["longterm", "daily"],
+                num_results=50,
+                stopwords=None,
             )
             query.no_content()
             try:
@@ -651,8 +667,7 @@ class Beliefs:
         for key, doc in zip(candidates, docs, strict=True):
             if doc is None or doc.get("status") in INACTIVE:
                 continue
-            held = set(query_tokens(str(doc.get("content", ""))))
-            if _quotes(held, str(old["content"]), new_statement):
+            if change.quoted_by(str(doc.get("content", ""))):
                 out.append(key)
         return list(dict.fromkeys(out))
 
