@@ -1,7 +1,8 @@
 """Retrieval quality on LoCoMo (or any file in its format); prints one JSON object.
 
 Each turn is logged as a daily entry (``speaker: text``, the session's date and time as
-its timestamp, the speaker as a tag); each question of categories 1-4 with evidence is a
+its timestamp, the speaker as a tag, the LoCoMo session as its session), one batch per
+session as a chat's evicted turns are; each question of categories 1-4 with evidence is a
 search. recall@k = fraction of the question's evidence turns among the top k results,
 in total and per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop).
 
@@ -127,12 +128,18 @@ async def load(layer: MemoryLayer, sample: dict[str, Any]) -> dict[str, str]:
     daily = DailyLog(layer)
     key_to_dia: dict[str, str] = {}
     rows = turns(sample)
-    for start in range(0, len(rows), 200):
-        batch = rows[start : start + 200]
+    sessions: dict[str, list[tuple[str, str, float]]] = {}
+    for row in rows:
+        sessions.setdefault(row[0].split(":", 1)[0], []).append(row)
+    for session, batch in sessions.items():
         docs = []
         for _dia, content, ts in batch:
             speaker = content.split(":", 1)[0]
-            docs.append(build_entry(layer, content, source="user", tags=[speaker], timestamp=ts))
+            docs.append(
+                build_entry(
+                    layer, content, source="user", tags=[speaker], session=session, timestamp=ts
+                )
+            )
         await layer.attach_embeddings(docs)
         await layer.store.apply(daily.mutation(docs), "bench.load")
         for doc, (dia, _, _) in zip(docs, batch, strict=True):

@@ -107,6 +107,8 @@ class ScoredMemory:
     importance: float
     doc: MemoryDoc = field(repr=False, default_factory=lambda: MemoryDoc())
     uncertain: bool = False
+    question: bool = False
+    """A belief under the uncertain tier: shown as an open question to confirm."""
 
 
 @dataclass
@@ -173,20 +175,25 @@ def score_memory(
     half_life_days: float,
     beliefs: BeliefSettings,
 ) -> ScoredMemory | None:
-    """Seed 000's scoring of one search hit; ``None`` for a belief that is only a question.
+    """Seed 000's scoring of one search hit.
 
     A belief's importance is its effective confidence (seed 004's tiers: from 0.8 it is
-    known, from 0.5 it enters marked uncertain, below it is an open question and stays out).
+    known, from 0.5 it enters marked uncertain, below it is an open question). An open
+    question enters only when it is the best match for the query, marked as a question to
+    confirm: a fact told once and never repeated decays under 0.5 in eight days, and
+    hiding it would leave the model with nothing, or with an older value elsewhere.
+    ``None``: an open question that is not the best match.
     """
     doc = hit.doc
     relevance = _match(hit) / top_relevance if top_relevance > 0 else 0.0
     age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
     recency = math.pow(0.5, age_days / half_life_days)
-    uncertain = False
+    uncertain = question = False
     if doc.get("kind") == "belief":
         # to 3 decimals: a belief just reinforced to 0.8 is "known", not a hair under it
         importance = round(effective_confidence(doc, now, beliefs.half_life_days), 3)
-        if importance < beliefs.uncertain_at:
+        question = importance < beliefs.uncertain_at
+        if question and relevance < 1.0:
             return None
         uncertain = importance < beliefs.context_at
     else:
@@ -205,7 +212,8 @@ def score_memory(
         round(recency, 6),
         round(importance, 6),
         doc,
-        uncertain,
+        uncertain and not question,
+        question,
     )
 
 
@@ -217,6 +225,8 @@ def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
     label = "" if kind == "daily" else f" ({kind})"
     if memory.uncertain:
         label += " (uncertain)"
+    if memory.question:
+        label += " (open question: still true?)"
     content = " ".join(memory.content.split())
     line = f"- [{day}]{label} {content}"
     return line if count_tokens(line) <= max_tokens else truncate_to_tokens(line, max_tokens)

@@ -153,7 +153,7 @@ class MaintenanceEngine:
             report.steps.append(await self.scratchpad_ttls(dry_run))
             report.steps.append(await self.learn(when, dry_run))
             report.steps.append(await self.reflect(when, dry_run))
-            report.steps.append(await self.beliefs(dry_run))
+            report.steps.append(await self.beliefs(dry_run, when))
         report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
         if not dry_run:
             last: dict[Any, Any] = {
@@ -212,8 +212,15 @@ class MaintenanceEngine:
         if not docs:
             await self.layer.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
             return 0
+        beliefs = Beliefs(self.layer, self.belief_settings)
+        # an entry evicted from a chat after its fact changed must not carry it into a digest
+        current = [
+            d
+            for d in docs
+            if _digestible(d) and not await beliefs.states_superseded(str(d.get("content", "")))
+        ]
         ranked = sorted(
-            [d for d in docs if _digestible(d)],
+            current,
             key=lambda d: (float(d.get("score", 0.5)), d["timestamp"]),
             reverse=True,
         )[:DIGEST_MAX_ENTRIES]
@@ -324,7 +331,7 @@ class MaintenanceEngine:
         since = float(raw) if raw else (now - timedelta(days=1)).timestamp()
         docs = [
             d
-            for d in await self.daily.recent(2)
+            for d in await self.daily.recent(2, now.date())
             if since < float(d["timestamp"]) <= now.timestamp()
             and REFLECTION_TAG not in d.get("tags", [])
             and _digestible(d)

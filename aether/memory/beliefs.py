@@ -512,8 +512,13 @@ class Beliefs:
         vector = await self.layer.embed(statement)
         neighbours = await self.similar(statement, vector)
         for old, sim in neighbours:
-            if sim < self.settings.check_above:
-                break
+            # short statements that differ only in their value ("works at Acme" / "at
+            # Globex") are less similar than check_above (MiniLM: 0.57), so the same
+            # subject and single-valued verb is also worth a check
+            if sim < self.settings.check_above and not _changed_value(
+                str(old["content"]), statement
+            ):
+                continue
             if await self._contradicts(str(old["content"]), statement):
                 new = self._build(
                     statement,

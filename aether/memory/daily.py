@@ -107,9 +107,9 @@ class DailyLog:
         docs = await self.layer.get_docs([self.keys.daily_entry(i) for i in ids])
         return [d for d in docs if d is not None]
 
-    async def recent(self, days: int) -> list[MemoryDoc]:
-        """Entries of the last ``days`` days (today included), oldest first."""
-        today = datetime.now(UTC).date()
+    async def recent(self, days: int, today: date | None = None) -> list[MemoryDoc]:
+        """Entries of the last ``days`` days (``today``, default now, included), oldest first."""
+        today = today or datetime.now(UTC).date()
         out: list[MemoryDoc] = []
         for offset in range(days - 1, -1, -1):
             out.extend(await self.list_day(date.fromordinal(today.toordinal() - offset)))

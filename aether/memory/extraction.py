@@ -80,8 +80,8 @@ _QUANTITY = re.compile(
 )
 _VERB = re.compile(
     r"\b(is|are|was|has|have|had|likes?|loves?|lives?|lived|moved|works?|worked|went|goes"
-    r"|visited|joined|married|met|owns?|bought|adopted|started|studies|teaches)\b"
-    r"(\s+(?:in|at|to|for|with|from|on|into))?",
+    r"|visited|joined|married|met|owns?|bought|adopted|started|studies|teaches|drives?|runs?)\b"
+    r"(\s+(?:in|at|to|for|with|from|on|into)\b)?",
     re.IGNORECASE,
 )
 _PLACE_CUES = {"in", "to", "from", "near", "into", "visited", "visit", "visiting"}
@@ -175,9 +175,11 @@ _OPENERS = frozenset(
 )
 
 
-def _span_type(before: str) -> str:
+def _span_type(name: str, before: str) -> str:
     words = before.lower().split()
     last = words[-1] if words else ""
+    if last in ("a", "an", "the") or (name.isupper() and len(name) > 1):
+        return "thing"  # "a Corolla", "the NAS": rarely a person
     if last in _ORG_CUES or (len(words) > 1 and words[-2] in ("works", "worked") and last == "at"):
         return "organisation"
     if last in _PLACE_CUES:
@@ -199,7 +201,7 @@ def _entities(sentence: str, known: dict[str, str]) -> list[EntityOut]:
         start = match.start() + match.group(1).index(name)
         if len(name) > MAX_NAME or any(a <= start < b for a, b in taken):
             continue  # part of a date or a quantity
-        kind = known.get(name.lower()) or _span_type(sentence[: match.start()])
+        kind = known.get(name.lower()) or _span_type(name, sentence[:start])
         out.setdefault(name.lower(), EntityOut(name=name, type=kind))
     for match in _DATE.finditer(sentence):
         date = " ".join(match.group(1).split())
@@ -208,7 +210,8 @@ def _entities(sentence: str, known: dict[str, str]) -> list[EntityOut]:
 
 
 _PHRASE_END = re.compile(
-    r"\s+(?:on|in|at|with|as|for|about|from|to|because|and|but|when|since|last|yesterday)\b"
+    r"\s+(?:on|in|at|with|as|for|about|from|to|because|and|but|when|since|last|yesterday"
+    r"|now|today|again|too|already|anymore|these|this|every)\b"
     r"|[,;.!?]"
 )
 
@@ -252,7 +255,7 @@ def extract(speaker: str, text: str, known: dict[str, str] | None = None) -> Ext
         statement = _resolved(sentence, speaker)
         if len(statement) <= 500 and (found or _QUANTITY.search(sentence) or subject):
             facts.append(Fact(statement=statement))
-        relation = "_".join(verb.group(0).lower().split())
+        relation = _relation(verb.group(0), subject_text)
         after = sentence[verb.end() :]
         targets = [e for e in found if e.name.lower() != subject.lower() and e.name in after]
         phrase = _object_phrase(after)
@@ -281,10 +284,23 @@ def extract(speaker: str, text: str, known: dict[str, str] | None = None) -> Ext
     )
 
 
+def _relation(verb: str, subject_text: str) -> str:
+    """The relation a verb states: "my partner is Sam" -> ``partner``, else the verb."""
+    words = subject_text.lower().split()
+    if verb.lower() in ("is", "was") and len(words) > 1 and words[0] in ("my", "our"):
+        role = "_".join(re.findall(r"[a-z0-9]+", " ".join(words[1:3])))
+        if role and role[0].isalpha():
+            return role[:64]
+    return "_".join(verb.lower().split())
+
+
 def _subject(text: str, speaker: str, found: list[EntityOut]) -> str | None:
     words = text.split()
     if not words:
         return None
+    named = [e.name for e in found if e.type == "person" and e.name in text]
+    if words[0].lower() in ("my", "our") and named:
+        return named[-1]  # "My sister Maria lives in Berlin": Maria does
     if words[-1].lower() in ("i", "we") or words[0].lower() in ("i", "my"):
         return speaker or None
     for e in found:

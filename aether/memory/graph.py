@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Required
@@ -206,6 +207,8 @@ class Graph:
                 },
             )
             names = {e.name.strip().lower(), *[a.lower() for a in all_aliases[:20]]}
+            # each word of a longer name too: "Silva" finds "Dr Silva"
+            names |= {w for n in list(names) if " " in n for w in n.split() if len(w) > 2}
             m.zadd(self.keys.entity_names(), {f"{n}{SEP}{eid}": 0 for n in names})
         offset = len(merged)
         for i, (rid, r) in enumerate(rels.items()):
@@ -239,6 +242,51 @@ class Graph:
         m = await self.upsert(entities, relations, evidence)
         if m.ops:
             await self.layer.store.apply(m, "graph.record")
+
+    async def retire_replaced(
+        self, m: Mutation, relations: list[RelationIn], replaced: list[str], now: float
+    ) -> int:
+        """Add to ``m`` the retirement of relations a superseded fact stated.
+
+        A stored relation of the same source and type as one of ``relations`` whose
+        target is named in a ``replaced`` statement (and not the new target) is taken out
+        of the traversal sets; its hash stays, ``status: superseded`` with ``valid_to``:
+        the graph supersedes, never overwrites (seed 004). Returns how many.
+        """
+        if not relations or not replaced:
+            return 0
+        old_words = [set(re.findall(r"\w+", r.lower())) for r in replaced]
+        sources = sorted({r.source for r in relations})
+        pipe = self.client.pipeline(transaction=False)
+        for source in sources:
+            pipe.zrange(self.keys.relations_out(source), 0, -1)
+        stored = dict(zip(sources, await pipe.execute(), strict=True))
+        fresh = {(r.source, r.type, r.target) for r in relations}
+        kinds = {(r.source, r.type) for r in relations}
+        stale = []
+        for source, members in stored.items():
+            for member in map(text, members):
+                kind, _, target = member.partition(SEP)
+                if (source, kind) in kinds and (source, kind, target) not in fresh:
+                    stale.append((source, kind, target))
+        if not stale:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for _, _, target in stale:
+            pipe.hget(self.keys.entity(target), "name")
+        retired = 0
+        for (source, kind, target), name in zip(stale, await pipe.execute(), strict=True):
+            words = set(re.findall(r"\w+", text(name or "").lower()))
+            if not words or not any(words <= old for old in old_words):
+                continue
+            m.zrem(self.keys.relations_out(source), f"{kind}{SEP}{target}")
+            m.zrem(self.keys.relations_in(target), f"{kind}{SEP}{source}")
+            m.hset(
+                self.keys.relation(relation_id(kind, source, target)),
+                {"status": "superseded", "valid_to": now},
+            )
+            retired += 1
+        return retired
 
     async def get(self, eid: str) -> Entity:
         """One entity.

@@ -54,6 +54,8 @@ class LearnReport:
     facts: int = 0
     entities: int = 0
     relations: int = 0
+    retired: int = 0
+    """Relations a superseded fact stated, taken out of the graph's traversal."""
     extractor: str = "deterministic"
     beliefs: dict[str, int] = field(default_factory=dict)
 
@@ -109,6 +111,7 @@ class ConversationLearner:
             turns = [m for m in batch if m.get("role") in SPEAKERS and m.get("content")]
             extraction = await self._extract(turns, report) if turns else Extraction()
             evidence = str(turns[0].get("id", session)) if turns else session
+            replaced: list[str] = []
             for fact in extraction.facts:
                 try:
                     outcome = await self.beliefs.learn(fact.statement, evidence=evidence, now=when)
@@ -117,7 +120,9 @@ class ConversationLearner:
                     continue
                 report.beliefs[outcome.action] = report.beliefs.get(outcome.action, 0) + 1
                 report.facts += 1
-            m = await self._graph_ops(extraction, evidence, when, report)
+                if outcome.action == "superseded" and outcome.previous is not None:
+                    replaced.append(str(outcome.previous.get("content", "")))
+            m = await self._graph_ops(extraction, evidence, when, report, replaced)
             m.hset(self.state, {f"learned:{session}": str(start + offset + len(batch))})
             await self.layer.store.apply(m, "knowledge.learn", "learner")
             report.turns += len(turns)
@@ -159,7 +164,12 @@ class ConversationLearner:
         return known
 
     async def _graph_ops(
-        self, extraction: Extraction, evidence: str, now: float, report: LearnReport
+        self,
+        extraction: Extraction,
+        evidence: str,
+        now: float,
+        report: LearnReport,
+        replaced: list[str],
     ) -> Mutation:
         entities = {
             e.name.strip().lower(): EntityIn(e.type, e.name.strip(), aliases=list(e.aliases))
@@ -178,6 +188,7 @@ class ConversationLearner:
         except AetherError as e:  # a name the graph refuses: the batch's graph part is skipped
             log.info("learned entities skipped", error=str(e))
             return Mutation()
+        report.retired += await self.graph.retire_replaced(m, relations, replaced, now)
         report.entities += len(entities)
         report.relations += len(relations)
         return m

@@ -15,6 +15,7 @@ from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
 from aether.memory import vectors
+from aether.memory.conversation import embedding_texts
 from aether.memory.embeddings import CachedEmbedder, Embedder, make_embedder
 from aether.memory.index import search_index
 from aether.memory.records import MemoryDoc, MemoryRecord
@@ -124,11 +125,13 @@ class MemoryLayer:
     async def attach_embeddings(self, docs: Sequence[MemoryRecord]) -> None:
         """Give each document its content's vector, in one batch (no-op without embedder).
 
-        The vector rides in ``doc["embedding"]`` until :meth:`put` stores it in its hash.
+        A chat turn is embedded with the end of the turn before it in the batch (see
+        :func:`aether.memory.conversation.embedding_texts`). The vector rides in
+        ``doc["embedding"]`` until :meth:`put` stores it in its hash.
         """
         if self.embedder is None or not docs:
             return
-        found = await self.embedder.embed_many([d["content"] for d in docs])
+        found = await self.embedder.embed_many(embedding_texts(docs))
         for doc, vector in zip(docs, found, strict=True):
             doc["embedding"] = vector
         if self.mirror is not None:

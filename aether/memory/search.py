@@ -34,6 +34,7 @@ from redisvl.query import TextQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from aether.logging import log_once
+from aether.memory.conversation import in_context
 from aether.memory.daily import DailyLog
 from aether.memory.index import ensure_index
 from aether.memory.layer import MemoryLayer
@@ -206,7 +207,7 @@ class MemorySearch:
             ranked = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
-        return await self._rank(ranked, limit, now or time.time(), include_inactive)
+        return await self._rank(ranked, tokens, limit, now or time.time(), include_inactive)
 
     async def _candidates(
         self,
@@ -248,6 +249,7 @@ class MemorySearch:
     async def _rank(
         self,
         ranked: dict[str, list[tuple[str, float]]],
+        tokens: list[str],
         limit: int,
         now: float,
         include_inactive: bool = False,
@@ -269,6 +271,7 @@ class MemorySearch:
                 del fused[key]
         if not fused:
             return []
+        fused = await in_context(self.layer, fused, tokens)
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[: limit * 2]
         docs = await self.layer.get_docs(shortlist, HIT_FIELDS)
@@ -290,8 +293,8 @@ class MemorySearch:
                     key,
                     doc,
                     round(score, 6),
-                    ranks[key].get("text"),
-                    ranks[key].get("vector"),
+                    ranks.get(key, {}).get("text"),
+                    ranks.get(key, {}).get("vector"),
                     round(fused[key], 6),
                     similarity.get(key),
                 )

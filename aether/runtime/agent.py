@@ -11,8 +11,9 @@ calling the model (a conversation held elsewhere, a replay).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -68,6 +69,8 @@ class AgentRuntime:
         llm: the model (``None``: ``step`` raises; everything else works).
         actor: who the journal says made the changes.
         ledger: where each model call (tokens, cost) and tool call is recorded, if anywhere.
+        clock: the time messages are stamped with (default: the wall clock; a simulation
+            injects its own).
     """
 
     def __init__(
@@ -80,8 +83,10 @@ class AgentRuntime:
         llm: LLMClient | None = None,
         actor: str = "agent",
         ledger: AgentLedger | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.ledger = ledger
+        self.clock = clock
         self.settings = settings
         self.layer = layer
         self.checkpoints = checkpoints
@@ -155,7 +160,8 @@ class AgentRuntime:
         window = await self.session_window()
         budgets = Budgets.for_window(self.settings.context, self.window)
         view = await window.view()
-        ctx = await self.assembler.assemble(query, budgets=budgets, view=view)
+        when = datetime.fromtimestamp(self.clock(), UTC)
+        ctx = await self.assembler.assemble(query, budgets=budgets, view=view, now=when)
         tools = count_tool_schemas(self.toolbox.schemas())
         view, report = await window.enforce(ctx.fixed_tokens + tools, view)
         ctx.history_messages = view.messages(window.zone)
@@ -180,7 +186,7 @@ class AgentRuntime:
         if len(message.encode()) > self.layer.settings.max_content_bytes:
             raise InvalidOperationError("the message is over the size limit")
         if ref is None or await self.chats.find_ref(self.session, ref) is None:
-            await self.chats.append(self.session, "user", message, ref=ref)
+            await self.chats.append(self.session, "user", message, ref=ref, timestamp=self.clock())
         result = StepResult(reply="", session=self.session)
         schemas = self.toolbox.schemas()
         if schemas != self._cached_schemas:
@@ -217,7 +223,11 @@ class AgentRuntime:
             result.reply = completion.content
             break
         await self.chats.append(
-            self.session, "assistant", result.reply, ref=f"reply:{ref}" if ref else None
+            self.session,
+            "assistant",
+            result.reply,
+            ref=f"reply:{ref}" if ref else None,
+            timestamp=self.clock(),
         )
         # measured as the next request will be: the same system, memories and tools
         _, report = await (await self.session_window()).enforce(fixed)
@@ -244,7 +254,9 @@ class AgentRuntime:
             ChatMessage(role="tool", tool_call_id=r.call_id, content=r.output, name=r.name)
             for r in runs
         ]
-        await self.chats.append_tool_exchange(self.session, content, parts, results)
+        await self.chats.append_tool_exchange(
+            self.session, content, parts, results, timestamp=self.clock()
+        )
 
     async def _ledger_llm(self, model: str, completion: Completion, duration_ms: float) -> None:
         prices = self.settings
