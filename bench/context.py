@@ -90,7 +90,7 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
             replay_s += time.perf_counter() - t
             actions += replayed["actions"]
             whole = sum(count_tokens(content) for _, content, _ in turns(sample))
-            for question, evidence in questions(sample):
+            for question, evidence, _category in questions(sample):
                 if rt.layer.embedder is not None:
                     await rt.layer.embedder.embed(question)  # embedding is excluded
                 t = time.perf_counter()
