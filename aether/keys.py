@@ -201,7 +201,7 @@ class Keyspace:
         return self._k("rel", "in", entity_id)
 
     def relation(self, relation_id: str) -> str:
-        """HASH: a relation (type, source, target, weight, evidence event ids)."""
+        """HASH: a relation (type, source, target, weight, evidence; status when retired)."""
         return self._k("relation", relation_id)
 
     def decision(self, decision_id: str) -> str:
