@@ -122,6 +122,39 @@ async def test_recency_breaks_ties(text_layer: MemoryLayer) -> None:
     assert hits[0].relevance > hits[1].relevance
 
 
+async def test_a_hit_lifts_the_turns_around_it_in_its_session(text_layer: MemoryLayer) -> None:
+    daily = DailyLog(text_layer)
+    turns = [
+        ("s1", "Caroline: What did you do over the weekend?"),
+        ("s2", "Bob: The printer on floor two is jammed again"),
+        ("s1", "Melanie: I painted a sunrise over the lake"),
+        ("s1", "Caroline: Lovely, you should show it somewhere"),
+        ("s1", "Melanie: Maybe at the autumn fair"),
+        ("s1", "Caroline: Let me know when it is"),
+    ]
+    ids = [
+        (await daily.log(text, "user", session=session, timestamp=NOW - 600 + i))["id"]
+        for i, (session, text) in enumerate(turns)
+    ]
+    hits = await MemorySearch(text_layer).search("painted sunrise", now=NOW)
+    found = {h.doc["id"]: h for h in hits}
+    assert hits[0].doc["id"] == ids[2]
+    assert ids[0] in found and ids[3] in found and ids[4] in found  # one and two turns away
+    assert ids[1] not in found  # next to the hit in the day's log, but another session
+    assert ids[5] not in found  # three turns away
+    assert found[ids[3]].match > found[ids[4]].match  # the nearer turn gets the larger share
+
+
+async def test_a_memory_tagged_with_a_name_in_the_query_ranks_first(
+    text_layer: MemoryLayer,
+) -> None:
+    daily = DailyLog(text_layer)
+    other = await daily.log("went hiking in the hills", "user", ["melanie"], timestamp=NOW - 60)
+    named = await daily.log("went hiking in the hills", "user", ["caroline"], timestamp=NOW - 120)
+    hits = await MemorySearch(text_layer).search("where did Caroline go hiking", now=NOW)
+    assert [h.doc["id"] for h in hits] == [named["id"], other["id"]]
+
+
 @pytest.mark.parametrize("query", SPECIAL)
 async def test_special_characters_never_break_queries(text_layer: MemoryLayer, query: str) -> None:
     await DailyLog(text_layer).log(f"note about {query} and deploys")

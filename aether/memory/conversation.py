@@ -80,25 +80,21 @@ async def in_context(
             turns.append((key, str(meta["id"]), str(meta["day"]), str(meta["session"])))
     if not turns:
         return boosted
-    client, names = layer.client, layer.keys
-    reach = len(NEIGHBOUR_SHARE)
-    pipe = client.pipeline(transaction=False)
+    names = layer.keys
+    lists = list(dict.fromkeys(names.daily(date.fromisoformat(day)) for _, _, day, _ in turns))
+    slot = {key: i for i, key in enumerate(lists, 1)}
+    pairs: list[str] = []
     for _, entry_id, day, _ in turns:
-        pipe.lpos(names.daily(date.fromisoformat(day)), entry_id)
-    positions = await pipe.execute()
-    pipe = client.pipeline(transaction=False)
-    located = []
-    for turn, pos in zip(turns, positions, strict=True):
-        if pos is None:
-            continue
-        located.append((turn, int(pos)))
-        pipe.lrange(
-            names.daily(date.fromisoformat(turn[2])), max(0, int(pos) - reach), int(pos) + reach
-        )
-    windows = await pipe.execute()
+        pairs += [str(slot[names.daily(date.fromisoformat(day))]), entry_id]
+    reach = len(NEIGHBOUR_SHARE)
+    windows = await layer.client.fcall_ro(
+        "aether_neighbours", len(lists), *lists, str(reach), *pairs
+    )
     shares: dict[tuple[str, str], float] = {}  # (neighbour, the session it must be in)
-    for ((key, _, _, session), pos), window in zip(located, windows, strict=True):
-        first = max(0, pos - reach)
+    for (key, _, _, session), located in zip(turns, windows, strict=True):
+        if not located:
+            continue
+        first, pos, window = int(located[0]), int(located[1]), located[2]
         for offset, raw in enumerate(window):
             distance = abs(first + offset - pos)
             if distance == 0:
@@ -108,10 +104,10 @@ async def in_context(
             shares[neighbour, session] = shares.get((neighbour, session), 0.0) + share
     if not shares:
         return boosted
-    found = list(shares)
-    metas = await layer.get_docs([neighbour for neighbour, _ in found], ("session",))
+    pending = list(shares)
+    metas = await layer.get_docs([neighbour for neighbour, _ in pending], ("session",))
     out = dict(boosted)
-    for (neighbour, session), meta in zip(found, metas, strict=True):
+    for (neighbour, session), meta in zip(pending, metas, strict=True):
         if meta is not None and meta.get("session") == session:
             out[neighbour] = out.get(neighbour, 0.0) + shares[neighbour, session]
     return out

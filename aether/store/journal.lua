@@ -31,7 +31,7 @@ Every function declares the keys it touches; aether_expand declares the graph's 
 index, and reads only keys of that same namespace (one hash slot in a cluster).
 ]]
 
-local VERSION = '11'
+local VERSION = '12'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -620,6 +620,25 @@ local function fn_get_fields(keys, args)
   return out
 end
 
+-- The turns around some daily entries, in one call: for each (list, id) pair, the ids at
+-- most `reach` places before and after the id in that day's list, and where the window
+-- starts, or false when the id is not in the list.
+-- KEYS: the day lists. ARGV: reach, then pairs of (1-based index into KEYS, entry id).
+local function fn_neighbours(keys, args)
+  local reach, out = tonumber(args[1]), {}
+  for i = 2, #args - 1, 2 do
+    local key = keys[tonumber(args[i])]
+    local pos = redis.call('LPOS', key, args[i + 1])
+    if pos then
+      local first = math.max(0, pos - reach)
+      out[#out + 1] = {first, pos, redis.call('LRANGE', key, first, pos + reach)}
+    else
+      out[#out + 1] = false
+    end
+  end
+  return out
+end
+
 -- KEYS: lock; ARGV: token. Deletes the lock only when the token matches.
 local function fn_unlock(keys, args)
   if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end
@@ -700,4 +719,6 @@ redis.register_function{function_name = 'aether_snapshot', callback = fn_snapsho
   flags = {'no-writes'}}
 redis.register_function('aether_unlock', fn_unlock)
 redis.register_function{function_name = 'aether_get_fields', callback = fn_get_fields,
+  flags = {'no-writes'}}
+redis.register_function{function_name = 'aether_neighbours', callback = fn_neighbours,
   flags = {'no-writes'}}
