@@ -64,7 +64,7 @@ class MemorySettings(BaseModel):
         default=4, ge=1, le=50, description="hybrid search: candidates per signal per result"
     )
     vector_alpha: float = Field(
-        default=0.4, ge=0, le=1, description="hybrid search: weight of vector vs full text"
+        default=0.35, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )
     min_similarity: float = Field(
         default=0.3,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -381,6 +381,70 @@ def test_the_daemon_end_to_end(
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(10)
+
+
+def _poll(env: dict[str, str], args: tuple[str, ...], wanted: Callable[[Any], bool]) -> Any:
+    deadline = time.monotonic() + 30
+    while True:
+        out = _cli(env, "--json", *args)
+        found = json.loads(out.stdout) if out.returncode == 0 else None
+        if found is not None and wanted(found):
+            return found
+        assert time.monotonic() < deadline, f"{args}: {out.stdout[-800:]} {out.stderr[-800:]}"
+        time.sleep(0.3)
+
+
+def _extraction(body: dict[str, Any]) -> dict[str, Any]:
+    """The scripted model's knowledge extraction: good for Caroline, malformed otherwise."""
+    if "Caroline" not in json.dumps(body):
+        return completion("not json {")
+    return completion(
+        json.dumps(
+            {
+                "facts": [{"statement": "Caroline went to the LGBTQ support group on 7 May"}],
+                "entities": [
+                    {"name": "Caroline", "type": "person"},
+                    {"name": "LGBTQ support group", "type": "organisation"},
+                ],
+                "relations": [
+                    {"source": "Caroline", "type": "attended", "target": "LGBTQ support group"}
+                ],
+            }
+        )
+    )
+
+
+def test_the_daemon_learns_from_what_it_answers(
+    cli_env: dict[str, str], namespace: str, tmp_path: Path
+) -> None:
+    slow = SlowModel()
+    with ScriptedOpenAI(responder=slow, extractor=_extraction) as server:
+        env = _env(cli_env, server)
+        proc = _start(env, tmp_path / "daemon.log")
+        try:
+            cp = json.loads(_cli(env, "--json", "checkpoint", "create").stdout)
+            said = "Caroline went to the LGBTQ support group on 7 May"
+            assert _cli(env, "send", said).stdout.startswith("echo: ")
+            edges = _poll(env, ("graph", "expand", "Caroline"), bool)
+            assert {(e["source"], e["type"], e["target"]) for e in edges} >= {
+                ("Caroline", "attended", "LGBTQ support group")
+            }
+            beliefs = _poll(env, ("belief", "list"), bool)
+            assert any("7 May" in b["content"] for b in beliefs)
+            # a malformed extraction: the turn is read by the deterministic extractors
+            assert _cli(env, "send", "Bob lives in Paris.").returncode == 0
+            places = _poll(env, ("graph", "find", "Paris"), bool)
+            assert places[0]["type"] == "place"
+            # learning is journaled with the conversation: a rollback takes it back
+            rolled = _cli(env, "checkpoint", "rollback", cp["id"], "--yes")
+            assert rolled.returncode == 0, rolled.stderr
+            assert json.loads(_cli(env, "--json", "graph", "find", "Caroline").stdout) == []
+            assert json.loads(_cli(env, "--json", "belief", "list").stdout) == []
+            assert proc.poll() is None  # and the daemon still answers
+            assert _cli(env, "send", "still there?").stdout.startswith("echo: ")
+        finally:
+            proc.terminate()
             proc.wait(10)
 
 
