@@ -225,6 +225,10 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=_default_home, description="data, logs and sockets")
     namespace: str = Field(default="aether", min_length=1, max_length=64)
     redis_url: SecretStr | None = Field(default=None, description="unset = embedded server")
+    redis_cluster: bool = Field(
+        default=False,
+        description="AETHER_REDIS_URL names a Redis Cluster node (the namespace needs a {tag})",
+    )
     redis_port: int | None = Field(
         default=None, ge=1, le=65535, description="embedded server: also listen on 127.0.0.1"
     )

@@ -50,6 +50,7 @@ from aether.memory.records import (
 from aether.memory.scopes import check_scope
 from aether.memory.stopwords import STOPWORDS
 from aether.memory.vectors import ensure_vector_index
+from aether.store.cluster import SlotRedis
 
 log = structlog.get_logger(__name__)
 
@@ -146,6 +147,12 @@ class MemorySearch:
         """
         layer = self.layer
         await migrate_vectors(layer)
+        await self._ensure_indexes(percent)
+        if isinstance(layer.client, SlotRedis):  # the index stays with the shard: follow
+            layer.client.on_move("memory-index", self._ensure_indexes)
+
+    async def _ensure_indexes(self, percent: Callable[[float], None] | None = None) -> None:
+        layer = self.layer
         self.index = await ensure_index(layer.client, layer.keys, percent)
         if layer.embedder is not None:
             await ensure_vector_index(

@@ -17,10 +17,11 @@ from redis.exceptions import RedisError, ResponseError
 
 from aether.codec import command
 from aether.config import Settings
-from aether.errors import IncompatibleServerError, ServerError, StoreError
+from aether.errors import ConfigError, IncompatibleServerError, ServerError, StoreError
 from aether.server.compat import verify_server
 from aether.server.embedded import EmbeddedRedis
 from aether.store.boundary import AetherRedis
+from aether.store.cluster import each_primary, open_slot_client
 
 log = structlog.get_logger(__name__)
 
@@ -75,10 +76,15 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
     Raises:
         IncompatibleServerError: the server lacks the version or modules.
         ServerError: the server cannot be reached or started.
+        ConfigError: cluster mode without a URL, or a namespace without a hash tag.
     """
+    if settings.redis_cluster and settings.redis_url is None:
+        raise ConfigError("AETHER_REDIS_CLUSTER needs AETHER_REDIS_URL (a node of the cluster)")
     if settings.redis_url is not None:
         url = settings.redis_url.get_secret_value()
         where = describe_url(url)
+        if settings.redis_cluster:
+            return await _connect_cluster(url, settings.namespace, where)
         client: Redis = AetherRedis.from_url(url, decode_responses=False)
     else:
         server = EmbeddedRedis(settings)
@@ -104,4 +110,19 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
     except RedisError as e:
         await client.aclose()
         raise ServerError(f"cannot use Redis at {where}: {e}") from e
+    return client
+
+
+async def _connect_cluster(url: str, namespace: str, where: str) -> Redis:
+    """A client on the shard owning the namespace's slot; the library on every primary."""
+
+    async def prepare(node: Redis) -> None:
+        await verify_server(node, where)
+        await load_library(node)
+
+    try:
+        await each_primary(url, prepare)
+        client = await open_slot_client(url, namespace)
+    except RedisError as e:
+        raise ServerError(f"cannot use the Redis Cluster at {where}: {e}") from e
     return client

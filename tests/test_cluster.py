@@ -1,0 +1,162 @@
+"""Many agents on a real local Redis Cluster (3 primaries from the embedded binaries)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.crc import key_slot
+
+from aether.app import Aether
+from aether.config import Settings
+from aether.errors import ConfigError
+from aether.memory.daily import DailyLog
+from aether.runtime.inbox import Inbox
+from aether.server.local_cluster import LocalCluster
+from aether.store.client import connect
+from aether.store.cluster import SlotRedis
+from tests.conftest import dump_state
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
+    yield local
+    local.stop()
+
+
+def _slot(namespace: str) -> int:
+    return int(key_slot(namespace.encode()))
+
+
+def _namespaces_on_two_shards(cluster: LocalCluster) -> tuple[str, str]:
+    """Two fresh hash-tagged namespaces whose slots are on different primaries."""
+    first = f"{{a{uuid.uuid4().hex[:8]}}}"
+    while True:
+        second = f"{{b{uuid.uuid4().hex[:8]}}}"
+        if cluster.owner(_slot(first)) != cluster.owner(_slot(second)):
+            return first, second
+
+
+def _settings(cluster: LocalCluster, home: Path, namespace: str, **extra: object) -> Settings:
+    return Settings(
+        home=home,
+        namespace=namespace,
+        redis_url=cluster.url,  # type: ignore[arg-type]
+        redis_cluster=True,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def agents(cluster: LocalCluster, tmp_path: Path) -> AsyncIterator[tuple[Aether, Aether]]:
+    names = _namespaces_on_two_shards(cluster)
+    opened = []
+    for name in names:
+        settings = _settings(cluster, tmp_path, name, embeddings="local")
+        agent = Aether(settings, await connect(settings))
+        await agent.ready()
+        opened.append(agent)
+    yield opened[0], opened[1]
+    for agent in opened:
+        await agent.client.aclose()
+
+
+async def test_a_namespace_without_a_hash_tag_is_refused(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=r"AETHER_NAMESPACE=\{agent-a\}"):
+        await connect(_settings(cluster, tmp_path, "plain"))
+    with pytest.raises(ConfigError, match="needs AETHER_REDIS_URL"):
+        await connect(Settings(home=tmp_path, namespace="{x}", redis_cluster=True))
+
+
+async def test_two_agents_on_two_shards_journal_search_and_roll_back(
+    cluster: LocalCluster, agents: tuple[Aether, Aether]
+) -> None:
+    a, b = agents
+    assert isinstance(a.client, SlotRedis) and isinstance(b.client, SlotRedis)
+    assert a.client.owner_address != b.client.owner_address  # really on two shards
+    await DailyLog(a.memory).log("Agent A deployed the billing service", "agent")
+    await DailyLog(b.memory).log("Agent B adopted a cat named Miso", "user")
+    before_a, before_b = await dump_state(a.client, a.keys), await dump_state(b.client, b.keys)
+    checkpoint = await a.checkpoints.create(label="before")
+    await DailyLog(a.memory).log("Agent A broke production with a bad migration", "agent")
+    # hybrid search answers per agent, from its own shard's index, never the other's
+    found = await a.search.search("billing deployment", limit=5)
+    assert found and "billing" in found[0].content
+    assert not any("Miso" in h.content for h in found)
+    kitten = await b.search.search("what is the name of the kitten", limit=5)
+    assert kitten and "Miso" in kitten[0].content  # through the vector half: no shared word
+    # rollback and undo, atomic on A's shard; B untouched
+    await a.checkpoints.rollback_to(checkpoint.id)
+    assert await dump_state(a.client, a.keys) == before_a
+    assert await dump_state(b.client, b.keys) == before_b
+    await a.checkpoints.undo()
+    assert "bad migration" in (await a.search.search("bad migration", limit=1))[0].content
+
+
+async def test_the_inbox_answers_each_message_once_on_a_shard(
+    agents: tuple[Aether, Aether],
+) -> None:
+    a, b = agents
+    for agent in (a, b):
+        first, second = Inbox(agent.client, agent.keys), Inbox(agent.client, agent.keys, "other")
+        await first.ensure_group()
+        sent = await first.send("hello")
+        [message] = await first.read(block_ms=100)
+        assert message.id == sent
+        assert await first.reply(message, "hi") is not None
+        assert await second.reply(message, "a second answer") is None  # already answered
+        out: Any = await agent.client.xrange(agent.keys.outbox())
+        assert len(out) == 1
+
+
+async def test_a_slot_moves_to_another_shard_while_the_agent_writes(
+    cluster: LocalCluster, agents: tuple[Aether, Aether]
+) -> None:
+    a, _ = agents
+    assert isinstance(a.client, SlotRedis)
+    slot = _slot(a.settings.namespace)
+    source = cluster.owner(slot)
+    target = next(port for port in cluster.ports if port != source)
+    daily = DailyLog(a.memory)
+    written: list[str] = []
+    moved = threading.Event()
+
+    async def keep_writing() -> None:
+        while not moved.is_set() or len(written) < 10:
+            entry = await daily.log(f"note {len(written)} about the orchard harvest", "agent")
+            written.append(entry["id"])
+        for _ in range(5):  # and after the move
+            entry = await daily.log(f"note {len(written)} about the orchard harvest", "agent")
+            written.append(entry["id"])
+
+    def move() -> None:
+        try:
+            cluster.move_slot(slot, target)
+        finally:
+            moved.set()
+
+    mover = threading.Thread(target=move)
+    writer = asyncio.create_task(keep_writing())
+    await asyncio.sleep(0.05)
+    mover.start()
+    await asyncio.to_thread(mover.join, 60)
+    await asyncio.wait_for(writer, 60)
+    assert cluster.owner(slot) == target
+    assert a.client.owner_address[1] == target  # the client followed MOVED
+    stored = await a.memory.get_docs([a.keys.daily_entry(i) for i in written], ("id",))
+    assert all(doc is not None for doc in stored)  # every acknowledged write is there
+    # the index was created on the new owner, which indexes the migrated documents
+    for _ in range(100):
+        hits = await a.search.search("orchard harvest", kind="daily", limit=100)
+        if len(hits) == len(written):
+            break
+        await asyncio.sleep(0.1)
+    assert {h.doc["id"] for h in hits} == set(written)
