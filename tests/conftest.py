@@ -15,6 +15,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
 from aether.server.embedded import EmbeddedRedis
+from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.state import Store
 
@@ -98,3 +99,11 @@ def pytest_configure(config: pytest.Config) -> None:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A 3-primary Redis Cluster from the embedded binaries, on free ports, for the session."""
+    local = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
+    yield local
+    local.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,6 @@ from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.cluster import SlotRedis
 from tests.conftest import dump_state
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
-    yield local
-    local.stop()
 
 
 def _slot(namespace: str) -> int:

@@ -21,6 +21,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
 from aether.memory import vectors
+from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
 from tests.conftest import dump_state
@@ -126,6 +127,33 @@ def _ops() -> st.SearchStrategy[list[tuple[str, Any]]]:
     return st.lists(_op(Keyspace("x")), min_size=0, max_size=25)
 
 
+async def _rollback_then_undo(
+    settings: Settings,
+    before: list[tuple[str, Any]],
+    after: list[tuple[str, Any]],
+    later: list[tuple[str, Any]],
+) -> None:
+    keys = Keyspace(settings.namespace)
+    client = await connect(settings)
+    try:
+        store, cps = Store(client, keys), Checkpoints(client, keys, durable=False)
+        await _apply_all(store, keys, before)
+        at_checkpoint = await dump_state(client, keys)
+        cp = await cps.create(label="prop")
+        await _apply_all(store, keys, after)
+        before_rollback = await dump_state(client, keys)
+        await cps.rollback_to(cp.id)
+        assert await dump_state(client, keys) == at_checkpoint
+        await cps.undo()
+        assert await dump_state(client, keys) == before_rollback
+        # and a rollback through an earlier rollback and undo still lands exactly
+        await _apply_all(store, keys, later)
+        await cps.rollback_to(cp.id)
+        assert await dump_state(client, keys) == at_checkpoint
+    finally:
+        await client.aclose()
+
+
 @settings(
     max_examples=int(os.environ.get("AETHER_PROPERTY_EXAMPLES", "60")),
     deadline=None,
@@ -138,29 +166,30 @@ def test_rollback_then_undo_is_byte_identical(
     after: list[tuple[str, Any]],
     later: list[tuple[str, Any]],
 ) -> None:
-    async def scenario() -> None:
-        ns = f"p{uuid.uuid4().hex[:10]}"
-        keys = Keyspace(ns)
-        client = await connect(Settings(home=redis_home, namespace=ns))
-        try:
-            store, cps = Store(client, keys), Checkpoints(client, keys, durable=False)
-            await _apply_all(store, keys, before)
-            at_checkpoint = await dump_state(client, keys)
-            cp = await cps.create(label="prop")
-            await _apply_all(store, keys, after)
-            before_rollback = await dump_state(client, keys)
-            await cps.rollback_to(cp.id)
-            assert await dump_state(client, keys) == at_checkpoint
-            await cps.undo()
-            assert await dump_state(client, keys) == before_rollback
-            # and a rollback through an earlier rollback and undo still lands exactly
-            await _apply_all(store, keys, later)
-            await cps.rollback_to(cp.id)
-            assert await dump_state(client, keys) == at_checkpoint
-        finally:
-            await client.aclose()
+    ns = f"p{uuid.uuid4().hex[:10]}"
+    asyncio.run(_rollback_then_undo(Settings(home=redis_home, namespace=ns), before, after, later))
 
-    asyncio.run(scenario())
+
+@settings(
+    max_examples=int(os.environ.get("AETHER_PROPERTY_EXAMPLES", "60")) // 3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(before=_ops(), after=_ops(), later=_ops())
+def test_rollback_then_undo_is_byte_identical_on_a_cluster(
+    cluster: LocalCluster,
+    tmp_path: Path,
+    before: list[tuple[str, Any]],
+    after: list[tuple[str, Any]],
+    later: list[tuple[str, Any]],
+) -> None:
+    settings = Settings(
+        home=tmp_path,
+        namespace=f"{{p{uuid.uuid4().hex[:10]}}}",  # a fresh slot, on any of the shards
+        redis_url=cluster.url,  # type: ignore[arg-type]
+        redis_cluster=True,
+    )
+    asyncio.run(_rollback_then_undo(settings, before, after, later))
 
 
 async def _values(client: Any, keys: Keyspace) -> dict[str, Any]:
