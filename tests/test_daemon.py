@@ -268,9 +268,9 @@ def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.Com
     )
 
 
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aether", "up"],
+        [sys.executable, "-m", "aether", "up", *args],
         env=env,
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
@@ -446,6 +446,46 @@ def test_the_daemon_learns_from_what_it_answers(
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_one_process_runs_a_fleet_of_agents(
+    cli_env: dict[str, str], namespace: str, tmp_path: Path
+) -> None:
+    slow = SlowModel()
+    with ScriptedOpenAI(responder=slow) as server:
+        env = _env(cli_env, server)
+        other = {**env, "AETHER_NAMESPACE": f"{{{namespace}-b}}"}
+        fleet = f"{namespace},{other['AETHER_NAMESPACE']}"
+        proc = _start(env, tmp_path / "fleet.log", "--agents", fleet)
+        try:
+            for agent_env in (env, other):  # each its own inbox, lease and history
+                status = _poll_status(agent_env, proc.pid)
+                assert status["alive"]
+                said = _cli(agent_env, "send", f"hello {agent_env['AETHER_NAMESPACE']}")
+                assert said.returncode == 0 and agent_env["AETHER_NAMESPACE"] in said.stdout
+            history = json.loads(_cli(other, "--json", "memory", "chat", "show", "main").stdout)
+            assert history[0]["content"] == f"hello {other['AETHER_NAMESPACE']}"
+            second = _cli(other, "up", timeout=60)  # the namespace's lease is held
+            assert second.returncode == 1 and str(proc.pid) in second.stderr
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+            assert _cli(env, "status").returncode == 1 and _cli(other, "status").returncode == 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    bad = _cli(env, "up", "--agents", "ok,has space")
+    assert bad.returncode == 64 and "namespace 'has space'" in bad.stderr
+
+
+def _poll_status(env: dict[str, str], pid: int) -> Any:
+    deadline = time.monotonic() + 60
+    while True:
+        out = _cli(env, "status", "--json")
+        if out.returncode == 0 and json.loads(out.stdout)["daemon"]["pid"] == pid:
+            return json.loads(out.stdout)
+        assert time.monotonic() < deadline, out.stdout + out.stderr
+        time.sleep(0.3)
 
 
 def test_send_says_when_no_daemon_runs(cli_env: dict[str, str]) -> None:

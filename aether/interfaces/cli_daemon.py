@@ -15,9 +15,10 @@ from zoneinfo import ZoneInfo
 
 import structlog
 import typer
+from pydantic import ValidationError
 from redis.asyncio import Redis
 
-from aether.errors import ConfigError
+from aether.errors import AetherError, ConfigError
 from aether.interfaces import cli_identity, ranges
 from aether.interfaces.common import (
     EXIT_ERROR,
@@ -64,6 +65,15 @@ def up(
             help="When another daemon runs this namespace, wait and take over when it stops.",
         ),
     ] = False,
+    agents: Annotated[
+        str | None,
+        typer.Option(
+            "--agents",
+            help="Run several agents in this process: comma-separated namespaces "
+            "(e.g. '{agent-a},{agent-b}'), each with its own lease, inbox and schedule, "
+            "sharing the embedding model.",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent until Ctrl-C (inbox, heartbeat, maintenance).
 
@@ -71,15 +81,36 @@ def up(
     namespace: a second one exits 1 naming the first, unless started with --standby.
     """
     st = state(ctx)
-    run(ctx, lambda: _up(st, standby))
+    fleet = [_agent_state(st, name) for name in _namespaces(agents)] if agents else [st]
+    run(ctx, lambda: _up(fleet, standby))
 
 
-async def _up(st: AppState, standby: bool) -> None:
-    from aether.runtime.health import Health
-    from aether.runtime.lease import DaemonLease, Holder
-    from aether.store.client import connect
+def _namespaces(agents: str) -> list[str]:
+    names = [name.strip() for name in agents.split(",") if name.strip()]
+    if not names or len(set(names)) != len(names):
+        raise typer.BadParameter("give distinct namespaces, e.g. --agents '{a},{b}'")
+    return names
 
-    settings = st.settings
+
+def _agent_state(st: AppState, namespace: str) -> AppState:
+    """The state of one agent of a fleet: the same settings, its own namespace (validated)."""
+    try:
+        settings = type(st.settings).model_validate(
+            st.settings.model_dump() | {"namespace": namespace}
+        )
+    except ValidationError as e:
+        reason = "; ".join(str(error["msg"]) for error in e.errors())
+        raise typer.BadParameter(f"namespace {namespace!r}: {reason}") from e
+    return AppState(settings, st.json)
+
+
+async def _up(fleet: list[AppState], standby: bool) -> None:
+    settings = fleet[0].settings
+    if settings.mcp.port and len(fleet) > 1:
+        raise ConfigError(
+            "--agents with AETHER_MCP__PORT: MCP over HTTP serves one agent; run one "
+            "process per agent to serve MCP"
+        )
     if settings.mcp.port and (
         settings.mcp.token is None or not settings.mcp.token.get_secret_value().strip()
     ):
@@ -91,6 +122,25 @@ async def _up(st: AppState, standby: bool) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if len(fleet) == 1:
+        await _up_one(fleet[0], standby, stop)
+        return
+    try:
+        async with asyncio.TaskGroup() as group:  # one agent failing stops them all
+            for member in fleet:
+                group.create_task(_up_one(member, standby, stop))
+    except* AetherError as failed:
+        stop.set()
+        raise failed.exceptions[0] from None
+
+
+async def _up_one(st: AppState, standby: bool, stop: asyncio.Event) -> None:
+    """One agent's daemon, until ``stop``."""
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease, Holder
+    from aether.store.client import connect
+
+    settings = st.settings
     client = await connect(settings)
     holder = Holder.this_process()
     lease = DaemonLease(client, st.keys, holder)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol
@@ -58,9 +59,18 @@ def _local_vectorizer() -> Any:
     return HFTextVectorizer(model=local_model_path())
 
 
+_LOADING = threading.Lock()
+
+
 def preload_local_model() -> None:
-    """Load all-MiniLM-L6-v2 and run it once (blocking; the daemon does it in a thread)."""
-    _local_vectorizer().embed("aether warm-up")
+    """Load all-MiniLM-L6-v2 and run it once (blocking; the daemon does it in a thread).
+
+    Several agents of one process (``aether up --agents``) share the one model: the first
+    loads it, the others wait for it.
+    """
+    with _LOADING:
+        vectorizer = _local_vectorizer()
+    vectorizer.embed("aether warm-up")
 
 
 class LocalEmbedder:
