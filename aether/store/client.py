@@ -113,6 +113,11 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
     return client
 
 
+_PREPARED_CLUSTERS: set[str] = set()
+"""Clusters whose primaries this process has checked and loaded the library on (a fleet
+of agents in one process prepares its cluster once)."""
+
+
 async def _connect_cluster(url: str, namespace: str, where: str) -> Redis:
     """A client on the shard owning the namespace's slot; the library on every primary."""
 
@@ -121,7 +126,9 @@ async def _connect_cluster(url: str, namespace: str, where: str) -> Redis:
         await load_library(node)
 
     try:
-        await each_primary(url, prepare)
+        if url not in _PREPARED_CLUSTERS:
+            await each_primary(url, prepare)
+            _PREPARED_CLUSTERS.add(url)
         client = await open_slot_client(url, namespace)
     except RedisError as e:
         raise ServerError(f"cannot use the Redis Cluster at {where}: {e}") from e
