@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import threading
 import uuid
 from collections.abc import AsyncIterator
@@ -21,6 +23,8 @@ from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.cluster import SlotRedis
 from tests.conftest import dump_state
+from tests.openai_server import ScriptedOpenAI
+from tests.test_daemon import SlowModel, _cli, _env, _start
 
 
 def _slot(namespace: str) -> int:
@@ -153,3 +157,38 @@ async def test_a_slot_moves_to_another_shard_while_the_agent_writes(
             break
         await asyncio.sleep(0.1)
     assert {h.doc["id"] for h in hits} == set(written)
+
+
+def test_the_daemon_keeps_answering_while_its_slot_moves(
+    cluster: LocalCluster, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    namespace = f"{{d{uuid.uuid4().hex[:8]}}}"
+    slot = _slot(namespace)
+    with ScriptedOpenAI(responder=SlowModel()) as server:
+        env = {
+            **_env(cli_env, server),
+            "AETHER_NAMESPACE": namespace,
+            "AETHER_REDIS_URL": cluster.url,
+            "AETHER_REDIS_CLUSTER": "true",
+        }
+        proc = _start(env, tmp_path / "daemon.log")
+        try:
+            assert _cli(env, "send", "before the move").stdout.startswith("echo: ")
+            noted = _cli(env, "memory", "longterm", "add", "The orchard is in the north field")
+            assert noted.returncode == 0, noted.stderr
+            source = cluster.owner(slot)
+            cluster.move_slot(slot, next(p for p in cluster.ports if p != source))
+            after = _cli(env, "send", "after the move")  # the daemon was blocked on the inbox
+            assert after.returncode == 0 and "after the move" in after.stdout, after.stderr
+            history = json.loads(_cli(env, "--json", "memory", "chat", "show", "main").stdout)
+            said = [m["content"] for m in history]
+            assert said.count("before the move") == 1 and said.count("after the move") == 1
+            found = json.loads(_cli(env, "--json", "memory", "search", "orchard").stdout)
+            assert "north field" in found[0]["content"]  # the index followed the slot
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        assert "hash slot moved" in (tmp_path / "daemon.log").read_text()
