@@ -16,12 +16,12 @@ from redis.crc import key_slot
 
 from aether.app import Aether
 from aether.config import Settings
-from aether.errors import ConfigError
+from aether.errors import ConfigError, UnavailableError
 from aether.memory.daily import DailyLog
 from aether.runtime.inbox import Inbox
 from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
-from aether.store.cluster import SlotRedis
+from aether.store.cluster import SlotRedis, open_slot_client
 from tests.conftest import dump_state
 from tests.openai_server import ScriptedOpenAI
 from tests.test_daemon import SlowModel, _cli, _env, _start
@@ -192,3 +192,40 @@ def test_the_daemon_keeps_answering_while_its_slot_moves(
                 proc.kill()
                 proc.wait(10)
         assert "hash slot moved" in (tmp_path / "daemon.log").read_text()
+
+
+async def test_a_key_already_migrated_is_read_through_ask_then_moved(
+    cluster: LocalCluster,
+) -> None:
+    namespace = f"{{k{uuid.uuid4().hex[:8]}}}"
+    slot = _slot(namespace)
+    client = await open_slot_client(cluster.url, namespace)
+    moved, staying = f"{namespace}:moved", f"{namespace}:staying"
+    try:
+        await client.set(moved, "1")
+        await client.set(staying, "2")
+        source_port = cluster.owner(slot)
+        target_port = next(p for p in cluster.ports if p != source_port)
+        source, target = cluster.node(source_port), cluster.node(target_port)
+        source_id = source.execute_command("CLUSTER", "MYID").decode()
+        target_id = target.execute_command("CLUSTER", "MYID").decode()
+        target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        source.execute_command(
+            "MIGRATE", "127.0.0.1", target_port, moved, 0, 5000, "AUTH", cluster.password
+        )
+        assert await client.get(moved) == b"1"  # ASK: read on the importing node
+        assert await client.get(staying) == b"2"  # still on the source
+        assert client.owner_address[1] == source_port  # an ASK is not a move
+        pipe = client.pipeline(transaction=False)
+        pipe.get(moved)
+        with pytest.raises(UnavailableError, match="keeps moving"):
+            await pipe.execute()  # a pipeline waits for the migration, then gives up
+        cluster.move_slot(slot, target_port)  # the rest, and the slot's new owner
+        assert await client.get(staying) == b"2"  # MOVED: followed
+        assert client.owner_address[1] == target_port
+        pipe = client.pipeline(transaction=True)
+        pipe.get(moved).get(staying)
+        assert await pipe.execute() == [b"1", b"2"]
+    finally:
+        await client.aclose()

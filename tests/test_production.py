@@ -386,10 +386,10 @@ async def test_vectors_are_mirrored_to_qdrant(
 
 def test_docs_keep_a_scaling_note() -> None:
     text = (ROOT / "docs" / "scaling.md").read_text()
-    for needle in ("hash slot", "{aether}", "Qdrant", "search module"):
+    for needle in ("hash slot", "{agent-a}", "AETHER_REDIS_CLUSTER", "--agents", "Qdrant"):
         assert needle in text
     assert re.search(r"AETHER_QDRANT_(URL|SEARCH)", text)
-    assert Keyspace("{aether}").journal().startswith("{aether}:")
+    assert Keyspace("{agent-a}").journal().startswith("{agent-a}:")
 
 
 def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> None:
