@@ -104,6 +104,6 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A 3-primary Redis Cluster from the embedded binaries, on free ports, for the session."""
-    local = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), appendfsync="always").start()
     yield local
     local.stop()

@@ -16,7 +16,7 @@ from redis.crc import key_slot
 
 from aether.app import Aether
 from aether.config import Settings
-from aether.errors import ConfigError, UnavailableError
+from aether.errors import BusyError, ConfigError, UnavailableError
 from aether.memory.daily import DailyLog
 from aether.runtime.inbox import Inbox
 from aether.server.local_cluster import LocalCluster
@@ -217,6 +217,8 @@ async def test_a_key_already_migrated_is_read_through_ask_then_moved(
         assert await client.get(moved) == b"1"  # ASK: read on the importing node
         assert await client.get(staying) == b"2"  # still on the source
         assert client.owner_address[1] == source_port  # an ASK is not a move
+        with pytest.raises(BusyError, match="being migrated"):  # it cannot declare its reads
+            await client.fcall_ro("aether_expand", 1, moved, f"{namespace}:", 1, 1, 1, "x")
         pipe = client.pipeline(transaction=False)
         pipe.get(moved)
         with pytest.raises(UnavailableError, match="keeps moving"):
@@ -229,3 +231,32 @@ async def test_a_key_already_migrated_is_read_through_ask_then_moved(
         assert await pipe.execute() == [b"1", b"2"]
     finally:
         await client.aclose()
+
+
+async def test_a_primary_killed_and_restarted_loses_no_acknowledged_write(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    settings = _settings(cluster, tmp_path, f"{{r{uuid.uuid4().hex[:8]}}}", embeddings="none")
+    agent = Aether(settings, await connect(settings))
+    try:
+        await agent.ready()
+        assert isinstance(agent.client, SlotRedis)
+        daily = DailyLog(agent.memory)
+        written = [(await daily.log(f"entry {i} about the greenhouse"))["id"] for i in range(20)]
+        port = agent.client.owner_address[1]
+        cluster.kill(port)  # SIGKILL the agent's primary (appendfsync always)
+        with pytest.raises(UnavailableError):
+            await daily.log("written while the shard is down")
+        cluster.restart(port)
+        written.append((await daily.log("after the restart, the greenhouse again"))["id"])
+        keys = [agent.keys.daily_entry(i) for i in written]
+        assert all(doc is not None for doc in await agent.memory.get_docs(keys, ("id",)))
+        assert not await agent.search.search("shard down")  # the refused write left nothing
+        for _ in range(100):  # the index is rebuilt from the append-only file at load
+            hits = await agent.search.search("greenhouse", limit=50)
+            if len(hits) == len(written):
+                break
+            await asyncio.sleep(0.1)
+        assert {h.doc["id"] for h in hits} == set(written)
+    finally:
+        await agent.client.aclose()

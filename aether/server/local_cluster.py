@@ -63,6 +63,8 @@ class LocalCluster:
     primaries: int = 3
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     ports: list[int] = field(default_factory=list)
+    appendfsync: str = "everysec"
+    """``always`` makes every acknowledged write survive a node's SIGKILL."""
 
     @property
     def url(self) -> str:
@@ -79,45 +81,9 @@ class LocalCluster:
         Raises:
             ServerError: a node did not start or the cluster did not become ok.
         """
-        binaries = find_binaries()
         self.ports = free_ports(self.primaries)
         for port in self.ports:
-            home = self.directory / str(port)
-            home.mkdir(parents=True, exist_ok=True)
-            args = [
-                str(binaries.server),
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(home),
-                "--daemonize",
-                "yes",
-                "--pidfile",
-                str(home / "redis.pid"),
-                "--logfile",
-                str(home / "redis.log"),
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--requirepass",
-                self.password,
-                "--masterauth",
-                self.password,
-                "--appendonly",
-                "yes",
-                "--save",
-                "",
-                "--loadmodule",
-                str(binaries.search_module),
-                "--loadmodule",
-                str(binaries.json_module),
-            ]
-            done = subprocess.run(args, capture_output=True, text=True, timeout=30)
-            if done.returncode != 0:
-                raise ServerError(f"cluster node {port} did not start: {done.stderr[-500:]}")
+            self._launch(port)
         deadline = time.monotonic() + timeout_s
         nodes = [self.node(port) for port in self.ports]
         for node in nodes:
@@ -143,6 +109,77 @@ class LocalCluster:
                 raise ServerError("the local cluster's nodes did not all meet")
             time.sleep(0.1)
         return self
+
+    def _launch(self, port: int) -> None:
+        """Start (or start again, on its files) the node on ``port``."""
+        binaries = find_binaries()
+        home = self.directory / str(port)
+        home.mkdir(parents=True, exist_ok=True)
+        args = [
+            str(binaries.server),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(home),
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(home / "redis.pid"),
+            "--logfile",
+            str(home / "redis.log"),
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--requirepass",
+            self.password,
+            "--masterauth",
+            self.password,
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            self.appendfsync,
+            "--save",
+            "",
+            "--loadmodule",
+            str(binaries.search_module),
+            "--loadmodule",
+            str(binaries.json_module),
+        ]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            raise ServerError(f"cluster node {port} did not start: {done.stderr[-500:]}")
+
+    def kill(self, port: int) -> None:
+        """SIGKILL one node (what a crash or the OOM killer does)."""
+        pid = int((self.directory / str(port) / "redis.pid").read_text().strip())
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        raise ServerError(f"cluster node {port} did not die")
+
+    def restart(self, port: int, timeout_s: float = 30.0) -> None:
+        """Start a killed node again on its files; returns once the cluster is ok."""
+        self._launch(port)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if all(
+                    b"cluster_state:ok" in _run(self.node(p), "CLUSTER", "INFO") for p in self.ports
+                ):
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise ServerError(f"the cluster was not ok after node {port} restarted")
+            time.sleep(0.1)
 
     def owner(self, slot: int) -> int:
         """The port of the primary that serves ``slot``."""

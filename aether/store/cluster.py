@@ -41,7 +41,7 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import AskError, MovedError
 
-from aether.errors import AetherError, ConfigError, UnavailableError
+from aether.errors import AetherError, BusyError, ConfigError, UnavailableError
 from aether.store.boundary import AetherPipeline, AetherRedis
 
 log = structlog.get_logger(__name__)
@@ -53,6 +53,21 @@ ASK_PAUSE_S = 0.05
 _HASH_TAG = re.compile(r"\{[^{}]+\}")
 
 MoveListener = Callable[[], Awaitable[None]]
+UNDECLARED_READS = frozenset(
+    {
+        "aether_rollback_begin",
+        "aether_rollback_step",
+        "aether_replay",
+        "aether_snapshot",
+        "aether_expand",
+    }
+)
+"""Functions that read keys found at run time (in the journal, by a scan, along the
+graph): never sent to a node importing the slot, where some of those keys are not yet."""
+
+
+def _name(arg: object) -> str:
+    return arg.decode() if isinstance(arg, bytes) else str(arg)
 
 
 def require_hash_tag(namespace: str) -> str:
@@ -152,7 +167,18 @@ class SlotRedis(AetherRedis):
         raise UnavailableError("the agent's hash slot keeps moving; try again")
 
     async def _asking(self, ask: AskError, args: tuple[Any, ...], options: dict[str, Any]) -> Any:
-        """Send one command to the node importing the slot, after ``ASKING``."""
+        """Send one command to the node importing the slot, after ``ASKING``.
+
+        Raises:
+            BusyError: the call is a function that reads keys it cannot declare (a
+                rollback step, a snapshot, a graph expansion): on a half-migrated slot
+                it would miss the keys not moved yet, so it waits for the move to end.
+        """
+        call = _name(args[0]).upper()
+        if call in ("FCALL", "FCALL_RO") and len(args) > 1 and _name(args[1]) in UNDECLARED_READS:
+            raise BusyError(
+                "the agent's hash slot is being migrated; try again when the move is done"
+            )
         target = AetherRedis.from_url(node_url(self.url, str(ask.host), int(ask.port)))
         try:
             pipe = target.pipeline(transaction=False)
