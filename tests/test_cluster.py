@@ -15,13 +15,15 @@ import pytest
 from redis.crc import key_slot
 
 from aether.app import Aether
+from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import BusyError, ConfigError, UnavailableError
+from aether.keys import Keyspace
 from aether.memory.daily import DailyLog
 from aether.runtime.inbox import Inbox
 from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
-from aether.store.cluster import SlotRedis, open_slot_client
+from aether.store.cluster import SlotRedis
 from tests.conftest import dump_state
 from tests.openai_server import ScriptedOpenAI
 from tests.test_daemon import SlowModel, _cli, _env, _start
@@ -195,15 +197,18 @@ def test_the_daemon_keeps_answering_while_its_slot_moves(
 
 
 async def test_a_key_already_migrated_is_read_through_ask_then_moved(
-    cluster: LocalCluster,
+    cluster: LocalCluster, tmp_path: Path
 ) -> None:
     namespace = f"{{k{uuid.uuid4().hex[:8]}}}"
     slot = _slot(namespace)
-    client = await open_slot_client(cluster.url, namespace)
+    client = await connect(_settings(cluster, tmp_path, namespace))
+    assert isinstance(client, SlotRedis)
     moved, staying = f"{namespace}:moved", f"{namespace}:staying"
+    checkpoints = Checkpoints(client, Keyspace(namespace))
     try:
         await client.set(moved, "1")
         await client.set(staying, "2")
+        checkpoint = await checkpoints.create()
         source_port = cluster.owner(slot)
         target_port = next(p for p in cluster.ports if p != source_port)
         source, target = cluster.node(source_port), cluster.node(target_port)
@@ -219,6 +224,10 @@ async def test_a_key_already_migrated_is_read_through_ask_then_moved(
         assert client.owner_address[1] == source_port  # an ASK is not a move
         with pytest.raises(BusyError, match="being migrated"):  # it cannot declare its reads
             await client.fcall_ro("aether_expand", 1, moved, f"{namespace}:", 1, 1, 1, "x")
+        listed = len(await checkpoints.list())
+        with pytest.raises(BusyError, match="being migrated"):  # an admin action waits
+            await checkpoints.rollback_to(checkpoint.id)
+        assert len(await checkpoints.list()) == listed  # nothing done, not even a checkpoint
         pipe = client.pipeline(transaction=False)
         pipe.get(moved)
         with pytest.raises(UnavailableError, match="keeps moving"):

@@ -36,6 +36,7 @@ from aether.errors import (
 from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.logging import log_once
+from aether.store.cluster import SlotRedis
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
 from aether.store.state import WRITE_WAIT_S, while_busy
@@ -241,8 +242,11 @@ class Checkpoints:
             NotFoundError / AmbiguousIdError: the id does not name one kept checkpoint.
             ConcurrentAdminError: another rollback, undo or restore is running.
             CheckpointError: the rollback failed; its steps were reversed, nothing changed.
+            BusyError: in a Redis Cluster, the agent's slot is being migrated.
         """
         target = await self.resolve(id_or_prefix)
+        if isinstance(self.client, SlotRedis):  # it reads keys it cannot declare
+            await self.client.ensure_settled()
         async with self._admin_lock() as lock:
             await self._finish(lock)
             pre = await self.create(

@@ -57,7 +57,6 @@ UNDECLARED_READS = frozenset(
     {
         "aether_rollback_begin",
         "aether_rollback_step",
-        "aether_replay",
         "aether_snapshot",
         "aether_expand",
     }
@@ -124,11 +123,13 @@ class SlotRedis(AetherRedis):
         url: the cluster's URL (any node; credentials and options are reused).
         host: the owner's host.
         port: the owner's port.
+        slot: the agent's hash slot.
     """
 
-    def __init__(self, url: str, host: str, port: int) -> None:
+    def __init__(self, url: str, host: str, port: int, slot: int) -> None:
         super().__init__(connection_pool=ConnectionPool.from_url(node_url(url, host, port)))
         self.url = url
+        self.slot = slot
         self.owner_address = (host, port)
         self._retired: list[ConnectionPool] = []
         self._listeners: dict[str, MoveListener] = {}
@@ -137,6 +138,23 @@ class SlotRedis(AetherRedis):
     def on_move(self, name: str, listener: MoveListener) -> None:
         """Call ``listener`` after each move to a new owner (one listener per ``name``)."""
         self._listeners[name] = listener
+
+    async def ensure_settled(self) -> None:
+        """Refuse (busy) while the agent's slot is being migrated from or to its owner.
+
+        Called before an admin action that reads keys it cannot declare (a rollback, a
+        restore): on a half-migrated slot it would miss the keys that already left.
+
+        Raises:
+            BusyError: the slot is migrating; retry once the move is done.
+        """
+        nodes = await self.execute_command("CLUSTER", "NODES")
+        text = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
+        myself = next((line for line in text.splitlines() if "myself" in line), "")
+        if f"[{self.slot}->-" in myself or f"[{self.slot}-<-" in myself:
+            raise BusyError(
+                "the agent's hash slot is being migrated; try again when the move is done"
+            )
 
     async def follow(self, moved: MovedError) -> None:
         """Reconnect to the slot's new owner, named by a ``MOVED`` reply."""
@@ -216,7 +234,7 @@ async def open_slot_client(url: str, namespace: str) -> SlotRedis:
         owner = cluster.get_node_from_key(tag)
         if owner is None:
             raise UnavailableError(f"no primary of the cluster serves the slot of {tag}")
-        return SlotRedis(url, owner.host, int(owner.port))
+        return SlotRedis(url, owner.host, int(owner.port), cluster.keyslot(tag))
     finally:
         await cluster.aclose()
 
