@@ -3,8 +3,9 @@
 ``LocalCluster(directory).start()`` runs N primaries (redis-server 8 with the search and
 JSON modules, ``cluster-enabled yes``) on free ports of 127.0.0.1, splits the 16,384 hash
 slots evenly between them, joins them with ``CLUSTER MEET`` and waits for
-``cluster_state:ok``; ``stop()`` shuts them down. No replicas: it is a development
-cluster, not a production layout.
+``cluster_state:ok``; ``kill(port)`` and ``restart(port)`` play a crash and a
+recovery; ``stop()`` kills them all. No replicas: it is a development cluster, not a
+production layout.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class LocalCluster:
     ports: list[int] = field(default_factory=list)
     appendfsync: str = "everysec"
     """``always`` makes every acknowledged write survive a node's SIGKILL."""
+    _clients: dict[int, redis.Redis] = field(default_factory=dict, repr=False)
 
     @property
     def url(self) -> str:
@@ -72,8 +74,10 @@ class LocalCluster:
         return f"redis://:{self.password}@127.0.0.1:{self.ports[0]}"
 
     def node(self, port: int) -> redis.Redis:
-        """A plain client of one node."""
-        return redis.Redis(port=port, password=self.password)
+        """A plain client of one node (one per node, reconnecting after a restart)."""
+        if port not in self._clients:
+            self._clients[port] = redis.Redis(port=port, password=self.password)
+        return self._clients[port]
 
     def start(self, timeout_s: float = 30.0) -> LocalCluster:
         """Start the nodes and form the cluster.
@@ -217,6 +221,9 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop every node at once (SIGKILL: a development cluster keeps nothing)."""
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
         for port in self.ports:
             with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
                 pid = int((self.directory / str(port) / "redis.pid").read_text().strip())
