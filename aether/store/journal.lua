@@ -27,8 +27,12 @@ Partial ops are impossible: check_op refuses an op whose key has another type or
 whose numbers do not parse before anything is changed, and every op is then either one
 command or several that cannot fail once the first succeeded.
 
-Every function declares the keys it touches; aether_expand declares the graph's name
-index, and reads only keys of that same namespace (one hash slot in a cluster).
+Every function declares at least one key of its namespace, so a cluster routes it by
+the namespace's hash slot; writes, replies, replay and field reads declare every key they
+touch. The rollback steps, the snapshot and aether_expand also read keys found at run
+time (named in the journal, by a scan, along the graph), always of that same namespace
+and so of the same slot; the cluster client keeps them off half-migrated slots
+(aether/store/cluster.py).
 ]]
 
 local VERSION = '12'
