@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from context import percentile
 from redis.crc import key_slot
 
 from aether.app import Aether
@@ -38,11 +39,6 @@ from aether.store.client import connect
 
 CONCURRENCY = 32
 QUERIES = ("deploy of the billing service", "orchard harvest notes", "what broke in staging")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def open_fleet(settings: list[Settings]) -> tuple[list[Aether], list[float]]:

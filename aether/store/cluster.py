@@ -41,6 +41,7 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import AskError, MovedError
 
+from aether.codec import text
 from aether.errors import AetherError, BusyError, ConfigError, UnavailableError
 from aether.store.boundary import AetherPipeline, AetherRedis
 
@@ -64,9 +65,7 @@ UNDECLARED_READS = frozenset(
 """Functions that read keys found at run time (in the journal, by a scan, along the
 graph): never sent to a node importing the slot, where some of those keys are not yet."""
 
-
-def _name(arg: object) -> str:
-    return arg.decode() if isinstance(arg, bytes) else str(arg)
+MIGRATING = "the agent's hash slot is being migrated; try again when the move is done"
 
 
 def require_hash_tag(namespace: str) -> str:
@@ -148,13 +147,10 @@ class SlotRedis(AetherRedis):
         Raises:
             BusyError: the slot is migrating; retry once the move is done.
         """
-        nodes = await self.execute_command("CLUSTER", "NODES")
-        text = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
-        myself = next((line for line in text.splitlines() if "myself" in line), "")
+        nodes = text(await self.execute_command("CLUSTER", "NODES"))
+        myself = next((line for line in nodes.splitlines() if "myself" in line), "")
         if f"[{self.slot}->-" in myself or f"[{self.slot}-<-" in myself:
-            raise BusyError(
-                "the agent's hash slot is being migrated; try again when the move is done"
-            )
+            raise BusyError(MIGRATING)
 
     async def follow(self, moved: MovedError) -> None:
         """Reconnect to the slot's new owner, named by a ``MOVED`` reply."""
@@ -192,11 +188,9 @@ class SlotRedis(AetherRedis):
                 rollback step, a snapshot, a graph expansion): on a half-migrated slot
                 it would miss the keys not moved yet, so it waits for the move to end.
         """
-        call = _name(args[0]).upper()
-        if call in ("FCALL", "FCALL_RO") and len(args) > 1 and _name(args[1]) in UNDECLARED_READS:
-            raise BusyError(
-                "the agent's hash slot is being migrated; try again when the move is done"
-            )
+        call = text(args[0]).upper()
+        if call in ("FCALL", "FCALL_RO") and len(args) > 1 and text(args[1]) in UNDECLARED_READS:
+            raise BusyError(MIGRATING)
         target = AetherRedis.from_url(node_url(self.url, str(ask.host), int(ask.port)))
         try:
             pipe = target.pipeline(transaction=False)
