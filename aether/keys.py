@@ -317,7 +317,10 @@ class Keyspace:
         return self._k("tmp", "diff", token)
 
     def archive_cursor(self) -> str:
-        """STRING: id of the last journal entry copied to the PostgreSQL archive."""
+        """STRING: id of the last journal entry copied to the PostgreSQL archive.
+
+        While it exists, journal entries keep the values they wrote (for replay).
+        """
         return self._k("archive", "cursor")
 
     # runtime

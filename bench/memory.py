@@ -79,12 +79,19 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def quiesce(client: Redis) -> None:
-    """Wait until no AOF rewrite or save runs: a fork on 2 cores is not search latency."""
-    for _ in range(600):
-        info = await client.info("persistence")
-        if not info["aof_rewrite_in_progress"] and not info["rdb_bgsave_in_progress"]:
-            return
+    """Rewrite the AOF now and wait for it: a fork on 2 cores is not search latency.
+
+    Waiting for a running rewrite alone is not enough: Redis starts one when the AOF has
+    grown enough, at its next cron tick, which may fall after the fill's last write and
+    so in the middle of the measurement. After a fresh rewrite none is due.
+    """
+    await command(client, "BGREWRITEAOF")  # scheduled when a rewrite or save runs
+    for _ in range(1200):
         await asyncio.sleep(0.5)
+        info = await client.info("persistence")
+        busy = ("aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress")
+        if not any(info[name] for name in busy):
+            return
 
 
 async def used_memory(client: Redis) -> int:

@@ -109,6 +109,40 @@ async def test_restore_to_checkpoint_and_time_from_postgres_alone(
     assert await dump_state(target, keys) == now_state
 
 
+async def test_entries_written_while_no_archive_followed_are_never_replayed(
+    store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection, target: Redis
+) -> None:
+    archive = Archive(pg, client, keys)
+    await _log(store, keys, "e0", "before any archive")
+    assert b"f" not in (await client.xrevrange(keys.journal(), count=1))[0][1]  # keys only
+    await archive.sync()
+    await _log(store, keys, "e1", "followed")
+    assert b"f" in (await client.xrevrange(keys.journal(), count=1))[0][1]  # values kept
+    await archive.sync()
+    followed_state = await dump_state(client, keys)
+    await asyncio.sleep(0.01)
+    followed = datetime.now(UTC)
+    await asyncio.sleep(0.01)  # the next entry must not share the target's millisecond
+    await client.delete(keys.archive_cursor())  # lost, e.g. deleted by hand
+    await _log(store, keys, "e2", "while nothing followed")
+    await asyncio.sleep(0.01)
+    blind = datetime.now(UTC)  # between two entries that keep no values
+    await asyncio.sleep(0.01)
+    await _log(store, keys, "e3", "still nothing followed")
+    report = await archive.sync()
+    assert report.snapshot is not None  # a new base snapshot covers what cannot be replayed
+    now_state = await dump_state(client, keys)
+    with pytest.raises(ArchiveError, match="no archive followed"):
+        await Archive(pg, target, keys).restore(blind.isoformat())
+    assert [k async for k in target.scan_iter(match=f"{keys.prefix}*")] == []  # nothing done
+    await Archive(pg, target, keys).restore(followed.isoformat())
+    assert await dump_state(target, keys) == followed_state
+    for key in [k async for k in target.scan_iter(match=f"{keys.prefix}*")]:
+        await target.delete(key)
+    await Archive(pg, target, keys).restore(datetime.now(UTC).isoformat())
+    assert await dump_state(target, keys) == now_state
+
+
 async def test_restore_bad_input_changes_nothing(
     store: Store, client: Redis, keys: Keyspace, pg: asyncpg.Connection, target: Redis
 ) -> None:

@@ -127,15 +127,7 @@ async def test_writes_wait_for_an_interrupted_rollback_until_it_is_finished(
     pre = await cps.create(label="pre", prune=False)
     target = await cps.resolve(cp.id)
     assert await cps._begin(lock, target, pre, "cli", "rollback")
-    reply = await client.fcall(
-        "aether_rollback_step",
-        3,
-        keys.journal(),
-        keys.admin_lock(),
-        keys.write_hold(),
-        lock.token,
-        5,
-    )
+    reply = await cps._step(lock, 5)
     assert reply[0] == b"more"
     await lock.release()
     # writes wait, then fail with a retryable error; nothing is written meanwhile

@@ -273,15 +273,7 @@ def test_the_daemon_finishes_a_rollback_that_a_crash_interrupted(
         assert await lock.acquire()
         pre = await cps.create(label="pre", prune=False)
         assert await cps._begin(lock, target, pre, "cli", "rollback")
-        await client.fcall(
-            "aether_rollback_step",
-            3,
-            keys.journal(),
-            keys.admin_lock(),
-            keys.write_hold(),
-            lock.token,
-            0,
-        )
+        await cps._step(lock, 0)
         await lock.release()  # as if its process died and the lock expired
         await client.aclose()
 

@@ -132,11 +132,14 @@ async def _rollback_then_undo(
     before: list[tuple[str, Any]],
     after: list[tuple[str, Any]],
     later: list[tuple[str, Any]],
+    archived: bool = False,
 ) -> None:
     keys = Keyspace(settings.namespace)
     client = await connect(settings)
     try:
         store, cps = Store(client, keys), Checkpoints(client, keys, durable=False)
+        if archived:  # entries keep their forward values too
+            await client.set(keys.archive_cursor(), "0-0")
         await _apply_all(store, keys, before)
         at_checkpoint = await dump_state(client, keys)
         cp = await cps.create(label="prop")
@@ -159,15 +162,17 @@ async def _rollback_then_undo(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(before=_ops(), after=_ops(), later=_ops())
+@given(before=_ops(), after=_ops(), later=_ops(), archived=st.booleans())
 def test_rollback_then_undo_is_byte_identical(
     redis_home: Path,
     before: list[tuple[str, Any]],
     after: list[tuple[str, Any]],
     later: list[tuple[str, Any]],
+    archived: bool,
 ) -> None:
     ns = f"p{uuid.uuid4().hex[:10]}"
-    asyncio.run(_rollback_then_undo(Settings(home=redis_home, namespace=ns), before, after, later))
+    settings = Settings(home=redis_home, namespace=ns)
+    asyncio.run(_rollback_then_undo(settings, before, after, later, archived))
 
 
 @settings(

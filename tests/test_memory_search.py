@@ -397,3 +397,52 @@ async def test_openai_embeddings_through_the_real_client(
         before = len(server.requests)
         await layer.embedder.embed("kiwi")  # cached: no new request
         assert len(server.requests) == before
+
+
+async def test_raw_search_replies_read_the_same_over_resp2_and_resp3(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    from redis.asyncio import ConnectionPool
+    from redisvl.query import TextQuery
+
+    from aether.memory.index import search_command, search_results
+    from aether.memory.vectors import knn_query, nearest_rows
+
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    log = DailyLog(layer)
+    for text in ("the blue heron flew over the lake", "a heron stood in the reeds", "taxes due"):
+        await log.log(text)
+    pool = client.connection_pool
+    resp2 = Redis(
+        connection_pool=ConnectionPool(
+            connection_class=pool.connection_class, **{**pool.connection_kwargs, "protocol": 2}
+        )
+    )
+    text = TextQuery("heron", "content", text_scorer="BM25STD", num_results=5, stopwords=None)
+    text.no_content()
+    assert layer.embedder is not None
+    vector_index = layer.vector_index()
+    assert vector_index is not None
+    knn = knn_query(await layer.embedder.embed("a bird by the water"), None, 3)
+    try:
+        read: list[tuple[list[tuple[str, float, object]], list[tuple[str, float]]]] = []
+        for c in (client, resp2):
+            found = search_results(
+                await c.execute_command(*search_command(search.index, text)),  # type: ignore[no-untyped-call]
+                scores=True,
+                fields=False,
+            )
+            near = nearest_rows(
+                keys,
+                await c.execute_command(*search_command(vector_index, knn)),  # type: ignore[no-untyped-call]
+            )
+            read.append((found, near))
+    finally:
+        await resp2.aclose()
+    (found3, near3), (found2, near2) = read
+    assert [k for k, _, _ in found3] == [k for k, _, _ in found2] and len(found3) == 2
+    assert [round(s, 6) for _, s, _ in found3] == [round(s, 6) for _, s, _ in found2]
+    assert near3 == near2 and len(near3) == 3
+    assert near3[0][1] > near3[-1][1] and "heron" in str((await layer.get_docs([near3[0][0]]))[0])

@@ -84,19 +84,19 @@ def test_unsupported_command_is_refused() -> None:
 
 
 async def test_malformed_payload_is_refused_by_the_library(client: Redis, keys: Keyspace) -> None:
+    import msgpack
     from redis.exceptions import ResponseError
 
-    with pytest.raises(ResponseError, match=r"not msgpack|malformed|no operations"):
-        await client.fcall(
-            "aether_apply", 2, keys.journal(), keys.write_hold(), keys.prefix, "a", "r", b"\xc1j"
+    async def apply_raw(payload: bytes) -> object:
+        journal, hold, cursor = keys.journal(), keys.write_hold(), keys.archive_cursor()
+        return await client.fcall(
+            "aether_apply", 3, journal, hold, cursor, keys.prefix, "a", "r", payload
         )
-    with pytest.raises(ResponseError, match="outside the namespace"):
-        import msgpack
 
-        ops = msgpack.packb([[b"SET", b"elsewhere:k", b"v"]], use_bin_type=False)
-        await client.fcall(
-            "aether_apply", 2, keys.journal(), keys.write_hold(), keys.prefix, "a", "r", ops
-        )
+    with pytest.raises(ResponseError, match=r"not msgpack|malformed|no operations"):
+        await apply_raw(b"\xc1j")
+    with pytest.raises(ResponseError, match="outside the namespace"):
+        await apply_raw(msgpack.packb([[b"SET", b"elsewhere:k", b"v"]], use_bin_type=False))
     assert await client.exists("elsewhere:k") == 0
 
 
@@ -160,6 +160,7 @@ async def test_a_guarded_change_rolls_back_and_replays(
     from aether.checkpoints.manager import Checkpoints
 
     checkpoints = Checkpoints(client, keys)
+    await client.set(keys.archive_cursor(), "0-0")  # an archive follows: entries keep values
     empty = await dump_state(client, keys)
     cp = await checkpoints.create(label="before")
     doc = keys.longterm("m2")

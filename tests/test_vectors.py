@@ -43,8 +43,16 @@ async def test_a_vector_is_a_binary_hash_and_the_journal_holds_bytes(
     assert await client.hget(keys.vector(key), "kind") == b"daily"
     entry = (await client.xrevrange(keys.journal(), count=1))[0][1]
     packed = b"".join(v for v in entry.values())
-    assert blob in packed  # the vector travels as its bytes, not as text
+    # no archive follows: the journal keeps the keys touched and the inverses, no vector
+    assert blob not in packed and b"f" not in entry
     assert b'"embedding"' not in packed  # and the JSON document holds no array
+    await client.set(keys.archive_cursor(), "0-0")  # an archive follows from now on
+    doc = await DailyLog(layer).log("I sold my old bicycle", tags=["bike"])
+    blob = await client.hget(keys.vector(keys.daily_entry(doc["id"])), "embedding")
+    entry = (await client.xrevrange(keys.journal(), count=1))[0][1]
+    packed = b"".join(v for v in entry.values())
+    assert blob is not None and blob in packed  # kept for replay, as bytes, not as text
+    assert b'"embedding"' not in packed
 
 
 async def test_vectors_follow_rollback_and_undo(

@@ -30,9 +30,8 @@ from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.journal import compare_ids, entries_after
+from aether.store.journal import compare_ids, entries_after, touched_keys
 from aether.store.lock import StateLock
-from aether.store.state import decode_ops
 
 log = structlog.get_logger(__name__)
 
@@ -150,6 +149,7 @@ class Archive:
         Args:
             progress: told how many more journal entries were copied, batch by batch.
         """
+        await self._follow()
         fresh_snapshot = await self._latest_snapshot() is None
         if fresh_snapshot:
             await self.snapshot()
@@ -158,6 +158,8 @@ class Archive:
         copied = 0
         batch: list[tuple[Any, ...]] = []
         async for entry in entries_after(self.client, self.keys.journal(), cursor, self.batch_size):
+            # written while no archive followed (the cursor key was lost): not replayable
+            gap = gap or b"f" not in entry.fields
             batch.append(
                 (
                     self.keys.ns,
@@ -166,6 +168,7 @@ class Archive:
                     entry.actor,
                     entry.reason,
                     msgpack.packb(entry.fields, use_bin_type=True),
+                    b"f" in entry.fields,
                 )
             )
             if len(batch) >= self.batch_size:
@@ -184,8 +187,8 @@ class Archive:
         latest = await self._latest_snapshot()
         if gap and not fresh_snapshot:
             log.warning(
-                "journal entries were trimmed before they were archived; "
-                "taking a new base snapshot",
+                "journal entries were trimmed, or written without their values, before "
+                "they were archived; taking a new base snapshot",
                 cursor=cursor,
             )
             snapshot_id = await self.snapshot()
@@ -201,6 +204,13 @@ class Archive:
         log.info("archive synced", entries=copied, checkpoints=checkpoints, snapshot=snapshot_id)
         return SyncReport(copied, checkpoints, snapshot_id, newest)
 
+    async def _follow(self) -> None:
+        """From now on every journal entry keeps its forward values (store/journal.py).
+
+        Done before a base snapshot, so every entry replayed after one has them.
+        """
+        await self.client.set(self.keys.archive_cursor(), "0-0", nx=True)
+
     async def _trimmed_past(self, cursor: str) -> bool:
         """Whether the journal lost entries after ``cursor`` before they were archived."""
         if not await self.client.exists(self.keys.journal()):
@@ -214,8 +224,8 @@ class Archive:
         if not rows:
             return 0
         await self.conn.executemany(
-            "INSERT INTO aether_journal (ns, ms, seq, actor, reason, fields) "
-            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            "INSERT INTO aether_journal (ns, ms, seq, actor, reason, fields, replayable) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
             rows,
         )
         return len(rows)
@@ -244,6 +254,7 @@ class Archive:
 
     async def snapshot(self) -> str:
         """Take a base snapshot of every state key, page by page (see the module docs)."""
+        await self._follow()
         cursor: bytes | str = "0"
         start = end = ""
         dumps: dict[bytes, tuple[bytes, int, int]] = {}  # a key seen twice: its later DUMP
@@ -353,6 +364,23 @@ class Archive:
             raise ArchiveError(
                 f"no base snapshot of namespace {self.keys.ns!r} precedes {target!r}"
             )
+        blind = await self.conn.fetchrow(
+            "SELECT ms, seq FROM aether_journal WHERE ns = $1 AND NOT replayable "
+            "AND (ms, seq) > ($2, $3) AND (ms, seq) <= ($4, $5) ORDER BY ms DESC, seq DESC "
+            "LIMIT 1",
+            self.keys.ns,
+            snap["start_ms"],
+            snap["start_seq"],
+            ms,
+            seq,
+        )
+        if blind is not None:
+            raise ArchiveError(
+                f"cannot restore namespace {self.keys.ns!r} to {target!r}: journal entry "
+                f"{_pos(blind['ms'], blind['seq'])} was written while no archive followed "
+                "it and keeps no values to replay; restore to a point after the base "
+                "snapshot the next sync took"
+            )
         lock = StateLock(
             self.client,
             self.keys.admin_lock(),
@@ -420,7 +448,6 @@ class Archive:
                 if replayed % 100 == 0:
                     advance(restored + replayed)
             advance(restored + replayed)
-            advance(restored + replayed)
             cps = await self.conn.fetch(
                 "SELECT * FROM aether_checkpoints WHERE ns = $1 AND (ms, seq) >= ($2, $3) "
                 "AND (ms, seq) <= ($4, $5)",
@@ -431,6 +458,7 @@ class Archive:
                 seq,
             )
         pipe = self.client.pipeline(transaction=True)
+        pipe.set(self.keys.archive_cursor(), position)  # the archive follows on
         for c in cps:
             pipe.hset(
                 self.keys.checkpoint(c["id"]),
@@ -444,8 +472,7 @@ class Archive:
                 },
             )
             pipe.zadd(self.keys.checkpoints(), {c["id"]: c["created_at"]})
-        if cps:
-            await pipe.execute()
+        await pipe.execute()
         report = RestoreReport(snap["snapshot_id"], restored, replayed, len(cps), position)
         log.info("archive restored", **report.__dict__)
         return report
@@ -454,7 +481,7 @@ class Archive:
         self, position: str, fields: dict[bytes, bytes], dumped_at: dict[bytes, str]
     ) -> None:
         """Re-apply one archived entry, except on keys whose DUMP already includes it."""
-        touched = list(dict.fromkeys(op[1] for op in decode_ops(fields.get(b"f", b"\x90"))))
+        touched = touched_keys(fields)
         skip = [k for k in touched if compare_ids(dumped_at.get(k, "0-0"), position) >= 0]
         flat = [v for pair in fields.items() for v in pair]
         await self.client.fcall(

@@ -302,20 +302,25 @@ class Checkpoints:
         )
         return bool(begun)
 
+    async def _step(self, lock: StateLock, budget_ms: int) -> Any:
+        """One step of the rollback in the write hold: ``[state, last id, undone, ops]``."""
+        return await self.client.fcall(
+            "aether_rollback_step",
+            4,
+            self.keys.journal(),
+            self.keys.admin_lock(),
+            self.keys.write_hold(),
+            self.keys.archive_cursor(),
+            lock.token,
+            budget_ms,
+        )
+
     async def _steps(self, lock: StateLock, target: Checkpoint, pre: Checkpoint) -> RollbackResult:
         """Run the steps of the rollback in the write hold until it is done."""
         steps = 0
         while True:
             try:
-                reply = await self.client.fcall(
-                    "aether_rollback_step",
-                    3,
-                    self.keys.journal(),
-                    self.keys.admin_lock(),
-                    self.keys.write_hold(),
-                    lock.token,
-                    self.budget_ms,
-                )
+                reply = await self._step(lock, self.budget_ms)
             except UnavailableError as e:
                 raise CheckpointError(
                     "Redis became unreachable during the rollback; writes stay held and "

@@ -58,6 +58,14 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         ALTER TABLE aether_snapshot_keys ADD COLUMN ms bigint, ADD COLUMN seq bigint;
         """,
     ),
+    (
+        3,
+        """
+        -- an entry written while no archive followed keeps only its keys (no values):
+        -- a restore never replays across one
+        ALTER TABLE aether_journal ADD COLUMN replayable boolean NOT NULL DEFAULT true;
+        """,
+    ),
 )
 
 _LOCK_ID = 0x6165746865720001  # "aether" + 1: serialises concurrent migrators

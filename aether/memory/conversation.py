@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
-from aether.memory.records import MemoryRecord
+from aether.memory.records import MemoryDoc, MemoryRecord
 
 if TYPE_CHECKING:  # the layer embeds through embedding_texts
     from aether.memory.layer import MemoryLayer
@@ -34,7 +34,6 @@ NEIGHBOUR_SHARE = (0.4, 0.2)
 """The share of a hit's relevance its neighbours at distance 1 and 2 receive."""
 TAG_BOOST = 0.2
 """Added to a memory tagged with a word of the query."""
-_META = ("id", "kind", "day", "session", "tags")
 
 
 def embedding_texts(docs: Sequence[MemoryRecord]) -> list[str]:
@@ -52,7 +51,10 @@ def embedding_texts(docs: Sequence[MemoryRecord]) -> list[str]:
 
 
 async def in_context(
-    layer: MemoryLayer, scores: dict[str, float], tokens: Sequence[str]
+    layer: MemoryLayer,
+    scores: dict[str, float],
+    tokens: Sequence[str],
+    docs: dict[str, MemoryDoc | None],
 ) -> dict[str, float]:
     """``scores`` with tag boosts and each turn's relevance shared with its neighbours.
 
@@ -60,18 +62,19 @@ async def in_context(
         layer: the memory layer.
         scores: fused relevance by document key (the candidates that passed the gate).
         tokens: the query's meaningful words (lower case).
+        docs: the documents of ``scores``' keys (``None``: missing); the neighbours read
+            here are added to it, so a caller reads each document once.
 
     Returns:
         New scores; neighbours that were not candidates may appear.
     """
     if not scores:
         return scores
-    keys = list(scores)
-    metas = await layer.get_docs(keys, _META)
     words = set(tokens)
     boosted = dict(scores)
     turns: list[tuple[str, str, str, str]] = []  # key, id, day, session
-    for key, meta in zip(keys, metas, strict=True):
+    for key in scores:
+        meta = docs[key]
         if meta is None:
             continue
         if words & {str(t).lower() for t in meta.get("tags", [])}:
@@ -104,10 +107,11 @@ async def in_context(
             shares[neighbour, session] = shares.get((neighbour, session), 0.0) + share
     if not shares:
         return boosted
-    pending = list(shares)
-    metas = await layer.get_docs([neighbour for neighbour, _ in pending], ("session",))
+    unread = list(dict.fromkeys(n for n, _ in shares if n not in docs))
+    docs.update(zip(unread, await layer.get_docs(unread), strict=True))
     out = dict(boosted)
-    for (neighbour, session), meta in zip(pending, metas, strict=True):
+    for (neighbour, session), share in shares.items():
+        meta = docs[neighbour]
         if meta is not None and meta.get("session") == session:
-            out[neighbour] = out.get(neighbour, 0.0) + shares[neighbour, session]
+            out[neighbour] = out.get(neighbour, 0.0) + share
     return out

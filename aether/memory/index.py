@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 from redis.asyncio import Redis
 from redisvl.index import AsyncSearchIndex
+from redisvl.query import BaseQuery
 
 from aether.codec import text
 from aether.keys import Keyspace
@@ -27,6 +28,46 @@ log = structlog.get_logger(__name__)
 # Tags may hold spaces and commas; no tag holds a control character, so this separator
 # never splits one.
 TAG_SEPARATOR = "\x1f"
+
+
+def search_command(index: AsyncSearchIndex, query: BaseQuery) -> list[Any]:
+    """The ``FT.SEARCH`` command of a redisvl query, to send in a pipeline.
+
+    The query string and its parameters are redisvl's (escaped, never raw user text);
+    the reply is left raw, which is cheaper to read than redis-py's documents
+    (:func:`search_results` reads it).
+    """
+    args: list[Any] = ["FT.SEARCH", index.name, *query.query.get_args()]
+    if query.params:
+        args += ["PARAMS", 2 * len(query.params)]
+        for name, value in query.params.items():
+            args += [name, value]
+    return args
+
+
+def search_results(reply: Any, *, scores: bool, fields: bool) -> list[tuple[str, float, Any]]:
+    """(id, score, returned fields) of a raw ``FT.SEARCH`` reply, best first.
+
+    A RESP3 reply (what redis-py speaks by default) is a map; a RESP2 one a flat list
+    whose shape depends on ``WITHSCORES`` (``scores``) and on returned fields (``fields``).
+    The score is 0.0 without ``WITHSCORES``; the fields are a map of bytes.
+    """
+    if isinstance(reply, dict):
+        return [
+            (
+                text(row[b"id"]),
+                float(row.get(b"score", 0.0)),
+                row.get(b"extra_attributes", {}),
+            )
+            for row in reply[b"results"]
+        ]
+    step = 1 + scores + fields
+    out = []
+    for at in range(1, len(reply), step):
+        score = float(reply[at + 1]) if scores else 0.0
+        pairs = reply[at + step - 1] if fields else []
+        out.append((text(reply[at]), score, dict(zip(pairs[::2], pairs[1::2], strict=True))))
+    return out
 
 
 def schema(keys: Keyspace) -> dict[str, Any]:

@@ -161,7 +161,7 @@ class MemoryLayer:
         if index is None:
             return []
         return await vectors.nearest(
-            index, self.keys, vector, flt, num, self.settings.vector_datatype
+            self.client, index, self.keys, vector, flt, num, self.settings.vector_datatype
         )
 
     def put(self, m: Mutation, key: str, doc: MemoryRecord) -> Mutation:

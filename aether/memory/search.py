@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from redis.exceptions import ResponseError
@@ -36,7 +36,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from aether.logging import log_once
 from aether.memory.conversation import in_context
 from aether.memory.daily import DailyLog
-from aether.memory.index import ensure_index
+from aether.memory.index import ensure_index, search_command, search_results
 from aether.memory.layer import MemoryLayer
 from aether.memory.migration import migrate_vectors
 from aether.memory.records import (
@@ -49,7 +49,7 @@ from aether.memory.records import (
 )
 from aether.memory.scopes import check_scope
 from aether.memory.stopwords import STOPWORDS
-from aether.memory.vectors import ensure_vector_index
+from aether.memory.vectors import ensure_vector_index, knn_query, nearest_rows
 from aether.store.cluster import SlotRedis
 
 log = structlog.get_logger(__name__)
@@ -113,6 +113,14 @@ def build_filter(
     for part in parts[1:]:
         combined = combined & part
     return combined
+
+
+def _hit_fields(doc: MemoryDoc | None) -> MemoryDoc | None:
+    """What a hit carries of its document (:data:`HIT_FIELDS`)."""
+    if doc is None:
+        return None
+    fields: dict[str, object] = dict(doc)
+    return cast(MemoryDoc, {name: fields[name] for name in HIT_FIELDS if name in fields})
 
 
 def _min_max(rows: list[tuple[str, float]]) -> dict[str, float]:
@@ -225,9 +233,10 @@ class MemorySearch:
         criteria: dict[str, Any],
     ) -> dict[str, list[tuple[str, float]]]:
         """Candidates of each signal: (key, similarity) best first."""
-        out: dict[str, list[tuple[str, float]]] = {}
         vector = await self.layer.embed(query) if query.strip() else None
-        tasks: dict[str, Any] = {}
+        # both searches in one round trip, their replies read raw (see search_command)
+        pipe = self.layer.client.pipeline(transaction=False)
+        sent: list[str] = []
         if tokens:
             text = TextQuery(
                 " ".join(tokens),
@@ -237,20 +246,28 @@ class MemorySearch:
                 num_results=pool,
                 stopwords=None,
             )
-            text.no_content()  # ids and scores only: documents are fetched for the shortlist
-            tasks["text"] = self.index.search(text.query, query_params=text.params)
-        if vector is not None and self.layer.qdrant_search and self.layer.mirror is not None:
-            tasks["qdrant"] = self.layer.mirror.search(vector, pool, criteria)
-        elif vector is not None:
-            tasks["vector"] = self.layer.nearest(vector, flt, pool)
-        results = await asyncio.gather(*tasks.values())
-        for name, rows in zip(tasks, results, strict=True):
-            if name == "qdrant":
-                out["vector"] = rows
-            elif name == "text":
-                out[name] = [(doc.id, float(doc.score)) for doc in rows.docs]
+            text.no_content()  # ids and scores: the documents are read once, after fusion
+            pipe.execute_command(*search_command(self.index, text))
+            sent.append("text")
+        mirror = self.layer.mirror if self.layer.qdrant_search else None
+        vector_index = self.layer.vector_index()
+        if vector is not None and mirror is None and vector_index is not None:
+            knn = knn_query(vector, flt, pool, self.layer.settings.vector_datatype)
+            pipe.execute_command(*search_command(vector_index, knn))
+            sent.append("vector")
+        pending = [pipe.execute()] if sent else []
+        if vector is not None and mirror is not None:
+            pending.append(mirror.search(vector, pool, criteria))
+        results = await asyncio.gather(*pending)
+        out: dict[str, list[tuple[str, float]]] = {}
+        for name, reply in zip(sent, results[0] if sent else [], strict=True):
+            if name == "text":
+                rows = search_results(reply, scores=True, fields=False)
+                out[name] = [(key, score) for key, score, _ in rows]
             else:
-                out[name] = rows
+                out[name] = nearest_rows(self.layer.keys, reply)
+        if vector is not None and mirror is not None:
+            out["vector"] = results[-1]
         return out
 
     async def _rank(
@@ -278,10 +295,12 @@ class MemorySearch:
                 del fused[key]
         if not fused:
             return []
-        fused = await in_context(self.layer, fused, tokens)
+        # whole documents in one JSON.MGET: cheaper than reading a few paths twice
+        read = dict(zip(fused, await self.layer.get_docs(list(fused)), strict=True))
+        fused = await in_context(self.layer, fused, tokens, read)
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[: limit * 2]
-        docs = await self.layer.get_docs(shortlist, HIT_FIELDS)
+        docs = [_hit_fields(read[key]) for key in shortlist]
         settings = self.layer.settings
         hits = []
         vanished = [key for key, doc in zip(shortlist, docs, strict=True) if doc is None]

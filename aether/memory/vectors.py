@@ -6,8 +6,9 @@ copy of it: a 384-d vector cost ~18 KB. Here a memory's vector lives in
 bytes, with copies of the fields vector search filters on, under its own HNSW index
 ``ns:memory:idx:vectors`` (what redisvl and agent-memory-server index). The JSON document
 keeps everything else and stays under the full-text index. Both keys change in the same
-journaled batch, so a rollback restores them together; the journal holds the vector as
-bytes.
+journaled batch, so a rollback restores them together (from the inverses, which hold a
+replaced or deleted vector as bytes; the value written is kept only while an archive
+follows, see aether/store/journal.py).
 
 A filter field that changes on a document (a belief's status) is copied to its vector
 hash in the same batch (:func:`refilter`).
@@ -24,8 +25,9 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import VectorQuery
 from redisvl.query.filter import FilterExpression
 
+from aether.codec import command
 from aether.keys import Keyspace
-from aether.memory.index import TAG_SEPARATOR, ensure_schema
+from aether.memory.index import TAG_SEPARATOR, ensure_schema, search_command, search_results
 from aether.memory.records import MemoryRecord
 from aether.store.state import Arg, Mutation
 
@@ -36,7 +38,9 @@ __all__ = [
     "decode",
     "encode",
     "ensure_vector_index",
+    "knn_query",
     "nearest",
+    "nearest_rows",
     "put",
     "refilter",
     "remove",
@@ -186,6 +190,7 @@ async def ensure_vector_index(
 
 
 async def nearest(
+    client: Redis,
     index: AsyncSearchIndex,
     keys: Keyspace,
     vector: list[float],
@@ -194,7 +199,18 @@ async def nearest(
     datatype: VectorDatatype = "float32",
 ) -> list[tuple[str, float]]:
     """The ``num`` nearest memories: (document key, cosine similarity), best first."""
-    knn = VectorQuery(
+    reply = await command(client, *search_command(index, knn_query(vector, flt, num, datatype)))
+    return nearest_rows(keys, reply)
+
+
+def knn_query(
+    vector: list[float],
+    flt: FilterExpression | None,
+    num: int,
+    datatype: VectorDatatype = "float32",
+) -> VectorQuery:
+    """The ``num``-nearest-neighbours query, returning the cosine distance alone."""
+    return VectorQuery(
         vector,
         VECTOR_FIELD,
         filter_expression=flt,
@@ -202,7 +218,11 @@ async def nearest(
         return_fields=[],
         dtype=datatype,
     )
-    rows = await index.search(knn.query, query_params=knn.params)
+
+
+def nearest_rows(keys: Keyspace, reply: list[Any]) -> list[tuple[str, float]]:
+    """(document key, cosine similarity) of a raw :func:`knn_query` reply, best first."""
     return [
-        (keys.document_of_vector(doc.id), 1.0 - float(doc.vector_distance)) for doc in rows.docs
+        (keys.document_of_vector(vector_key), 1.0 - float(fields[b"vector_distance"]))
+        for vector_key, _, fields in search_results(reply, scores=False, fields=True)
     ]

@@ -23,6 +23,13 @@ progress the write hold (KEYS "hold") exists and aether_apply and aether_checkpo
 refuse with TRYAGAIN, so writes wait and the result stays all-or-nothing. A snapshot
 goes in SCAN pages, each DUMP tagged with the journal position it was taken at.
 
+An entry holds the inverses ('i') and what was applied. The forward ops with their values
+('f') only serve the PostgreSQL archive's point-in-time replay: rollback and undo apply
+inverses. So while no archive follows the namespace (its cursor key is absent) an entry
+keeps only the keys it touched ('k'), and a memory's vector is not copied into the
+journal; once an archive follows (it sets the cursor before its first base snapshot),
+every entry keeps 'f' in full.
+
 Partial ops are impossible: check_op refuses an op whose key has another type or
 whose numbers do not parse before anything is changed, and every op is then either one
 command or several that cannot fail once the first succeeded.
@@ -35,7 +42,7 @@ and so of the same slot; the cluster client keeps them off half-migrated slots
 (aether/store/cluster.py).
 ]]
 
-local VERSION = '12'
+local VERSION = '13'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -411,16 +418,38 @@ local function validate(ops, prefix)
   return nil
 end
 
-local function xadd(journal, id, actor, reason, fwd, inv, extra)
-  local fields = {'a', actor, 'r', reason, 'f', cmsgpack.pack(fwd), 'i', cmsgpack.pack(inv)}
+-- The keys the ops touch, in order of first touch.
+local function touched(ops)
+  local seen, out = {}, {}
+  for _, op in ipairs(ops) do
+    if not seen[op[2]] then
+      seen[op[2]] = true
+      out[#out + 1] = op[2]
+    end
+  end
+  return out
+end
+
+-- Append an entry; `archived`: an archive follows the namespace, keep the forward values.
+local function xadd(journal, archived, id, actor, reason, fwd, inv, extra)
+  local fields = {'a', actor, 'r', reason}
+  if archived then
+    fields[#fields + 1] = 'f'
+    fields[#fields + 1] = cmsgpack.pack(fwd)
+  else
+    fields[#fields + 1] = 'k'
+    fields[#fields + 1] = cmsgpack.pack(touched(fwd))
+  end
+  fields[#fields + 1] = 'i'
+  fields[#fields + 1] = cmsgpack.pack(inv)
   for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
   return redis.call('XADD', journal, id, unpack(fields))
 end
 
 local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writes wait for it'
 
--- KEYS[1] journal, KEYS[2] write hold, KEYS[3..] the keys the ops touch (declared)
--- ARGV: namespace prefix, actor, reason, msgpack(ops)
+-- KEYS[1] journal, KEYS[2] write hold, KEYS[3] archive cursor, KEYS[4..] the keys the ops
+-- touch (declared). ARGV: namespace prefix, actor, reason, msgpack(ops)
 local function fn_apply(keys, args)
   if redis.call('EXISTS', keys[2]) == 1 then return redis.error_reply(HELD) end
   local prefix, actor, reason = args[1], args[2], args[3]
@@ -430,7 +459,7 @@ local function fn_apply(keys, args)
   if bad then return bad end
   local inv, err = apply_all(ops)
   if err then return err end
-  return xadd(keys[1], '*', actor, reason, ops, inv)
+  return xadd(keys[1], redis.call('EXISTS', keys[3]) == 1, '*', actor, reason, ops, inv)
 end
 
 local function last_id(journal)
@@ -488,10 +517,10 @@ local function fn_rollback_begin(keys, args)
   return 1
 end
 
--- Rollback, step 2, called until it answers 'done'. KEYS: journal, admin lock, write hold
--- ARGV: lock token, budget (ms). Applies the journal's inverses from the hold's cursor
--- down towards the target for at most the budget, journals what it applied as one entry
--- (so undo reverses it) and moves the cursor. Returns {state, last entry id, entries
+-- Rollback, step 2, called until it answers 'done'. KEYS: journal, admin lock, write hold,
+-- archive cursor. ARGV: lock token, budget (ms). Applies the journal's inverses from the
+-- hold's cursor down towards the target for at most the budget, journals what it applied
+-- as one entry (so undo reverses it) and moves the cursor. Returns {state, last entry id, entries
 -- undone, ops applied}; on an error this step's own changes are undone and the hold stays.
 local function fn_rollback_step(keys, args)
   local journal, hold = keys[1], keys[3]
@@ -537,7 +566,8 @@ local function fn_rollback_step(keys, args)
   end
   local last = h.last
   if #fwd > 0 then
-    last = xadd(journal, '*', h.actor, h.reason, fwd, flatten(inverse),
+    last = xadd(journal, redis.call('EXISTS', keys[4]) == 1, '*', h.actor, h.reason, fwd,
+      flatten(inverse),
       {'to', h.label, 'part', tostring(tonumber(h.parts) + 1)})
   end
   local ops = tonumber(h.ops) + #fwd
@@ -561,7 +591,10 @@ local function fn_replay(keys, args)
   for i = 4, 3 + nskip do skip[args[i]] = true end
   for i = 4 + nskip, #args do fields[#fields + 1] = args[i] end
   local fwd = entry_field(fields, 'f')
-  if not fwd then return redis.error_reply('ERR aether: entry has no forward ops') end
+  if not fwd then
+    return redis.error_reply('ERR aether: entry ' .. id .. ' was written while no archive ' ..
+      'followed the namespace and cannot be replayed')
+  end
   local ok, ops = pcall(cmsgpack.unpack, fwd)
   if not ok or type(ops) ~= 'table' then
     return redis.error_reply('ERR aether: entry ' .. id .. ' has unreadable ops')

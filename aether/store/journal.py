@@ -1,8 +1,11 @@
 """Reading the journal stream (``ns:journal``) written by the Functions library.
 
-Each entry holds ``a`` (actor), ``r`` (reason), ``f`` (the ops applied, msgpack) and
-``i`` (the ops that undo them, in application order, msgpack); a rollback entry also
-holds ``to`` (the checkpoint it returned to).
+Each entry holds ``a`` (actor), ``r`` (reason), ``i`` (the ops that undo it, in
+application order, msgpack) and what was applied: ``f`` (the ops with their values,
+msgpack) while a PostgreSQL archive follows the namespace, else only ``k`` (the keys
+touched, msgpack), since rollback and undo need the inverses alone and a memory's vector
+need not be stored twice. A rollback entry also holds ``to`` (the checkpoint it returned
+to).
 """
 
 from __future__ import annotations
@@ -10,10 +13,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import msgpack
 from redis.asyncio import Redis
 
 from aether.codec import byte_map, text
+from aether.errors import StoreError
 from aether.store.state import decode_ops
+
+
+def touched_keys(fields: dict[bytes, bytes]) -> list[bytes]:
+    """The keys an entry's ops touched, in order of first touch (from ``f`` or ``k``)."""
+    if b"k" in fields:
+        keys = msgpack.unpackb(fields[b"k"], raw=True)
+        return list(keys) if isinstance(keys, list) else []  # Lua packs {} as a map
+    return list(dict.fromkeys(op[1] for op in decode_ops(fields.get(b"f", b"\x90"))))
 
 
 @dataclass(frozen=True)
@@ -44,7 +57,14 @@ class JournalEntry:
         return self.fields.get(b"r", b"").decode()
 
     def forward(self) -> list[list[bytes]]:
-        """The ops applied."""
+        """The ops applied, with their values.
+
+        Raises:
+            StoreError: the entry was written while no archive followed the namespace,
+                so it keeps only the keys it touched.
+        """
+        if b"f" not in self.fields:
+            raise StoreError(f"journal entry {self.id} keeps only the keys it touched")
         return decode_ops(self.fields[b"f"])
 
     def inverse(self) -> list[list[bytes]]:
@@ -53,7 +73,7 @@ class JournalEntry:
 
     def touched_keys(self) -> list[str]:
         """The keys it touched, in order of first touch."""
-        return list(dict.fromkeys(op[1].decode() for op in self.forward()))
+        return [key.decode() for key in touched_keys(self.fields)]
 
 
 def compare_ids(a: str, b: str) -> int:

@@ -261,9 +261,10 @@ class Store:
         async def call() -> Any:
             return await self.client.fcall(
                 "aether_apply",
-                2 + len(touched),
+                3 + len(touched),
                 self.keys.journal(),
                 self.keys.write_hold(),
+                self.keys.archive_cursor(),
                 *touched,
                 self.keys.prefix,
                 actor or self.actor,
