@@ -56,6 +56,12 @@ async def _log(store: Store, keys: Keyspace, eid: str, text: str) -> None:
     )
 
 
+async def _empty(client: Redis, keys: Keyspace) -> None:
+    """Delete every key of the namespace, for the next restore into it."""
+    for key in [k async for k in client.scan_iter(match=f"{keys.prefix}*")]:
+        await client.delete(key)
+
+
 async def test_migrations_are_idempotent(pg: asyncpg.Connection) -> None:
     assert await migrate(pg) == []
     versions = [
@@ -99,12 +105,10 @@ async def test_restore_to_checkpoint_and_time_from_postgres_alone(
     assert [c.id for c in await Checkpoints(target, keys).list()] == [cp.id]
 
     # by time, into another empty namespace of the same archive
-    for key in [k async for k in target.scan_iter(match=f"{keys.prefix}*")]:
-        await target.delete(key)
+    await _empty(target, keys)
     await Archive(pg, target, keys).restore(between.isoformat())
     assert await dump_state(target, keys) == at_cp
-    for key in [k async for k in target.scan_iter(match=f"{keys.prefix}*")]:
-        await target.delete(key)
+    await _empty(target, keys)
     await Archive(pg, target, keys).restore(datetime.now(UTC).isoformat())
     assert await dump_state(target, keys) == now_state
 
@@ -137,8 +141,7 @@ async def test_entries_written_while_no_archive_followed_are_never_replayed(
     assert [k async for k in target.scan_iter(match=f"{keys.prefix}*")] == []  # nothing done
     await Archive(pg, target, keys).restore(followed.isoformat())
     assert await dump_state(target, keys) == followed_state
-    for key in [k async for k in target.scan_iter(match=f"{keys.prefix}*")]:
-        await target.delete(key)
+    await _empty(target, keys)
     await Archive(pg, target, keys).restore(datetime.now(UTC).isoformat())
     assert await dump_state(target, keys) == now_state
 
