@@ -520,8 +520,9 @@ end
 -- Rollback, step 2, called until it answers 'done'. KEYS: journal, admin lock, write hold,
 -- archive cursor. ARGV: lock token, budget (ms). Applies the journal's inverses from the
 -- hold's cursor down towards the target for at most the budget, journals what it applied
--- as one entry (so undo reverses it) and moves the cursor. Returns {state, last entry id, entries
--- undone, ops applied}; on an error this step's own changes are undone and the hold stays.
+-- as one entry (so undo reverses it) and moves the cursor. Returns {state, last entry id,
+-- entries undone, ops applied}; on an error this step's own changes are undone and the
+-- hold stays.
 local function fn_rollback_step(keys, args)
   local journal, hold = keys[1], keys[3]
   if redis.call('GET', keys[2]) ~= args[1] then
