@@ -38,8 +38,12 @@ compose-tool:
 test: lint compose-tool
 	$(VENV)/bin/pytest
 
+# Each prints one JSON object: checkpoints, then retrieval on both benchmarks' dev splits.
 bench: $(STAMP)
 	$(VENV)/bin/python bench/checkpoints.py
+	$(VENV)/bin/python bench/locomo.py
+	$(VENV)/bin/python bench/context.py
+	$(VENV)/bin/python bench/beam.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

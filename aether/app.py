@@ -86,6 +86,7 @@ class Aether:
         actor: str = "aether",
         embed_via_daemon: bool = False,
         start: bool = True,
+        migrate: bool = True,
     ) -> AsyncIterator[Aether]:
         """Connect, wire every part and ensure the search index; close the client at exit.
 
@@ -94,6 +95,8 @@ class Aether:
             actor: who the journal says made the changes.
             embed_via_daemon: see the class.
             start: start the embedded Redis when it is not running.
+            migrate: bring an older namespace's vectors to the configured layout (a
+                write); short-lived commands that may only read pass ``False``.
 
         Raises:
             ServerError / IncompatibleServerError: Redis cannot be reached or lacks modules.
@@ -104,19 +107,25 @@ class Aether:
         client = await connect(settings, start=start)
         try:
             agent = cls(settings, client, actor=actor, embed_via_daemon=embed_via_daemon)
-            await agent.ready()
+            await agent.ready(migrate=migrate)
             yield agent
         finally:
             await client.aclose()
 
-    async def ready(self) -> None:
+    async def ready(self, *, migrate: bool = True) -> None:
         """Ensure the search indexes (once per object; idempotent in Redis).
 
-        A namespace whose vectors are in an older layout is migrated first, after a
-        checkpoint (``aether.memory.migration``).
+        Args:
+            migrate: first bring a namespace whose vectors are in an older layout to the
+                configured one, after a checkpoint (``aether.memory.migration``). That is
+                a journaled write, so a process that may only read (a CLI command, the
+                MCP server over stdio) passes ``False``: a read never writes, and a look
+                between a rollback and its undo never blocks the undo. The daemon
+                migrates at its start.
         """
         if not self._index_ready:
-            await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
+            if migrate:
+                await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             await self.search.ensure_index()
             self._index_ready = True
 

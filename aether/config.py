@@ -64,7 +64,7 @@ class MemorySettings(BaseModel):
         default=4, ge=1, le=50, description="hybrid search: candidates per signal per result"
     )
     vector_alpha: float = Field(
-        default=0.35, ge=0, le=1, description="hybrid search: weight of vector vs full text"
+        default=0.5, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )
     min_similarity: float = Field(
         default=0.3,
@@ -72,6 +72,13 @@ class MemorySettings(BaseModel):
         le=1,
         description="hybrid search: a result without a full-text match needs this cosine "
         "similarity (calibrated on LoCoMo by bench/locomo.py; -1 turns the floor off)",
+    )
+    min_coverage: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="hybrid search: a full-text match below min_similarity must contain this "
+        "share of the query's meaningful words",
     )
     vector_datatype: Literal["float32", "float16"] = Field(
         default="float32",

@@ -247,9 +247,19 @@ class Keyspace:
         """
         return self._k("vec", doc_key[len(self.prefix) :])
 
+    def passage_vector(self, doc_key: str, n: int) -> str:
+        """HASH: the vector of passage ``n`` (2, 3, ...) of a long memory.
+
+        Passage 1 is :meth:`vector`; the same prefix puts them under the same index.
+        """
+        return f"{self.vector(doc_key)}#{n}"
+
     def document_of_vector(self, vector_key: str) -> str:
-        """The document key a vector hash belongs to (inverse of :meth:`vector`)."""
-        return self.prefix + vector_key[len(self.vector_prefix()) :]
+        """The document key a vector or passage hash belongs to.
+
+        The inverse of :meth:`vector` and :meth:`passage_vector`.
+        """
+        return self.prefix + vector_key[len(self.vector_prefix()) :].split("#", 1)[0]
 
     def vector_prefix(self) -> str:
         """Key prefix of the vector hashes."""

@@ -25,6 +25,7 @@ async def _layer(settings: Settings, client: Redis, datatype: str = "float32") -
         update={"memory": settings.memory.model_copy(update={"vector_datatype": datatype})}
     )
     layer = MemoryLayer.open(settings, client)
+    await migrate_vectors(layer)  # what Aether.ready does at a daemon's start
     await MemorySearch(layer).ensure_index()
     return layer
 
@@ -148,7 +149,7 @@ async def test_a_changed_datatype_reencodes_the_vectors(
 ) -> None:
     layer = await _layer(settings, client)
     doc = await DailyLog(layer).log("I bought a new automobile yesterday", timestamp=NOW - 5)
-    half = await _layer(settings, client, "float16")  # ensure_index migrates
+    half = await _layer(settings, client, "float16")  # a start migrates
     assert await client.get(keys.memory_layout()) == b"vectors-float16"
     blob = await client.hget(keys.vector(keys.daily_entry(doc["id"])), "embedding")
     assert blob is not None and len(blob) == 384 * 2

@@ -109,6 +109,8 @@ class ScoredMemory:
     uncertain: bool = False
     question: bool = False
     """A belief under the uncertain tier: shown as an open question to confirm."""
+    earlier: bool = False
+    """A newer memory states a different value of the same thing (shown as earlier)."""
 
 
 @dataclass
@@ -214,6 +216,7 @@ def score_memory(
         doc,
         uncertain and not question,
         question,
+        hit.earlier,
     )
 
 
@@ -227,6 +230,8 @@ def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
         label += " (uncertain)"
     if memory.question:
         label += " (open question: still true?)"
+    if memory.earlier:
+        label += " (earlier: a later memory differs)"
     content = " ".join(memory.content.split())
     line = f"- [{day}]{label} {content}"
     return line if count_tokens(line) <= max_tokens else truncate_to_tokens(line, max_tokens)

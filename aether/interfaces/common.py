@@ -121,10 +121,14 @@ async def redis_client(settings: Settings) -> AsyncIterator[Redis]:
 
 @asynccontextmanager
 async def open_aether(st: AppState, actor: str = "cli") -> AsyncIterator[Aether]:
-    """The invocation's ``Aether`` (a running daemon embeds for it), closed at the end."""
+    """The invocation's ``Aether`` (a running daemon embeds for it), closed at the end.
+
+    A command never migrates the namespace's vectors (the daemon does at its start), so
+    a read-only command leaves every key as it found it.
+    """
     from aether.app import Aether
 
-    async with Aether.open(st.settings, actor=actor, embed_via_daemon=True) as agent:
+    async with Aether.open(st.settings, actor=actor, embed_via_daemon=True, migrate=False) as agent:
         yield agent
 
 

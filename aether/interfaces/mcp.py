@@ -132,7 +132,6 @@ def build_server(agent: Aether, llm: LLMClient | None = None) -> MCPServer[Any]:
         """
 
         async def work() -> dict[str, Any]:
-            await search.ensure_index()
             hits = await search.search(query, limit=limit, kind=kind)
             return {
                 "results": [
@@ -290,7 +289,6 @@ def build_server(agent: Aether, llm: LLMClient | None = None) -> MCPServer[Any]:
         assembler = agent.context
 
         async def work() -> dict[str, Any]:
-            await search.ensure_index()
             return _context(await assembler.assemble(query, max_tokens, session=session))
 
         return await work()
@@ -326,7 +324,7 @@ async def serve_stdio(settings: Settings) -> None:
     llm = LLMClient.from_settings(settings)
     try:
         agent = Aether(settings, client, actor="mcp", embed_via_daemon=True)
-        await agent.ready()
+        await agent.ready(migrate=False)  # a client that only reads changes nothing
         directory = settings.identity_dir or default_identity_dir()
         await agent.identity.ensure(directory, actor="mcp")  # first use: bootstrap
         await build_server(agent, llm).run_stdio_async()

@@ -125,15 +125,21 @@ class MemoryLayer:
     async def attach_embeddings(self, docs: Sequence[MemoryRecord]) -> None:
         """Give each document its content's vector, in one batch (no-op without embedder).
 
-        A chat turn is embedded with the end of the turn before it in the batch (see
-        :func:`aether.memory.conversation.embedding_texts`). The vector rides in
-        ``doc["embedding"]`` until :meth:`put` stores it in its hash.
+        A chat turn is embedded with the end of the turn before it in the batch, and a
+        long text as passages (see :func:`aether.memory.conversation.embedding_texts`).
+        The vectors ride in ``doc["embedding"]`` (and ``doc["passage_embeddings"]``)
+        until :meth:`put` stores them in their hashes.
         """
         if self.embedder is None or not docs:
             return
-        found = await self.embedder.embed_many(embedding_texts(docs))
-        for doc, vector in zip(docs, found, strict=True):
-            doc["embedding"] = vector
+        texts = embedding_texts(docs)
+        found = await self.embedder.embed_many([t for parts in texts for t in parts])
+        at = 0
+        for doc, parts in zip(docs, texts, strict=True):
+            doc["embedding"] = found[at]
+            if len(parts) > 1:
+                doc["passage_embeddings"] = found[at + 1 : at + len(parts)]
+            at += len(parts)
         if self.mirror is not None:
             await self.mirror.upsert(docs)
 

@@ -144,6 +144,9 @@ class MemoryRecord(TypedDict, total=False):
     scope: str
     embedding: list[float]
     """Only in flight, from ``attach_embeddings`` to ``put``: stored in the vector hash."""
+    passage_embeddings: list[list[float]]
+    """Only in flight, like ``embedding``: the vectors of a long text's later passages
+    (``aether.memory.conversation.passages``), stored in passage hashes."""
 
 
 class DailyEntry(MemoryRecord, total=False):

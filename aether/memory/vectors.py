@@ -25,8 +25,9 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import VectorQuery
 from redisvl.query.filter import FilterExpression
 
-from aether.codec import command
+from aether.codec import command, text
 from aether.keys import Keyspace
+from aether.memory.conversation import MAX_PASSAGES, READING_DISCOUNT
 from aether.memory.index import TAG_SEPARATOR, ensure_schema, search_command, search_results
 from aether.memory.records import MemoryRecord
 from aether.store.state import Arg, Mutation
@@ -51,6 +52,7 @@ __all__ = [
 
 VectorDatatype = Literal["float32", "float16"]
 VECTOR_FIELD = "embedding"
+PASSAGES_FIELD = "passage_embeddings"
 # what a filtered KNN needs (search.build_filter and the belief neighbours' status)
 TAG_FIELDS: tuple[str, ...] = ("kind", "source", "tags", "session", "status", "scope")
 FILTER_FIELDS: tuple[str, ...] = (*TAG_FIELDS, "timestamp")
@@ -102,13 +104,27 @@ def put(
 ) -> Mutation:
     """Write a memory document; its ``embedding`` (if any) goes to its vector hash.
 
-    The document is written without the embedding; ``doc`` itself is left unchanged.
+    A long text's later passages (``passage_embeddings``) go to passage hashes
+    (``Keyspace.passage_vector``) with the same filter fields. Passages a longer earlier
+    version left are deleted when the new text has passages too; a text shortened to one
+    passage keeps them until the memory is removed (content is never edited in place:
+    memories are superseded, not overwritten).
+    The document is written without the vectors; ``doc`` itself is left unchanged.
     """
     vector = doc.get("embedding")
-    stored = {k: v for k, v in doc.items() if k != VECTOR_FIELD}
+    stored = {k: v for k, v in doc.items() if k not in (VECTOR_FIELD, PASSAGES_FIELD)}
     m.json_set(key, stored)
     if vector:
         store_vector(m, keys, key, vector, doc, datatype)
+        more = doc.get("passage_embeddings") or []
+        for n, passage in enumerate(more, 2):
+            m.hset(
+                keys.passage_vector(key, n),
+                {VECTOR_FIELD: encode(passage, datatype), **_filter_values(doc)},
+            )
+        if more:  # a longer earlier version may have left more passages
+            for n in range(len(more) + 2, MAX_PASSAGES + 1):
+                m.delete(keys.passage_vector(key, n))
     return m
 
 
@@ -126,8 +142,11 @@ def store_vector(
 
 
 def remove(m: Mutation, keys: Keyspace, key: str) -> Mutation:
-    """Delete a memory document and its vector."""
-    return m.delete(key).delete(keys.vector(key))
+    """Delete a memory document, its vector and any passage vectors."""
+    m.delete(key).delete(keys.vector(key))
+    for n in range(2, MAX_PASSAGES + 1):
+        m.delete(keys.passage_vector(key, n))
+    return m
 
 
 def refilter(m: Mutation, keys: Keyspace, key: str, **fields: str) -> Mutation:
@@ -221,8 +240,17 @@ def knn_query(
 
 
 def nearest_rows(keys: Keyspace, reply: list[Any]) -> list[tuple[str, float]]:
-    """(document key, cosine similarity) of a raw :func:`knn_query` reply, best first."""
-    return [
-        (keys.document_of_vector(vector_key), 1.0 - float(fields[b"vector_distance"]))
-        for vector_key, _, fields in search_results(reply, scores=False, fields=True)
-    ]
+    """(document key, cosine similarity) of a raw :func:`knn_query` reply, best first.
+
+    A memory with several readings (passages, a contextual reading) is scored by its best
+    one, the extra readings discounted by ``READING_DISCOUNT``.
+    """
+    rows: dict[str, float] = {}
+    for vector_key, _, fields in search_results(reply, scores=False, fields=True):
+        key = text(vector_key)
+        similarity = 1.0 - float(fields[b"vector_distance"])
+        if "#" in key:
+            similarity -= READING_DISCOUNT
+        doc = keys.document_of_vector(key)
+        rows[doc] = max(rows.get(doc, -2.0), similarity)
+    return sorted(rows.items(), key=lambda row: row[1], reverse=True)

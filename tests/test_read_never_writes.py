@@ -1,0 +1,131 @@
+"""A read never writes: every read-only command and MCP tool leaves the state as it was.
+
+The operator's natural sequence is: roll back, look around, then decide to undo. Each
+read-only CLI command (a subprocess, as a person runs it) and each read-only MCP tool
+(the official client over stdio) runs between a rollback and its undo; the image of
+every journaled key and the journal itself stay byte-identical, and the undo succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from redis.asyncio import Redis
+
+from aether.keys import Keyspace
+from tests.conftest import dump_state
+
+READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("status",),
+    ("questions",),
+    ("config", "show"),
+    ("checkpoint", "list"),
+    ("checkpoint", "show", "{cp}"),
+    ("checkpoint", "diff", "{cp}"),
+    ("identity", "show"),
+    ("identity", "prompt"),
+    ("memory", "search", "kestrels"),
+    ("memory", "search", "pelicans", "--kind", "daily"),
+    ("memory", "day"),
+    ("memory", "export", "{tmp}/export.jsonl"),
+    ("memory", "episodes", "main"),
+    ("memory", "longterm", "list"),
+    ("memory", "chat", "list"),
+    ("belief", "list"),
+    ("belief", "stats"),
+    ("belief", "reflect"),
+    ("context", "preview", "what about the kestrels?"),
+    ("graph", "find", "Lisbon"),
+    ("graph", "expand", "User"),
+    ("task", "list"),
+    ("tools", "list"),
+    ("ledger", "list"),
+    ("ledger", "totals"),
+    ("maintenance", "run", "--dry-run"),
+    ("repo", "list"),
+)
+
+
+def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _ok(env: dict[str, str], *args: str) -> str:
+    done = _aether(env, *args)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout.strip()
+
+
+async def _journal(client: Redis, keys: Keyspace) -> list[object]:
+    return list(await client.xrange(keys.journal()))
+
+
+async def test_reads_between_a_rollback_and_its_undo_change_nothing(
+    cli_env: dict[str, str], client: Redis, keys: Keyspace, tmp_path: Path
+) -> None:
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    run = asyncio.to_thread
+    await run(_ok, env, "identity", "bootstrap")
+    # the first memories arrive in one command, so the checkpoint's state is one that
+    # no start-up work has touched yet (what the reads after the rollback find)
+    lines = [
+        {"kind": "daily", "content": "alpha kestrels nest by the river", "source": "user"},
+        {"kind": "daily", "content": "the kestrels left at dawn", "source": "agent"},
+        {"kind": "longterm", "content": "kestrels hover before they dive", "source": "agent"},
+    ]
+    path = tmp_path / "first.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    await run(_ok, env, "memory", "import", str(path))
+    checkpoint = await run(_ok, env, "checkpoint", "create", "--label", "before bravo")
+    await run(_ok, env, "remember", "I live in Lisbon.")
+    await run(_ok, env, "task", "add", "count the kestrels")
+    await run(_ok, env, "memory", "log", "bravo pelicans")
+    await run(_ok, env, "checkpoint", "rollback", checkpoint, "--yes")
+
+    image, journal = await dump_state(client, keys), await _journal(client, keys)
+    commands = [
+        tuple(a.format(cp=checkpoint, tmp=tmp_path) for a in cmd) for cmd in READ_ONLY_COMMANDS
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda args: _aether(env, *args), commands))
+    for args, done in zip(commands, results, strict=True):
+        expected = (1,) if args == ("status",) else (0, 2)  # status: 1 = no daemon
+        assert done.returncode in expected, (args, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for tool, arguments in (
+            ("memory_search", {"query": "kestrels"}),
+            ("checkpoint_list", {}),
+            ("identity_get", {}),
+            ("scratchpad_get", {"key": "plan"}),
+            ("context_assemble", {"query": "what about the kestrels?"}),
+        ):
+            result = await session.call_tool(tool, arguments)
+            if tool != "scratchpad_get":  # an unknown scratchpad is not_found: still a read
+                assert not result.is_error, (tool, result.content)
+
+    assert await _journal(client, keys) == journal
+    assert await dump_state(client, keys) == image
+    undone = await run(_aether, env, "checkpoint", "undo", "--json")
+    assert undone.returncode == 0, undone.stderr
+    assert json.loads(undone.stdout)
+    found = json.loads(await run(_ok, env, "memory", "search", "pelicans", "--json"))
+    assert any("bravo pelicans" in str(hit) for hit in found)

@@ -1,0 +1,189 @@
+"""Retrieval that holds up on long technical chats: passages, rank fusion, newest first,
+and knowing when nothing is relevant (issue: memory beyond the conversations it was
+tuned on)."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import MemorySettings, Settings
+from aether.context.assembly import ScoredMemory, memory_line
+from aether.keys import Keyspace
+from aether.memory.conversation import (
+    MAX_PASSAGES,
+    PASSAGE_OVERLAP,
+    SHORT_TURN_CHARS,
+    WINDOW_CHARS,
+    embedding_texts,
+    passages,
+)
+from aether.memory.daily import DailyLog, build_entry
+from aether.memory.layer import MemoryLayer
+from aether.memory.newest import values_of
+from aether.memory.records import MemoryRecord
+from aether.memory.search import MemorySearch, _rank_scores, passes_floor
+from aether.memory.wording import coverage, words
+from aether.store.state import Store
+from tests.conftest import dump_state
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
+FILLER = (
+    "We walked through the module layout, the logging setup and the retry policy of the "
+    "HTTP client, then looked at how the fixtures are shared between the test packages. "
+)
+
+
+def _long_text(ending: str, repeats: int = 12) -> str:
+    return "assistant: " + FILLER * repeats + ending
+
+
+def test_a_long_text_is_cut_into_overlapping_passages_that_fit_the_window() -> None:
+    text = _long_text("The staging database now runs on port 6543.")
+    parts = passages(text)
+    assert 2 <= len(parts) <= MAX_PASSAGES
+    assert all(len(p) <= WINDOW_CHARS for p in parts)
+    assert parts[0] == text[: len(parts[0])] and text.endswith(parts[-1])
+    for before, after in itertools.pairwise(parts):  # neighbours overlap
+        assert before[-PASSAGE_OVERLAP // 2 :] in after
+    assert passages("short") == ["short"]
+    huge = "word " * 10_000
+    assert len(passages(huge)) == MAX_PASSAGES  # capped; full text still sees it all
+
+
+def test_a_short_turn_keeps_its_own_reading_beside_the_contextual_one() -> None:
+    docs: list[MemoryRecord] = [
+        {"kind": "daily", "session": "s", "content": "user: Did you go to the lake?"},
+        {"kind": "daily", "session": "s", "content": "assistant: Yes, yesterday!"},
+        {"kind": "daily", "session": "s", "content": _long_text("The end.")},
+        {"kind": "longterm", "content": "A note on its own."},
+    ]
+    texts = embedding_texts(docs)
+    assert texts[0] == ["user: Did you go to the lake?"]  # nothing before it
+    own, contextual = texts[1]
+    assert own == "assistant: Yes, yesterday!"  # its own reading comes first, unchanged
+    assert contextual.startswith("user: Did you go to the lake?") and contextual.endswith(own)
+    assert len(docs[2]["content"]) > SHORT_TURN_CHARS
+    assert texts[2] == passages(docs[2]["content"])  # a long turn: no prefix, its passages
+    assert texts[3] == ["A note on its own."]
+
+
+def test_rank_fusion_gives_rank_one_full_marks_and_falls_with_rank() -> None:
+    scores = _rank_scores([("a", 9.0), ("b", 8.9), ("c", 0.1)])
+    assert scores["a"] == 1.0 and scores["a"] > scores["b"] > scores["c"] > 0
+    tied = _rank_scores([("a", 2.0), ("b", 2.0), ("c", 1.0)])
+    assert tied["a"] == tied["b"] == 1.0 and tied["c"] == scores["c"]  # a tie stays a tie
+    # scale-free: the same ranks score the same whatever the raw scores were
+    assert _rank_scores([("x", 0.31), ("y", 0.30), ("z", 0.29)]) == {
+        "x": scores["a"],
+        "y": scores["b"],
+        "z": scores["c"],
+    }
+
+
+def test_coverage_counts_the_query_words_a_memory_holds() -> None:
+    assert coverage(["deploy", "billing"], words("Deployed the billing service")) == 1.0
+    assert coverage(["tax", "code", "byzantine", "empire"], words("I wrote code all day")) == 0.25
+    assert coverage([], words("anything")) == 0.0
+
+
+def test_values_are_numbers_with_units_and_names() -> None:
+    found = values_of("The API response time averages 400 ms on Redis, up from Flask 2.3")
+    assert {"400 ms", "redis", "flask", "2.3"} <= found
+    assert "i" not in values_of("Then I said so")
+
+
+async def test_a_long_memory_is_found_by_its_last_passage_and_rolls_back_whole(
+    settings: Settings, client: Redis, keys: Keyspace, checkpoints: Checkpoints
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    daily = DailyLog(layer)
+    await daily.log("We planted tomatoes and basil in the garden", timestamp=NOW - 50)
+    before = await dump_state(client, keys)
+    checkpoint = await checkpoints.create(label="before the long one")
+    text = _long_text(
+        "Finally, some news from home: a tabby kitten named Miso was adopted from the animal "
+        "shelter. The kitten sleeps on the sofa every afternoon, chases toy mice and purrs "
+        "loudly. Everyone at home adores the new kitten and its soft striped fur."
+    )
+    long_one = await daily.log(text, timestamp=NOW - 10)
+    key = keys.daily_entry(long_one["id"])
+    count = len(passages(text))
+    assert count >= 3
+    for n in range(2, count + 1):
+        assert await client.exists(keys.passage_vector(key, n))
+    assert not await client.exists(keys.passage_vector(key, count + 1))
+    # no shared word with the end, which is far outside the model's window of the start
+    hits = await search.search("a cat joined the family", limit=3, now=NOW)
+    assert hits and hits[0].key == key and hits[0].vector_rank == 1
+
+    await checkpoints.rollback_to(checkpoint.id)  # the passages go with their memory
+    assert await dump_state(client, keys) == before
+    assert not await client.exists(keys.passage_vector(key, 2))
+    await checkpoints.undo()
+    assert await client.exists(keys.passage_vector(key, count))
+    day = datetime.fromtimestamp(NOW - 10, UTC).date()
+    entries = await daily.list_day(day)
+    await layer.store.apply(daily.removal(day, entries, whole_day=True), "test")  # type: ignore[arg-type]
+    assert not [k async for k in client.scan_iter(match=keys.vector(key) + "*")]
+
+
+async def test_the_newer_statement_ranks_first_and_the_older_is_marked_earlier(
+    settings: Settings, client: Redis
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    daily = DailyLog(layer)
+    old = await daily.log(
+        "user: The dashboard API response time averages 400 ms on the staging server.",
+        timestamp=NOW - 86_400 * 20,
+    )
+    new = await daily.log(
+        "user: After the caching tweaks the dashboard API response time averages 250 ms.",
+        timestamp=NOW - 86_400 * 2,
+    )
+    await daily.log("user: I deployed the dashboard with Flask.", timestamp=NOW - 86_400)
+    hits = await search.search("What is the dashboard API response time?", limit=5, now=NOW)
+    ids = [h.doc["id"] for h in hits]
+    assert ids.index(new["id"]) < ids.index(old["id"])
+    earlier = {h.doc["id"]: h.earlier for h in hits}
+    assert earlier[old["id"]] and not earlier[new["id"]]
+    line = memory_line(
+        ScoredMemory(hits[0].key, "x", 1, 1, 1, 1, hits[ids.index(old["id"])].doc, earlier=True),
+        100,
+    )
+    assert "(earlier" in line
+
+
+async def test_a_query_sharing_one_word_of_many_finds_nothing(store: Store) -> None:
+    layer = MemoryLayer(store, MemorySettings())  # full text only: the gate alone decides
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    daily = DailyLog(layer)
+    await daily.log("I wrote code all day for the billing service", timestamp=NOW - 60)
+    assert await search.search("the tax code of the byzantine empire", now=NOW) == []
+    hits = await search.search("billing code", now=NOW)
+    assert hits and hits[0].coverage == 1.0
+    assert passes_floor(hits[0], 0.9, 1.0) and not passes_floor(hits[0], 0.9, 1.01)
+
+
+async def test_a_passage_is_never_read_as_a_memory_of_its_own(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    doc = build_entry(layer, _long_text("The printer jammed again."), timestamp=NOW)
+    await layer.attach_embeddings([doc])
+    assert len(doc.get("passage_embeddings", [])) == len(passages(doc["content"])) - 1
+    await layer.store.apply(DailyLog(layer).mutation([doc]), "test")
+    hits = await search.search("the printer is stuck with paper", limit=10, now=NOW)
+    assert [h.key for h in hits] == [keys.daily_entry(doc["id"])]  # one hit, not one a passage
+    stored = await layer.get_docs([keys.daily_entry(doc["id"])])
+    assert stored[0] is not None and "passage_embeddings" not in stored[0]
