@@ -7,10 +7,11 @@ search. recall@k = fraction of the question's evidence turns among the top k res
 in total and per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop).
 
 The relevance floor: each question is asked once more with the floor off (25 results,
-each with its cosine similarity and whether full text matched), and recall@10 is
-recomputed for a range of floors; NONSENSE queries (about nothing a conversation holds)
-give each floor's false-positive rate, the share of them that return anything. The
-configured floor (``memory.min_similarity``) is what the totals above use.
+each with its cosine similarity, whether full text matched and the share of the query's
+words it holds), and recall@10 is recomputed for a range of floors (similarity,
+coverage); NONSENSE queries (about nothing a conversation holds) give each floor's
+false-positive rate, the share of them that return anything. The configured floor
+(``memory.min_similarity``, ``memory.min_coverage``) is what the totals above use.
 
 Usage: python bench/locomo.py [PATH] [--embeddings local|none]
 """
@@ -32,7 +33,7 @@ from typing import Any
 from aether.config import Settings
 from aether.memory.daily import DailyLog, build_entry
 from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch, SearchHit
+from aether.memory.search import MemorySearch, SearchHit, passes_floor
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.tokens import count_tokens
@@ -40,7 +41,8 @@ from aether.tokens import count_tokens
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-FLOORS = (-1.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+FLOORS = (-1.0, 0.2, 0.3, 0.4, 0.5)
+COVERAGES = (0.0, 0.3, 0.5, 0.67)
 NONSENSE = (
     "quantum chromodynamics zebra",
     "zzzz qqqq",
@@ -91,35 +93,35 @@ def questions(sample: dict[str, Any]) -> list[tuple[str, set[str], int]]:
     return out
 
 
-def passes(hit: SearchHit, floor: float) -> bool:
-    """Whether a hit found with the floor off would pass ``floor``."""
-    return hit.text_rank is not None or (hit.similarity or -1.0) >= floor
-
-
 def floor_table(
     unfloored: list[tuple[list[SearchHit], set[str]]],
     nonsense: list[list[SearchHit]],
     key_to_dia: dict[str, str],
 ) -> list[dict[str, float]]:
-    """recall@10 and the nonsense false-positive rate per floor."""
+    """recall@10 and the nonsense false-positive rate per floor (similarity, coverage)."""
     table = []
     for floor in FLOORS:
-        recall = [
-            len(
-                evidence
-                & {key_to_dia.get(h.key) for h in [h for h in hits if passes(h, floor)][:10]}
+        for cover in COVERAGES:
+            recall = [
+                len(
+                    evidence
+                    & {
+                        key_to_dia.get(h.key)
+                        for h in [h for h in hits if passes_floor(h, floor, cover)][:10]
+                    }
+                )
+                / len(evidence)
+                for hits, evidence in unfloored
+            ]
+            false_positive = [any(passes_floor(h, floor, cover) for h in hits) for hits in nonsense]
+            table.append(
+                {
+                    "min_similarity": floor,
+                    "min_coverage": cover,
+                    "recall@10": round(statistics.fmean(recall), 4),
+                    "nonsense_false_positive_rate": round(statistics.fmean(false_positive), 3),
+                }
             )
-            / len(evidence)
-            for hits, evidence in unfloored
-        ]
-        false_positive = [any(passes(h, floor) for h in hits) for hits in nonsense]
-        table.append(
-            {
-                "floor": floor,
-                "recall@10": round(statistics.fmean(recall), 4),
-                "nonsense_false_positive_rate": round(statistics.fmean(false_positive), 3),
-            }
-        )
     return table
 
 
@@ -167,7 +169,11 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             key_to_dia = await load(layer, sample)
             unfloored_layer = MemoryLayer.open(
                 settings.model_copy(
-                    update={"memory": settings.memory.model_copy(update={"min_similarity": -1.0})}
+                    update={
+                        "memory": settings.memory.model_copy(
+                            update={"min_similarity": -1.0, "min_coverage": 0.0}
+                        )
+                    }
                 ),
                 client,
             )
@@ -195,7 +201,8 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     total = sum(n for n, _ in tables)
     calibration = [
         {
-            "floor": row["floor"],
+            "min_similarity": row["min_similarity"],
+            "min_coverage": row["min_coverage"],
             "recall@10": round(sum(n * t[i]["recall@10"] for n, t in tables) / total, 3),
             "nonsense_false_positive_rate": round(
                 statistics.fmean(t[i]["nonsense_false_positive_rate"] for _, t in tables), 3
@@ -214,6 +221,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             if by_category[c]
         },
         "min_similarity": base.memory.min_similarity,
+        "min_coverage": base.memory.min_coverage,
         "nonsense_false_positive_rate": round(nonsense_answered / (len(NONSENSE) * len(data)), 3),
         "floor_calibration": calibration,
         "top10_tokens": round(statistics.fmean(top10_tokens), 1),

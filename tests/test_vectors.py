@@ -127,7 +127,7 @@ async def test_an_old_namespace_migrates_once_journaled(
     layer = MemoryLayer.open(settings, client)
     old = await _old_layout(layer, 450)  # more than one batch
     assert await migrate_vectors(layer, checkpoints) == 450
-    assert await client.get(keys.memory_layout()) == b"vectors-float32"
+    assert await client.get(keys.memory_layout()) == b"readings-float32"
     assert await client.execute_command("JSON.TYPE", old[0], "$.embedding") == [[]]
     assert len(await client.hget(keys.vector(old[0]), "embedding") or b"") == 384 * 4
     assert await migrate_vectors(layer, checkpoints) == 0  # once
@@ -150,7 +150,7 @@ async def test_a_changed_datatype_reencodes_the_vectors(
     layer = await _layer(settings, client)
     doc = await DailyLog(layer).log("I bought a new automobile yesterday", timestamp=NOW - 5)
     half = await _layer(settings, client, "float16")  # a start migrates
-    assert await client.get(keys.memory_layout()) == b"vectors-float16"
+    assert await client.get(keys.memory_layout()) == b"readings-float16"
     blob = await client.hget(keys.vector(keys.daily_entry(doc["id"])), "embedding")
     assert blob is not None and len(blob) == 384 * 2
     hits = await MemorySearch(half).search("my car", now=NOW)
@@ -167,3 +167,31 @@ async def test_removal_deletes_the_vector_and_an_empty_namespace_keeps_no_marker
     await layer.store.apply(layer.remove(Mutation(), key), "remove")
     assert not await client.exists(key, keys.vector(key))
     assert vectors.decode(vectors.encode([0.5, -0.25], "float16"), "float16") == [0.5, -0.25]
+
+
+async def test_long_memories_of_an_older_namespace_gain_their_passages_once(
+    settings: Settings, client: Redis, keys: Keyspace, checkpoints: Checkpoints
+) -> None:
+    layer = await _layer(settings, client)
+    text = "assistant: " + "We reviewed the logging setup and the retry policy. " * 30
+    text += "At the very end: the staging database moved to port 6543 on the new host."
+    doc = build_entry(layer, text, timestamp=NOW)
+    await layer.attach_embeddings([doc])
+    doc.pop("passage_embeddings")  # written the way aether did before passages
+    m = DailyLog(layer).mutation([doc]).set(keys.memory_layout(), "vectors-float32")
+    await layer.store.apply(m, "old layout")
+    key = keys.daily_entry(doc["id"])
+    assert not await client.exists(keys.passage_vector(key, 2))
+
+    assert await migrate_vectors(layer, checkpoints) == 1
+    assert await client.get(keys.memory_layout()) == b"readings-float32"
+    assert await client.exists(keys.passage_vector(key, 2))
+    assert await migrate_vectors(layer, checkpoints) == 0  # once
+    hits = await MemorySearch(layer).search("which port does the staging database use", now=NOW)
+    assert hits and hits[0].key == key
+    # the checkpoint taken first brings the older form back, and the next start redoes it
+    before = [c for c in await checkpoints.list() if c.label.startswith("before moving vectors")]
+    await checkpoints.rollback_to(before[0].id)
+    assert not await client.exists(keys.passage_vector(key, 2))
+    assert await client.get(keys.memory_layout()) == b"vectors-float32"
+    assert await migrate_vectors(layer) == 1

@@ -5,8 +5,11 @@ its document. At start (``MemorySearch.ensure_index``, ``Aether.ready``) such a 
 is migrated once: every document loses its ``embedding`` array and gains a vector hash,
 in journaled batches (a rollback to a checkpoint before the migration restores the old
 form, and the next start migrates again). The layout is recorded in the journaled
-``ns:memory:layout`` key as ``vectors-<datatype>``; a changed
+``ns:memory:layout`` key as ``readings-<datatype>``; a changed
 ``AETHER_MEMORY__VECTOR_DATATYPE`` re-encodes the vector hashes the same way. A namespace
+marked ``vectors-<datatype>`` (written before long memories were read as passages) has
+each memory longer than the embedding window re-embedded as its passages
+(``aether.memory.conversation.passages``), in the same journaled batches. A namespace
 without memories is left without a marker (its first start writes nothing).
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from rich.console import Console
@@ -23,8 +26,9 @@ from rich.progress import Progress
 
 from aether.codec import text
 from aether.memory import vectors
+from aether.memory.conversation import WINDOW_CHARS, passages
 from aether.memory.layer import MemoryLayer
-from aether.memory.records import memory_prefixes
+from aether.memory.records import MemoryRecord, memory_prefixes, record_key
 from aether.store.safety import Checkpointer
 from aether.store.state import Mutation
 
@@ -36,8 +40,29 @@ BATCH = 200
 
 
 def layout_of(datatype: str) -> str:
-    """The layout name of vectors stored as ``datatype``."""
-    return f"vectors-{datatype}"
+    """The layout name of vectors stored as ``datatype``, long memories as passages."""
+    return f"readings-{datatype}"
+
+
+async def _without_passages(layer: MemoryLayer, keys: list[str]) -> list[str]:
+    """Memories longer than the embedding window whose passages were never stored."""
+    if layer.embedder is None:
+        return []
+    out: list[str] = []
+    for start in range(0, len(keys), 500):
+        batch = keys[start : start + 500]
+        pipe = layer.client.pipeline(transaction=False)
+        for key in batch:
+            pipe.execute_command("JSON.STRLEN", key, "$.content")
+            pipe.exists(layer.keys.passage_vector(key, 2))
+        replies = await pipe.execute(raise_on_error=False)
+        for i, key in enumerate(batch):
+            length, has = replies[2 * i], replies[2 * i + 1]
+            while isinstance(length, list) and length:
+                length = length[0]
+            if isinstance(length, int) and length > WINDOW_CHARS and not has:
+                out.append(key)
+    return out
 
 
 @contextmanager
@@ -48,21 +73,23 @@ def _bar(total: int, what: str) -> Iterator[Progress]:
         yield bar
 
 
-async def _keys_with(layer: MemoryLayer, prefixes: list[str], path: str) -> tuple[list[str], int]:
-    """Keys under ``prefixes`` whose JSON document has ``path``, and how many were seen."""
+async def _keys_with(
+    layer: MemoryLayer, prefixes: list[str], path: str
+) -> tuple[list[str], list[str]]:
+    """Keys under ``prefixes`` whose JSON document has ``path``, and every key seen."""
     found: list[str] = []
-    seen = 0
+    every: list[str] = []
     for prefix in prefixes:
         batch: list[str] = []
         async for raw in layer.client.scan_iter(match=prefix + "*", count=1000):
             batch.append(text(raw))
             if len(batch) >= 500:
                 found += await _having(layer, batch, path)
-                seen += len(batch)
+                every += batch
                 batch = []
         found += await _having(layer, batch, path)
-        seen += len(batch)
-    return sorted(found), seen
+        every += batch
+    return sorted(found), sorted(every)
 
 
 async def _having(layer: MemoryLayer, keys: list[str], path: str) -> list[str]:
@@ -116,11 +143,12 @@ async def migrate_vectors(
     current = await layer.client.get(keys.memory_layout())
     if current is not None and text(current) == wanted:
         return 0
-    in_documents, documents = await _keys_with(layer, memory_prefixes(keys), "$.embedding")
-    if not documents:
+    in_documents, every = await _keys_with(layer, memory_prefixes(keys), "$.embedding")
+    if not every:
         return 0  # nothing to migrate; an empty namespace keeps no marker (writes nothing)
     in_hashes = await _other_datatype(layer)
-    total = len(in_documents) + len(in_hashes)
+    long_ones = await _without_passages(layer, every)
+    total = len(in_documents) + len(in_hashes) + len(long_ones)
     if total and checkpoints is not None:
         await checkpoints.create(
             label=f"before moving vectors to {wanted}", reason="pre-migration", actor=actor
@@ -137,6 +165,10 @@ async def migrate_vectors(
         for start in range(0, len(in_hashes), BATCH):
             batch = in_hashes[start : start + BATCH]
             await layer.store.apply(await _reencode(layer, batch), "memory.migrate_vectors", actor)
+            bar.advance(bar.task_ids[0], len(batch))
+        for start in range(0, len(long_ones), BATCH):
+            batch = long_ones[start : start + BATCH]
+            await layer.store.apply(await _as_passages(layer, batch), "memory.passages", actor)
             bar.advance(bar.task_ids[0], len(batch))
     await layer.store.apply(Mutation().set(keys.memory_layout(), wanted), "memory.layout", actor)
     return total
@@ -157,6 +189,27 @@ async def _from_documents(layer: MemoryLayer, batch: list[str]) -> Mutation:
         m.add("JSON.DEL", key, "$.embedding")
         if isinstance(vector, list) and vector:
             vectors.store_vector(m, layer.keys, key, vector, doc, layer.settings.vector_datatype)
+    return m
+
+
+async def _as_passages(layer: MemoryLayer, batch: list[str]) -> Mutation:
+    """Each long memory's vector and passages, embedded from its content anew."""
+    docs = [doc for doc in await layer.get_docs(batch) if doc is not None]
+    texts = [passages(str(doc.get("content", ""))) for doc in docs]
+    assert layer.embedder is not None  # _without_passages finds none without one
+    found = await layer.embedder.embed_many([t for parts in texts for t in parts])
+    m = Mutation()
+    at = 0
+    for doc, parts in zip(docs, texts, strict=True):
+        record = cast(MemoryRecord, dict(doc))
+        record["embedding"] = found[at]
+        record["passage_embeddings"] = found[at + 1 : at + len(parts)]
+        at += len(parts)
+        key = record_key(layer.keys, str(doc["kind"]), str(doc["id"]))
+        vectors.store_vector(
+            m, layer.keys, key, record["embedding"], doc, layer.settings.vector_datatype
+        )
+        vectors.store_passages(m, layer.keys, key, record, layer.settings.vector_datatype)
     return m
 
 

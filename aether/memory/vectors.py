@@ -45,6 +45,7 @@ __all__ = [
     "put",
     "refilter",
     "remove",
+    "store_passages",
     "store_vector",
     "stored_datatype",
     "vector_index",
@@ -116,15 +117,27 @@ def put(
     m.json_set(key, stored)
     if vector:
         store_vector(m, keys, key, vector, doc, datatype)
-        more = doc.get("passage_embeddings") or []
-        for n, passage in enumerate(more, 2):
-            m.hset(
-                keys.passage_vector(key, n),
-                {VECTOR_FIELD: encode(passage, datatype), **_filter_values(doc)},
-            )
-        if more:  # a longer earlier version may have left more passages
-            for n in range(len(more) + 2, MAX_PASSAGES + 1):
-                m.delete(keys.passage_vector(key, n))
+        store_passages(m, keys, key, doc, datatype)
+    return m
+
+
+def store_passages(
+    m: Mutation,
+    keys: Keyspace,
+    key: str,
+    doc: MemoryRecord,
+    datatype: VectorDatatype = "float32",
+) -> Mutation:
+    """Write the passage hashes of ``doc["passage_embeddings"]`` (see :func:`put`)."""
+    more = doc.get("passage_embeddings") or []
+    for n, passage in enumerate(more, 2):
+        m.hset(
+            keys.passage_vector(key, n),
+            {VECTOR_FIELD: encode(passage, datatype), **_filter_values(doc)},
+        )
+    if more:  # a longer earlier version may have left more passages
+        for n in range(len(more) + 2, MAX_PASSAGES + 1):
+            m.delete(keys.passage_vector(key, n))
     return m
 
 
