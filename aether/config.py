@@ -63,8 +63,13 @@ class MemorySettings(BaseModel):
     candidates_per_result: int = Field(
         default=4, ge=1, le=50, description="hybrid search: candidates per signal per result"
     )
+    fusion: Literal["minmax", "rrf"] = Field(
+        default="minmax",
+        description="hybrid search: how the full-text and vector lists are fused (min-max "
+        "scaled scores, or reciprocal ranks; see aether/memory/search.py)",
+    )
     vector_alpha: float = Field(
-        default=0.5, ge=0, le=1, description="hybrid search: weight of vector vs full text"
+        default=0.35, ge=0, le=1, description="hybrid search: weight of vector vs full text"
     )
     min_similarity: float = Field(
         default=0.3,

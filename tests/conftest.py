@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -82,6 +84,19 @@ def cli_env(redis_home: Path, namespace: str) -> dict[str, str]:
 
 
 dump_state = state_image  # the tests' name for the rollback contract's image
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``aether ARGS`` as a person would: a subprocess, no stdin, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "aether", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 async def next_event(pubsub: object) -> dict[str, object] | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +19,7 @@ from mcp.client.stdio import stdio_client
 from redis.asyncio import Redis
 
 from aether.keys import Keyspace
-from tests.conftest import dump_state
+from tests.conftest import dump_state, run_cli
 
 READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("status",),
@@ -53,20 +52,8 @@ READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def _ok(env: dict[str, str], *args: str) -> str:
-    done = _aether(env, *args)
+    done = run_cli(env, *args)
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done.stdout.strip()
 
@@ -102,7 +89,7 @@ async def test_reads_between_a_rollback_and_its_undo_change_nothing(
         tuple(a.format(cp=checkpoint, tmp=tmp_path) for a in cmd) for cmd in READ_ONLY_COMMANDS
     ]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda args: _aether(env, *args), commands))
+        results = list(pool.map(lambda args: run_cli(env, *args), commands))
     for args, done in zip(commands, results, strict=True):
         expected = (1,) if args == ("status",) else (0, 2)  # status: 1 = no daemon
         assert done.returncode in expected, (args, done.stdout, done.stderr)
@@ -124,7 +111,7 @@ async def test_reads_between_a_rollback_and_its_undo_change_nothing(
 
     assert await _journal(client, keys) == journal
     assert await dump_state(client, keys) == image
-    undone = await run(_aether, env, "checkpoint", "undo", "--json")
+    undone = await run(run_cli, env, "checkpoint", "undo", "--json")
     assert undone.returncode == 0, undone.stderr
     assert json.loads(undone.stdout)
     found = json.loads(await run(_ok, env, "memory", "search", "pelicans", "--json"))

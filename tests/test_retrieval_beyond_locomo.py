@@ -187,3 +187,18 @@ async def test_a_passage_is_never_read_as_a_memory_of_its_own(
     assert [h.key for h in hits] == [keys.daily_entry(doc["id"])]  # one hit, not one a passage
     stored = await layer.get_docs([keys.daily_entry(doc["id"])])
     assert stored[0] is not None and "passage_embeddings" not in stored[0]
+
+
+async def test_rank_fusion_is_a_setting_and_finds_what_both_signals_find(
+    settings: Settings, client: Redis
+) -> None:
+    memory = settings.memory.model_copy(update={"fusion": "rrf", "vector_alpha": 0.5})
+    layer = MemoryLayer.open(settings.model_copy(update={"memory": memory}), client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    daily = DailyLog(layer)
+    car = await daily.log("I bought a new automobile yesterday", timestamp=NOW - 100)
+    tax = await daily.log("The quarterly tax report is due on Friday", timestamp=NOW - 100)
+    assert (await search.search("my car", now=NOW))[0].doc["id"] == car["id"]  # vectors
+    hits = await search.search("quarterly tax report", now=NOW)
+    assert hits[0].doc["id"] == tax["id"] and hits[0].text_rank == 1 and hits[0].match == 1.0

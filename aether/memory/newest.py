@@ -65,7 +65,10 @@ def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]
         The same hits; an older hit that a newer one contradicts is marked ``earlier``
         and follows it.
     """
-    best = [_best_sentence(h.content, query) for h in hits]
+    # a sentence never covers more of the query than its whole text: skip the rest
+    best = [
+        _best_sentence(h.content, query) if _coverage_of(h) >= QUERY_COVERAGE else "" for h in hits
+    ]
     vocabulary = [words(sentence) for sentence in best]
     values = [values_of(sentence) for sentence in best]
     about = [coverage(query, w) >= QUERY_COVERAGE for w in vocabulary]
@@ -93,6 +96,11 @@ def _best_sentence(text: str, query: Sequence[str]) -> str:
     """The sentence of ``text`` that contains the most of the query's words (the first)."""
     sentences = [s for s in _SENTENCE.split(text) if s.strip()] or [text]
     return max(sentences, key=lambda s: coverage(query, words(s)))
+
+
+def _coverage_of(hit: SearchHit) -> float:
+    """What search measured of the hit's coverage (a neighbour without one: full)."""
+    return hit.coverage if hit.coverage is not None else 1.0
 
 
 def _timestamp(hit: SearchHit) -> float:
