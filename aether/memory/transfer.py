@@ -76,13 +76,15 @@ class ImportPolicy:
 class ImportLine(BaseModel):
     """One line of an import file: a daily entry or a long-term memory.
 
-    ``hash`` and ``embedding`` (as an export writes them) are accepted and recomputed;
-    any other unknown field is refused, so a typo is not silently dropped.
+    A line without ``kind`` is a long-term note (what notes brought from another tool
+    look like: ``{"content": ...}``). ``hash`` and ``embedding`` (as an export writes
+    them) are accepted and recomputed; any other unknown field is refused, so a typo is
+    not silently dropped.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    kind: Literal["daily", "longterm"]
+    kind: Literal["daily", "longterm"] = "longterm"
     id: str | None = Field(default=None, pattern=ID_PATTERN)
     content: str = Field(min_length=1)
     source: Literal["user", "agent", "system"] = "agent"

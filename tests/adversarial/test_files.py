@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.conftest import Agent
+from tests.adversarial.conftest import Agent, new_agent
 
 GOOD = {"kind": "longterm", "content": "the boiler was serviced", "timestamp": 1_700_000_000.0}
 
@@ -51,7 +51,6 @@ BAD_LINES = [
     ("content blank", line(content="   ")),
     ("content list", line(content=["a"])),
     ("content missing", line(content=...)),
-    ("kind missing", line(kind=...)),
     ("kind unknown", line(kind="gossip")),
     ("kind belief", line(kind="belief")),
     ("unknown field", line(colour="blue")),
@@ -71,6 +70,20 @@ def test_a_bad_line_refuses_the_whole_file(seeded: Agent, tmp_path: Path, bad: s
     path.write_text(line(content="a good first line") + "\n" + bad + "\n")
     out = seeded.refuses("memory", "import", str(path), codes=(1,))
     assert "line 2" in out.text and "nothing was imported" in out.text
+
+
+def test_notes_from_another_tool_import_as_long_term_notes(
+    redis_home: Path, tmp_path: Path
+) -> None:
+    agent = new_agent(redis_home)  # a namespace of its own: this import writes
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"content": "the boiler was serviced in March"}\n{"content": "x"}\n')
+    assert agent("memory", "import", str(path)).code == 0
+    listed = agent("memory", "longterm", "list", "--json")
+    assert listed.code == 0 and "the boiler was serviced in March" in listed.text
+    path.write_text('{"content": "a turn", "session": "s1"}\n')  # a daily field, no kind
+    refused = agent.refuses("memory", "import", str(path), codes=(1,))
+    assert "session" in refused.text and "nothing was imported" in refused.text
 
 
 BAD_FILES = [
