@@ -268,6 +268,12 @@ def test_cli_identity(cli_env: dict[str, str], namespace: str, identity_dir: Pat
     assert limited["tokens"] <= 200 and "guardrails" in limited["sections"]
     bad = _aether(cli_env, "identity", "set", "robot", "name", "x")
     assert bad.returncode == 1 and "target" in bad.stderr
+    # a value is stored as it was validated: trailing whitespace does not hide the zone
+    assert _aether(cli_env, "identity", "set", "user", "timezone", "Europe/Berlin ").returncode == 0
+    shown = json.loads(_aether(cli_env, "identity", "show", "--json").stdout)
+    assert shown["user"]["timezone"] == "Europe/Berlin"
+    assert "Europe/Berlin" in _aether(cli_env, "identity", "prompt").stdout
+    assert "(UTC)" not in _aether(cli_env, "identity", "prompt").stdout
 
 
 def test_up_bootstraps_on_first_boot_and_stops_on_sigterm(

@@ -58,7 +58,7 @@ def check_field(target: Target, name: str, value: str) -> None:
             f"(or {EXTRA_PREFIX}NAME for one of your own)"
         )
     if name == "timezone":
-        check_timezone(value.strip())
+        check_timezone(value)
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,8 @@ class IdentityStore:
             raise IdentityError(f"field {name!r} is not a lower-case identifier (a-z, 0-9, _)")
         if name in _READ_ONLY:
             raise IdentityError(f"{name} is maintained by aether and cannot be set")
-        if not value.strip():
+        value = value.strip()  # stored as validated: "Europe/Berlin " is Europe/Berlin
+        if not value:
             raise IdentityError("the value is empty")
         check_field(target, name, value)
         if len(value.encode()) > MAX_FIELD_BYTES:
