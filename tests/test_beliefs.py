@@ -316,6 +316,7 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
     assert {b["status"] for b in listed} == {"active", "invalidated"}
     history = cli("belief", "history", old_id[:12])
     assert history.returncode == 0 and "contradict" in history.stdout
+    assert "None" not in history.stdout and "['" not in history.stdout  # no Python reprs
     new_id = second["beliefs"][0]["id"]
     assert cli("belief", "forget", new_id).returncode == 0
     assert cli("belief", "list").returncode == 2  # no active beliefs: no results

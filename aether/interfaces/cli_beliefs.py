@@ -15,6 +15,7 @@ from aether.interfaces.common import (
     AppState,
     emit,
     group,
+    human,
     local_time,
     plural,
     print_fields,
@@ -148,7 +149,7 @@ def belief_history(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -
     columns: list[Column[dict[str, object]]] = [
         Column("when", lambda e: _when(e.get("at"), zone), whole=True),
         Column("change", lambda e: e["type"]),
-        Column("details", _details),
+        Column("details", lambda e: _details(e, zone)),
     ]
     emit_table(changes, wants_json(ctx, json_), columns, empty="no changes recorded")
 
@@ -157,8 +158,10 @@ def _when(at: object, zone: ZoneInfo) -> str | None:
     return local_time(at, zone) if isinstance(at, int | float) and at else None
 
 
-def _details(change: Mapping[str, object]) -> str:
-    return "  ".join(f"{k} {v}" for k, v in sorted(change.items()) if k not in ("type", "at"))
+def _details(change: Mapping[str, object], zone: ZoneInfo) -> str:
+    """A change's other fields as a person reads them (lists joined, nothing left out)."""
+    shown = sorted((k, v) for k, v in change.items() if k not in ("type", "at"))
+    return "  ".join(f"{k} {human(k, v, zone)}" for k, v in shown if v not in (None, "", []))
 
 
 @belief_app.command("forget")
