@@ -261,6 +261,20 @@ async def test_diff_compares_values_and_drops_what_changed_back(
     assert await client.keys(keys.prefix + "tmp:*") == []  # the scratch keys are gone
 
 
+async def test_diff_prints_sorted_set_scores_exactly(
+    store: Store, checkpoints: Checkpoints, keys: Keyspace
+) -> None:
+    days = keys.prefix + "memory:counts"
+    await store.apply(Mutation().zadd(days, {"a": 1795552110.25, "b": 3}), "counts")
+    cp = await checkpoints.create()
+    await store.apply(Mutation().zadd(days, {"a": 1795552110.75, "b": 4}), "counts")
+    change = {c.key: c for c in (await checkpoints.diff(cp.id)).changes}[days]
+    assert [(f.field, f.before, f.after) for f in change.fields] == [
+        ("a", "1795552110.25", "1795552110.75"),  # with %g both read 1.79555e+09
+        ("b", "3", "4"),
+    ]
+
+
 async def test_search_index_follows_rollback(
     store: Store, checkpoints: Checkpoints, client: Redis, keys: Keyspace
 ) -> None:

@@ -186,6 +186,11 @@ def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldC
     return changes
 
 
+def _exact(score: float) -> str:
+    """A sorted-set score as it is (``1795552110.77``, ``3``): never rounded to 6 digits."""
+    return str(int(score)) if float(score).is_integer() else repr(float(score))
+
+
 def _members(items: Iterable[bytes]) -> list[str]:
     return [shown(item) or "" for item in items]
 
@@ -222,7 +227,7 @@ def compare(before: Value, after: Value) -> KeyChange | None:
         result.added = _members(sorted(m for m in new_scores if m not in old_scores))
         result.removed = _members(sorted(m for m in old_scores if m not in new_scores))
         result.fields = [
-            FieldChange(shown(m) or "", f"{old_scores[m]:g}", f"{new_scores[m]:g}")
+            FieldChange(shown(m) or "", _exact(old_scores[m]), _exact(new_scores[m]))
             for m in sorted(old_scores)
             if m in new_scores and old_scores[m] != new_scores[m]
         ]
