@@ -99,6 +99,8 @@ def test_cli_config_show_masks_and_fails_cleanly(tmp_path: Path) -> None:
     data = json.loads(out.stdout)
     assert data["postgres_dsn"] == "postgresql://u:***@db/x"
     assert "topsecret" not in out.stdout
+    assert Path(data["identity_dir"]).name == "identity"  # the default, not None
+    assert (Path(data["identity_dir"]) / "USER.md").is_file()
     env["AETHER_NAMESPACE"] = "bad name"
     bad = subprocess.run(
         [sys.executable, "-m", "aether", "config", "show"],

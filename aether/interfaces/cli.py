@@ -8,6 +8,7 @@ one-line error, logs the traceback to the log file, and prints it only with ``--
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -28,7 +29,7 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from aether.config import LogFormat, load_settings
-from aether.errors import AetherError, describe, error_code
+from aether.errors import AetherError, IdentityError, describe, error_code
 from aether.files import PRIVATE_UMASK
 from aether.interfaces import (
     cli_beliefs,
@@ -214,7 +215,10 @@ def config_show(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Print the effective configuration, secrets masked."""
-    data = state(ctx).settings.masked()
+    st = state(ctx)
+    data = st.settings.masked()
+    with contextlib.suppress(IdentityError):  # no default shipped: leave it unset
+        data["identity_dir"] = str(cli_identity.identity_dir(st))  # unset: the default, shown
 
     def render() -> None:
         for key, value in data.items():
