@@ -20,7 +20,6 @@ def agent(redis_home: Path) -> Agent:
 FAILING = [
     (("send", "x"), "config"),
     (("checkpoint", "show", "01ZZZZZZ"), "not_found"),
-    (("memory", "search", "foo", "--since", "banana"), "invalid"),
     (("task", "done", "ZZZZ"), "not_found"),
     (("belief", "show", "ZZZZZZ"), "not_found"),
     (("identity", "set", "user", "timezone", "Mars/Olympus"), "identity"),
@@ -44,6 +43,27 @@ def test_both_json_flags_give_one_error_object_on_stdout(
     human = agent(*args)
     assert human.code == 1 and human.stdout == ""
     assert human.stderr.startswith("error: ") and len(human.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "search", "foo", "--since", "banana"),
+        ("memory", "search", "foo", "--kind", "bogus"),
+        ("memory", "search", ""),
+        ("memory", "search", "   "),
+    ],
+    ids=lambda a: " ".join(a) or "empty",
+)
+def test_bad_search_input_is_a_usage_error_like_a_bad_option(
+    agent: Agent, args: tuple[str, ...]
+) -> None:
+    out = agent(*args)
+    assert out.code == 64, out.text  # EX_USAGE; 2 stays "the query ran and found nothing"
+    assert "nothing found" not in out.text
+    if "--kind" not in args:  # click's own usage errors print no JSON object
+        error = json.loads(agent(*args, "--json").stdout)["error"]
+        assert error["code"] == "invalid"
 
 
 EMPTY = [

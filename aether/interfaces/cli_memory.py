@@ -16,9 +16,11 @@ import typer
 from aether.errors import InvalidOperationError
 from aether.interfaces import ranges
 from aether.interfaces.common import (
+    EXIT_USAGE,
     AppState,
     confirm,
     emit,
+    fail,
     group,
     local_time,
     nothing_found,
@@ -181,6 +183,13 @@ def search(
     that no longer hold are left out unless --include-inactive.
     """
     st = state(ctx)
+    as_json = wants_json(ctx, json_)
+    if not query.strip():  # a usage error, like a bad option (64), not "nothing found" (2)
+        fail("the query is empty: say what to look for", as_json, EXIT_USAGE, "invalid")
+    try:
+        since_at = parse_since(since)
+    except InvalidOperationError as e:
+        fail(f"--since: {e}", as_json, EXIT_USAGE, "invalid")
 
     async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
         async with memory(st) as layer:
@@ -189,7 +198,7 @@ def search(
                 kind=kind,
                 source=source,
                 tags=tags or None,
-                since=parse_since(since),
+                since=since_at,
                 limit=limit,
                 include_inactive=include_inactive,
             )
