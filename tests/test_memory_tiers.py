@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, date, datetime
 
@@ -9,7 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
-from aether.config import MemorySettings
+from aether.config import MemorySettings, Settings
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.keys import Keyspace
 from aether.memory.chat import ChatSessions
@@ -19,8 +20,9 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.toolcache import ToolSchemaCache
+from aether.store.client import connect
 from aether.store.state import Store
-from tests.conftest import dump_state
+from tests.conftest import dump_state, run_cli
 
 WHEN = datetime(2026, 3, 4, 10, 0, tzinfo=UTC)
 
@@ -189,3 +191,26 @@ async def test_chat_sessions(
     assert [s["id"] for s in await chats.list()] == ["b"]
     await checkpoints.rollback_to(cp.id)
     assert await dump_state(client, keys) == before
+
+
+async def test_chat_list_shows_when_each_session_last_spoke(
+    settings: Settings, cli_env: dict[str, str]
+) -> None:
+    client = await connect(settings)
+    try:
+        chats = ChatSessions(
+            MemoryLayer(Store(client, Keyspace(settings.namespace)), MemorySettings())
+        )
+        await chats.append("work", "user", "hello", timestamp=WHEN.timestamp())
+        await chats.append("work", "assistant", "hi", timestamp=WHEN.timestamp() + 90)
+    finally:
+        await client.aclose()
+    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    listed = json.loads(
+        (await asyncio.to_thread(run_cli, env, "memory", "chat", "list", "--json")).stdout
+    )
+    assert listed[0]["last_message_at"] == WHEN.timestamp() + 90  # epoch seconds, a number
+    assert isinstance(listed[0]["created_at"], float) and listed[0]["messages"] == 2
+    human = (await asyncio.to_thread(run_cli, env, "memory", "chat", "list")).stdout
+    row = next(line for line in human.splitlines() if line.startswith("work"))
+    assert WHEN.strftime("%Y-%m-%d") in row  # a time, not "-"

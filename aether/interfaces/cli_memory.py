@@ -440,13 +440,13 @@ def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Chat sessions, most recent first (exit 2 when none)."""
     st = state(ctx)
 
-    async def body() -> tuple[list[dict[str, str | int]], ZoneInfo]:
+    async def body() -> tuple[list[dict[str, str | int | float]], ZoneInfo]:
         async with memory(st) as layer:
             zone = await read_operator_zone(layer.client, layer.keys)
             return await ChatSessions(layer).list(), zone
 
     sessions, zone = run(ctx, body)
-    columns: list[Column[dict[str, str | int]]] = [
+    columns: list[Column[dict[str, str | int | float]]] = [
         Column("session", lambda r: r["id"], whole=True),
         Column("last message", lambda r: _when(r.get("last_message_at"), zone), whole=True),
         Column("messages", lambda r: r["messages"], justify="right"),

@@ -38,6 +38,14 @@ def _message(role: str, content: str, ts: float, **extra: Any) -> ChatMessage:
     return message
 
 
+def _epoch(value: str) -> float:
+    """A stored time (epoch seconds as text, or ISO-8601) as epoch seconds."""
+    try:
+        return float(value)
+    except ValueError:
+        return datetime.fromisoformat(value).timestamp()
+
+
 class ChatSessions:
     """Conversations, most recently active first."""
 
@@ -152,7 +160,7 @@ class ChatSessions:
         raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
         return [json.loads(member) for member in texts(raw)]
 
-    async def get(self, session: str) -> dict[str, str | int]:
+    async def get(self, session: str) -> dict[str, str | int | float]:
         """Session metadata and message count.
 
         Raises:
@@ -162,9 +170,14 @@ class ChatSessions:
         if not meta:
             raise NotFoundError(f"no chat session {session!r}")
         count = await self.layer.client.zcard(self.keys.chat_messages(session))
-        return {**{k.decode(): v.decode() for k, v in meta.items()}, "messages": count}
+        fields: dict[str, str | int | float] = {k.decode(): v.decode() for k, v in meta.items()}
+        for name in ("created_at", "updated_at", "last_message_at"):  # epoch seconds, as
+            value = fields.get(name)  # every --json time (stored as ISO or as a number)
+            if isinstance(value, str) and value:
+                fields[name] = _epoch(value)
+        return {**fields, "messages": count}
 
-    async def list(self, limit: int = 50) -> list[dict[str, str | int]]:
+    async def list(self, limit: int = 50) -> list[dict[str, str | int | float]]:
         """Sessions, most recently active first."""
         ids = await self.layer.client.zrevrange(self.keys.chat_session_index(), 0, limit - 1)
         return [await self.get(session) for session in texts(ids)]
