@@ -86,7 +86,10 @@ class AetherMCPServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
-        """Call a tool; invalid arguments are an ``invalid`` contract error."""
+        """Call a tool; unknown tools and invalid arguments are contract errors."""
+        if self._tool_manager.get_tool(name) is None:
+            known = ", ".join(sorted(t.name for t in self._tool_manager.list_tools()))
+            return _contract_error("not_found", f"unknown tool {name[:70]!r}: tools are {known}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
@@ -96,10 +99,15 @@ class AetherMCPServer(MCPServer[Any]):
                 f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
                 for err in e.__cause__.errors()[:5]
             )
-            payload = {"code": "invalid", "message": f"{name}: {problems}", "retryable": False}
-            return CallToolResult(
-                content=[TextContent(type="text", text=json.dumps(payload))], is_error=True
-            )
+            return _contract_error("invalid", f"{name}: {problems}")
+
+
+def _contract_error(code: str, message: str) -> CallToolResult:
+    """An ``isError`` result holding the contract's ``{"code", "message", "retryable"}``."""
+    payload = {"code": code, "message": message, "retryable": False}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload))], is_error=True
+    )
 
 
 def build_server(agent: Aether, llm: LLMClient | None = None) -> MCPServer[Any]:
