@@ -317,6 +317,9 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
     history = cli("belief", "history", old_id[:12])
     assert history.returncode == 0 and "contradict" in history.stdout
     assert "None" not in history.stdout and "['" not in history.stdout  # no Python reprs
+    day = cli("memory", "day").stdout  # the entry that said 8 TB no longer holds: shown so
+    assert "(superseded) The NAS has 8 TB" in " ".join(day.split())
+    assert "(superseded) The NAS has 12 TB" not in " ".join(day.split())
     new_id = second["beliefs"][0]["id"]
     assert cli("belief", "forget", new_id).returncode == 0
     assert cli("belief", "list").returncode == 2  # no active beliefs: no results

@@ -112,8 +112,15 @@ def memory_columns(zone: ZoneInfo) -> list[Column[Mapping[str, object]]]:
         Column("when", lambda d: _when(d.get("timestamp", 0), zone), whole=True),
         Column("source", lambda d: d.get("source")),
         Column("tags", lambda d: _joined(d.get("tags"))),
-        Column("content", lambda d: d["content"]),
+        Column("content", _content),
     ]
+
+
+def _content(doc: Mapping[str, object]) -> str:
+    """A memory's text, marked when it no longer holds (``superseded``, ``forgotten``...)."""
+    status = doc.get("status")
+    text = str(doc["content"])
+    return f"({status}) {text}" if status and status != "active" else text
 
 
 @app.command("log")
