@@ -298,5 +298,8 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert "vault path ops/vpn" in data["text"]
     human = cli("context", "preview", "VPN", "--max-tokens", "600")
     assert human.returncode == 0 and "memories" in human.stdout
+    header = next(line for line in human.stdout.splitlines() if line.startswith("section"))
+    assert header.split() == ["section", "tokens", "budget", "items"]  # plain when piped
+    assert not any(ch in human.stdout for ch in "┏┃━│─╇┡")  # no box drawing in a pipe
     bad = cli("context", "preview", "VPN", "--max-tokens", "5")
     assert bad.returncode == 64 and "--max-tokens" in bad.stderr  # a usage error

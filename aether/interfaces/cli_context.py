@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from aether.context.assembly import ScoredMemory
 from aether.interfaces import ranges
@@ -20,6 +18,7 @@ from aether.interfaces.common import (
     state,
     wants_json,
 )
+from aether.interfaces.tables import Column, print_table
 
 app = group("The context layer: preview an assembled context.")
 
@@ -68,15 +67,22 @@ def preview(
     data = run(ctx, body)
 
     def render() -> None:
-        table = Table(
-            "section", "tokens", "budget", "items", title=escape(f"context for {query!r}")
+        # the same table as every list: borders on a terminal, plain columns in a pipe
+        total = {"name": "total", "tokens": data["tokens"], "budget": max_tokens, "items": ""}
+        print_table(
+            [
+                Column("section", lambda s: s["name"], whole=True),
+                Column("tokens", lambda s: s["tokens"], justify="right"),
+                Column("budget", lambda s: s["budget"], justify="right"),
+                Column("items", lambda s: s["items"], justify="right"),
+            ],
+            [*data["sections"], total],
         )
-        for s in data["sections"]:
-            table.add_row(escape(s["name"]), str(s["tokens"]), str(s["budget"]), str(s["items"]))
-        table.add_row("total", str(data["tokens"]), str(max_tokens), "", style="bold")
-        console.print(table)
         for message in data["messages"]:
-            console.rule(message["role"])
+            if console.is_terminal:
+                console.rule(message["role"])
+            else:
+                print(f"\n== {message['role']} ==")
             console.print(message.get("content") or "", highlight=False, markup=False)
 
     emit(data, wants_json(ctx, json_), render)
