@@ -64,12 +64,17 @@ def _readable(directory: Path, path: Path) -> bool:
     return verdict.ok
 
 
+MAX_FIELD_BYTES = 64 * 1024
+"""The most one profile field may hold (front matter or ``identity set``)."""
+
+
 def load_directory(directory: Path) -> IdentitySource:
     """Read and validate every identity file of ``directory``; nothing is written.
 
     Raises:
         IdentityError: a missing directory, no agent file, no agent name, or any bad file
-            (empty, invalid UTF-8, over 1 MB, bad front matter); the message names it.
+            (empty, invalid UTF-8, over 1 MB, bad front matter, a front-matter value over
+            :data:`MAX_FIELD_BYTES`); the message names it.
     """
     if not directory.is_dir():
         raise IdentityError(f"identity directory {directory} does not exist")
@@ -80,6 +85,14 @@ def load_directory(directory: Path) -> IdentitySource:
     user_path = directory / USER_FILE
     paths = agent_paths + ([user_path] if _readable(directory, user_path) else [])
     docs = [read_file(p) for p in paths]
+    for doc in docs:
+        for key, value in doc.fields.items():
+            size = len(str(value).encode())
+            if size > MAX_FIELD_BYTES:
+                raise IdentityError(
+                    f"{doc.name}: front-matter field {key!r} holds {size:,} bytes, over the "
+                    f"{MAX_FIELD_BYTES:,}-byte limit of a profile field; nothing written"
+                )
     agent: dict[str, str] = {}
     origin: dict[str, str] = {}
     for doc in docs:

@@ -15,14 +15,18 @@ from typing import Literal
 
 from aether.codec import byte_map
 from aether.errors import IdentityError
-from aether.identity.bootstrap import IdentitySource, check_timezone, load_directory
+from aether.identity.bootstrap import (
+    MAX_FIELD_BYTES,
+    IdentitySource,
+    check_timezone,
+    load_directory,
+)
 from aether.identity.markdown import IdentityDoc, parse
 from aether.store.safety import Checkpointer
 from aether.store.state import Mutation, Store
 
 Target = Literal["agent", "user"]
 _FIELD = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-MAX_FIELD_BYTES = 64 * 1024
 _READ_ONLY = {"created_at", "updated_at"}
 # the profile schema: what each field means to aether (the system prompt reads them)
 AGENT_FIELDS = {

@@ -286,6 +286,12 @@ IDENTITY_CASES = [
     ("unclosed front matter", lambda d: _identity(d, AETHER_ESSENCE__md="---\nname: x\n# body\n")),
     ("no name", lambda d: _identity(d, AETHER_ESSENCE__md="# nobody\n")),
     (
+        "front-matter value of 300 KB",
+        lambda d: _identity(
+            d, AETHER_ESSENCE__md="---\nname: x\nvoice_style: " + "v" * 300_000 + "\n---\n"
+        ),
+    ),
+    (
         "dangling core link",
         lambda d: _identity(d, Core_Self__md=lambda p: p.symlink_to(d / "gone")),
     ),
@@ -297,6 +303,14 @@ def test_a_bad_identity_folder_writes_nothing(seeded: Agent, tmp_path: Path, mak
     folder = make(tmp_path)  # type: ignore[operator]
     out = seeded.refuses("identity", "bootstrap", str(folder), "--force", codes=(1,))
     assert "root:" not in out.text  # nothing of /etc/passwd is echoed
+
+
+def test_a_huge_front_matter_value_names_its_file_and_field(seeded: Agent, tmp_path: Path) -> None:
+    huge = "---\nname: x\nvoice_style: " + "v" * 300_000 + "\n---\n"
+    folder = _identity(tmp_path, AETHER_ESSENCE__md=huge)
+    out = seeded.refuses("identity", "bootstrap", str(folder), "--force", codes=(1,))
+    assert "AETHER_ESSENCE.md" in out.text and "'voice_style'" in out.text
+    assert "65,536-byte limit" in out.text
 
 
 def test_a_link_inside_the_identity_folder_is_read(fresh: Agent, tmp_path: Path) -> None:
