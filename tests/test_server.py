@@ -192,3 +192,34 @@ def test_cli_url_status_and_on_demand_start(tmp_path: Path) -> None:
     finally:
         assert _aether(env, "redis", "stop").returncode == 0
     assert _aether(env, "redis", "status").returncode == 1
+
+
+def test_builtin_cli_escapes_binary_values_on_a_terminal(
+    cli_env: dict[str, str], namespace: str
+) -> None:
+    import pty
+
+    key = f"{namespace}:scratchpad:bin"
+    home = Path(cli_env["AETHER_HOME"])
+    password = (home / "redis" / "password").read_text().strip()
+    c = redis.Redis(unix_socket_path=str(home / "run" / "redis.sock"), password=password)
+    c.set(key, b"\x91\x92\xa3DEL\x01 ok")
+    c.close()
+    main, child = pty.openpty()  # stdout a terminal, as for a person
+    proc = subprocess.run(
+        [sys.executable, "-m", "aether", "redis", "cli", "--builtin", "GET", key],
+        env=cli_env,
+        stdout=child,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    os.close(child)
+    shown = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(main, 4096):
+            shown += chunk
+    os.close(main)
+    assert proc.returncode == 0, proc.stderr
+    assert shown.strip() == b'"\\x91\\x92\\xa3DEL\\x01 ok"'  # as redis-cli shows it, no raw bytes

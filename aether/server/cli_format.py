@@ -51,7 +51,29 @@ def _tty_lines(reply: Any, depth: int) -> list[str]:
         return [f"(integer) {int(reply)}"]
     if isinstance(reply, float):
         return [f'"{reply}"']
-    text = _text(reply)
-    if text == "OK":
+    if reply in ("OK", b"OK"):
         return ["OK"]
-    return ['"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"']
+    return [_quoted(reply.encode() if isinstance(reply, str) else bytes(reply))]
+
+
+_NAMED = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 7: "\\a", 8: "\\b"}
+
+
+def _quoted(value: bytes) -> str:
+    r"""A string reply as redis-cli shows it on a terminal (its ``sdscatrepr``).
+
+    Quoted; printable ASCII as it is; ``\n``-style names for five control characters;
+    ``\xHH`` for every other byte, so binary values (the journal's msgpack fields) never
+    reach the terminal raw.
+    """
+    out = []
+    for byte in value:
+        if byte in (ord("\\"), ord('"')):
+            out.append("\\" + chr(byte))
+        elif byte in _NAMED:
+            out.append(_NAMED[byte])
+        elif 0x20 <= byte < 0x7F:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    return '"' + "".join(out) + '"'
