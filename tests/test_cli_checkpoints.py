@@ -123,3 +123,26 @@ def test_archive_commands(cli_env: dict[str, str], settings: Settings) -> None:
     other = {**env, "AETHER_NAMESPACE": settings.namespace + "x"}
     missing = _aether(other, "archive", "restore", "--to", cp_id)
     assert missing.returncode == 1 and "no archived checkpoint" in missing.stderr
+
+
+def test_diff_shows_sorted_set_scores_exactly(
+    cli_env: dict[str, str], settings: Settings, keys: Keyspace
+) -> None:
+    counts = keys.prefix + "memory:counts"
+
+    def scores(mapping: dict[str, float]) -> None:
+        async def go() -> None:
+            client = await connect(settings)
+            try:
+                await Store(client, keys).apply(Mutation().zadd(counts, mapping), "counts")
+            finally:
+                await client.aclose()
+
+        asyncio.run(go())
+
+    scores({"daily": 1795552110.25})
+    cp_id = _aether(cli_env, "checkpoint", "create").stdout.strip()
+    scores({"daily": 1795552110.75})
+    shown = _aether(cli_env, "checkpoint", "diff", cp_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "daily: 1795552110.25 → 1795552110.75" in shown.stdout  # not 1.79555e+09 twice
