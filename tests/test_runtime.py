@@ -201,6 +201,34 @@ async def test_a_failing_llm_opens_the_breaker_then_fails_at_once(
     server: ScriptedOpenAI,
 ) -> None:
     """After N failures in a row calls fail at once (naming the URL) until the cool-down."""
+    import time
+
+    from aether.runtime.llm import CircuitBreaker, LLMClient
+
+    now = [1_000.0]
+    url = server.base_url
+    breaker = CircuitBreaker(url, failures=2, cooldown_s=30, clock=lambda: now[0])
+    llm = LLMClient(url, "m", timeout_s=5, max_retries=0, breaker=breaker)
+    messages = [{"role": "user", "content": "hi"}]
+    server.failing = True  # it answers 500: worth trying again, until N in a row
+    for _ in range(2):
+        with pytest.raises(LLMError, match="answered 500") as caught:
+            await llm.chat(messages)
+        assert url in str(caught.value) and caught.value.retryable
+    started = time.monotonic()
+    with pytest.raises(LLMError, match="fail at once") as fast:
+        await llm.chat(messages)
+    assert time.monotonic() - started < 0.1 and not fast.value.retryable
+    assert url in str(fast.value) and breaker.failing_since == 1_000.0
+    server.failing = False
+    now[0] += 31  # the cool-down is over: the endpoint is tried again, and answers
+    assert (await llm.chat(messages)).content
+    assert breaker.open_until is None and breaker.in_a_row == 0
+    await llm.aclose()
+
+
+async def test_a_refused_connection_opens_the_breaker_at_once() -> None:
+    """Nothing listens there: the first call fails within its timeout, the next at once."""
     import socket
     import time
 
@@ -209,23 +237,18 @@ async def test_a_failing_llm_opens_the_breaker_then_fails_at_once(
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-    now = [1_000.0]
-    breaker = CircuitBreaker(dead, failures=2, cooldown_s=30, clock=lambda: now[0])
-    llm = LLMClient(dead, "m", timeout_s=5, max_retries=0, breaker=breaker)
+    breaker = CircuitBreaker(dead, failures=3, cooldown_s=30)
+    llm = LLMClient(dead, "m", timeout_s=5, max_retries=3, breaker=breaker)
     messages = [{"role": "user", "content": "hi"}]
-    for _ in range(2):
-        with pytest.raises(LLMError, match="unreachable") as caught:
-            await llm.chat(messages)
-        assert dead in str(caught.value) and caught.value.retryable
     started = time.monotonic()
-    with pytest.raises(LLMError, match="fail at once") as fast:
+    with pytest.raises(LLMError, match="unreachable") as caught:
         await llm.chat(messages)
-    assert time.monotonic() - started < 0.1 and not fast.value.retryable
-    assert dead in str(fast.value) and breaker.failing_since == 1_000.0
-    now[0] += 31  # the cool-down is over: the endpoint is tried again
-    llm.client = LLMClient(server.base_url, "m", max_retries=0).client  # and now it answers
-    assert (await llm.chat(messages)).content
-    assert breaker.open_until is None and breaker.in_a_row == 0
+    assert time.monotonic() - started < 15 and caught.value.retryable  # not 50 s
+    assert breaker.open_until is not None  # open after one refused call, not three
+    started = time.monotonic()
+    with pytest.raises(LLMError, match="fail at once"):
+        await llm.chat(messages)
+    assert time.monotonic() - started < 0.1
     await llm.aclose()
 
 

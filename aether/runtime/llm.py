@@ -57,9 +57,10 @@ class Completion:
 class CircuitBreaker:
     """Fails calls at once while an endpoint keeps failing, so callers learn it quickly.
 
-    After ``failures`` failed calls in a row (each after its own retries) the breaker
-    opens: for ``cooldown_s`` every call fails at once with the last error; then one call
-    is let through, and a success closes it again.
+    After ``failures`` failed calls in a row (each after its own retries), or at once
+    when the endpoint refused the connection, the breaker opens: for ``cooldown_s``
+    every call fails at once with the last error; then one call is let through, and a
+    success closes it again.
     """
 
     url: str
@@ -80,19 +81,29 @@ class CircuitBreaker:
                 "it is tried again"
             )
 
-    def failed(self, error: str) -> None:
-        """One more failed call."""
+    def failed(self, error: str, *, at_once: bool = False) -> None:
+        """One more failed call; ``at_once``: nothing listens there, open now."""
         self.in_a_row += 1
         self.last_error = error
         if self.failing_since is None:
             self.failing_since = self.clock()
-        if self.in_a_row >= self.failures:
+        if at_once or self.in_a_row >= self.failures:
             self.open_until = self.clock() + self.cooldown_s
 
     def succeeded(self) -> None:
         """A call went through: close the breaker."""
         self.in_a_row = 0
         self.failing_since = self.last_error = self.open_until = None
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether the endpoint refused the connection (nothing listens at that address)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or "refused" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class LLMClient:
@@ -188,7 +199,8 @@ class LLMClient:
                 self.breaker.failed(str(error))
             raise error from e
         except (openai.APIConnectionError, openai.APITimeoutError) as e:
-            self.breaker.failed(f"unreachable: {_brief(e)}")
+            # a refused connection will be refused again: the next calls fail at once
+            self.breaker.failed(f"unreachable: {_brief(e)}", at_once=_refused(e))
             raise LLMError(f"LLM endpoint {url} unreachable: {_brief(e)}", retryable=True) from e
         except openai.OpenAIError as e:
             raise LLMError(f"LLM request to {url} failed: {_brief(e)}") from e
