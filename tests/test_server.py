@@ -223,3 +223,26 @@ def test_builtin_cli_escapes_binary_values_on_a_terminal(
     os.close(main)
     assert proc.returncode == 0, proc.stderr
     assert shown.strip() == b'"\\x91\\x92\\xa3DEL\\x01 ok"'  # as redis-cli shows it, no raw bytes
+
+
+def test_up_leaves_redis_running_unless_asked_to_stop_it(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "AETHER_HOME": str(tmp_path / "h")}
+    env["AETHER_EMBEDDINGS"] = "none"
+    try:
+        for flags, running_after in (((), True), (("--stop-redis",), False)):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "aether", "up", *flags],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            deadline = time.monotonic() + 60
+            while _aether(env, "status").returncode != 0:  # 0: the daemon is up
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+            status = _aether(env, "redis", "status")
+            assert (status.returncode == 0) is running_after, (flags, status.stdout)
+    finally:
+        _aether(env, "redis", "stop")

@@ -74,15 +74,30 @@ def up(
             "sharing the embedding model.",
         ),
     ] = None,
+    stop_redis: Annotated[
+        bool,
+        typer.Option(
+            "--stop-redis",
+            help="Stop the embedded Redis when the daemon exits (by default it keeps "
+            "running for other commands and agents; any command starts it again).",
+        ),
+    ] = False,
 ) -> None:
     """Run the agent until Ctrl-C (inbox, heartbeat, maintenance).
 
     With AETHER_MCP__PORT set it also serves the MCP tools over HTTP. One daemon runs a
     namespace: a second one exits 1 naming the first, unless started with --standby.
+    The embedded Redis keeps running after the daemon exits unless --stop-redis.
     """
     st = state(ctx)
     fleet = [_agent_state(st, name) for name in _namespaces(agents)] if agents else [st]
-    run(ctx, lambda: _up(fleet, standby))
+    try:
+        run(ctx, lambda: _up(fleet, standby))
+    finally:
+        if stop_redis and st.settings.redis_url is None:
+            from aether.server.embedded import EmbeddedRedis
+
+            EmbeddedRedis(st.settings).stop()
 
 
 def _namespaces(agents: str) -> list[str]:
