@@ -6,7 +6,7 @@ import aether
 from aether import Aether, LLMClient, Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.memory.daily import DailyLog
-from tests.openai_server import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion
 
 
 def test_the_package_exports_its_public_api() -> None:

@@ -26,7 +26,7 @@ from aether.memory.tasks import Tasks
 from aether.memory.topics import MemoryIndex, count_ops
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
-from tests.openai_server import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion
 
 T0 = 1_790_000_000.0
 DAY = 86_400.0

@@ -24,8 +24,8 @@ from aether.runtime.inbox import Inbox
 from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.cluster import SlotRedis
+from aether.testing.model import ScriptedOpenAI
 from tests.conftest import dump_state
-from tests.openai_server import ScriptedOpenAI
 from tests.test_daemon import SlowModel, _cli, _env, _start
 
 

@@ -23,8 +23,8 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.search import MemorySearch
 from aether.runtime.llm import LLMClient
+from aether.testing.model import ScriptedOpenAI, completion
 from tests.conftest import dump_state
-from tests.openai_server import ScriptedOpenAI, completion
 
 NONSENSE = ("quantum chromodynamics zebra", "zzzz qqqq", "xkcd vbnm qwpo")
 

@@ -30,8 +30,8 @@ from aether.memory.search import MemorySearch
 from aether.memory.topics import MemoryIndex
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
+from aether.testing.model import ScriptedOpenAI
 from aether.tokens import count_message, count_messages, count_tokens
-from tests.openai_server import ScriptedOpenAI
 
 UTC = ZoneInfo("UTC")
 

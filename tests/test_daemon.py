@@ -39,8 +39,8 @@ from aether.memory.search import MemorySearch
 from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox
 from aether.runtime.llm import LLMClient
+from aether.testing.model import ScriptedOpenAI, completion
 from tests.conftest import dump_state
-from tests.openai_server import ScriptedOpenAI, completion
 
 # ---------------------------------------------------------------- in-process parts
 

@@ -22,7 +22,7 @@ import pytest
 
 from aether.config import Settings
 from aether.server.embedded import EmbeddedRedis
-from tests.openai_server import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion
 from tests.test_daemon import _cli
 
 

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "aether"
 
 # lowest first; a module may import from its own rank or a lower one
 LAYERS: list[set[str]] = [
-    {"errors", "ids", "files", "config", "keys", "logging", "llm", "codec", "tokens"},
+    {"errors", "ids", "files", "config", "keys", "logging", "llm", "codec", "tokens", "testing"},
     {"server"},
     {"store"},
     {"checkpoints", "registry"},

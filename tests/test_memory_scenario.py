@@ -34,7 +34,7 @@ from aether.memory.layer import MemoryLayer
 from aether.memory.search import MemorySearch
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.llm import LLMClient
-from tests.openai_server import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion
 
 
 @dataclass(frozen=True)

@@ -372,7 +372,7 @@ async def test_daemon_embeds_for_short_lived_commands(
 async def test_openai_embeddings_through_the_real_client(
     settings: Settings, client: Redis, keys: Keyspace
 ) -> None:
-    from tests.openai_server import ScriptedOpenAI
+    from aether.testing.model import ScriptedOpenAI
 
     with ScriptedOpenAI(dims=64) as server:
         configured = settings.model_copy(

@@ -36,8 +36,8 @@ from aether.memory.search import MemorySearch
 from aether.registry.factory import open_registry
 from aether.registry.model import new_entry
 from aether.server.embedded import EmbeddedRedis
+from aether.testing.model import ScriptedOpenAI
 from tests.conftest import PG_DSN
-from tests.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "compose" / "docker-compose.yml"
@@ -283,7 +283,7 @@ async def test_the_agent_ledger_contract(services: Any) -> None:
 async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis) -> None:
     from aether.identity.bootstrap import default_identity_dir
     from aether.runtime.llm import LLMClient
-    from tests.openai_server import completion
+    from aether.testing.model import completion
 
     with ScriptedOpenAI(
         replies=[

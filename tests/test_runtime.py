@@ -23,7 +23,7 @@ from aether.memory.search import MemorySearch
 from aether.runtime.agent import AgentRuntime, StepResult
 from aether.runtime.llm import LLMClient
 from aether.runtime.tools import Tool
-from tests.openai_server import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion
 
 STAMP = re.compile(r"^\[Current Time: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] ")
 FILLER = (
@@ -331,3 +331,33 @@ async def test_tool_results_are_stored_with_their_calls(
     from aether.memory.scratchpad import Scratchpads
 
     assert await Scratchpads(rt.layer).get("plan") == "water plants"
+
+
+async def test_the_scripted_model_runs_as_a_program_for_trying_the_daemon() -> None:
+    """`python -m aether.testing.model` serves a model the real client can talk to."""
+    import socket
+    import subprocess
+    import sys
+
+    from aether.runtime.llm import LLMClient
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aether.testing.model", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/v1" in first
+        assert "AETHER_LLM_MODEL=scripted" in proc.stdout.readline()
+        llm = LLMClient(f"http://127.0.0.1:{port}/v1", "scripted", max_retries=0)
+        reply = await llm.chat([{"role": "user", "content": "Is anyone there?"}])
+        assert reply.content == '(scripted model) I heard: "Is anyone there?"'
+        await llm.aclose()
+    finally:
+        proc.terminate()
+        proc.wait(10)

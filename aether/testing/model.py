@@ -1,12 +1,20 @@
-"""A small OpenAI-compatible HTTP server for tests: it answers from a script.
+"""A small OpenAI-compatible HTTP server that answers from a script.
 
-Real HTTP on 127.0.0.1, spoken to by the real ``openai`` client. Embeddings are
-deterministic bag-of-words vectors (texts sharing words are close); chat completions
-pop the next scripted reply. Every request is recorded for assertions.
+Real HTTP on 127.0.0.1, spoken to by the real ``openai`` client: the tests' model, and a
+way to try the daemon without an LLM::
+
+    python -m aether.testing.model --port 8900
+    AETHER_LLM_BASE_URL=http://127.0.0.1:8900/v1 AETHER_LLM_MODEL=scripted aether up
+
+Embeddings are deterministic bag-of-words vectors (texts sharing words are close); chat
+completions pop the next scripted reply (run as a program: it says what it heard).
+Every request is recorded for assertions.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -18,6 +26,7 @@ from typing import Any
 
 
 def bag_of_words(text: str, dims: int) -> list[float]:
+    """A unit vector of hashed word counts: texts that share words are close."""
     vector = [0.0] * dims
     for word in re.findall(r"\w+", text.lower()):
         vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 1.0
@@ -74,6 +83,7 @@ class ScriptedOpenAI:
         replies: list[dict[str, Any]] | None = None,
         responder: Responder | None = None,
         extractor: Responder | None = None,
+        port: int = 0,
     ) -> None:
         self.dims = dims
         self.replies = list(replies or [])
@@ -128,7 +138,7 @@ class ScriptedOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -141,12 +151,41 @@ class ScriptedOpenAI:
 
     @property
     def base_url(self) -> str:
+        """The OpenAI-compatible endpoint (``AETHER_LLM_BASE_URL``)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> ScriptedOpenAI:
         self._thread.start()
         return self
 
+    def wait(self) -> None:
+        """Serve until the process is interrupted."""
+        self._thread.join()
+
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def echo(body: dict[str, Any]) -> dict[str, Any]:
+    """The program's reply: it says what it heard (the last user message, shortened)."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    heard = str(users[-1].get("content") or "") if users else ""
+    heard = " ".join(heard.split())[:200]
+    return completion(f'(scripted model) I heard: "{heard}"')
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the scripted model until Ctrl-C, saying how to point aether at it."""
+    parser = argparse.ArgumentParser(prog="python -m aether.testing.model", description=__doc__)
+    parser.add_argument("--port", type=int, default=8900, help="TCP port on 127.0.0.1")
+    args = parser.parse_args(argv)
+    with ScriptedOpenAI(dims=384, responder=echo, port=args.port) as server:
+        print(f"scripted model at {server.base_url}", flush=True)
+        print(f"  AETHER_LLM_BASE_URL={server.base_url} AETHER_LLM_MODEL=scripted", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            server.wait()
+
+
+if __name__ == "__main__":
+    main()

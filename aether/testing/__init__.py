@@ -1,0 +1,1 @@
+"""Helpers for trying and testing aether without outside services (a scripted model)."""
