@@ -42,6 +42,7 @@ from aether.errors import InvalidOperationError, LLMError
 from aether.ids import new_id, resolve_prefix
 from aether.llm import TextModel
 from aether.memory.daily import DailyLog
+from aether.memory.extraction import clauses, stating
 from aether.memory.layer import MemoryLayer
 from aether.memory.records import DailyEntry, MemoryDoc, base_record
 from aether.memory.search import INACTIVE, MemorySearch, query_tokens
@@ -465,8 +466,9 @@ class Beliefs:
     async def _extract(self, statement: str) -> list[Extracted]:
         """Beliefs in the text: the LLM's fact (+ insight), or the text itself as a fact."""
         fallback: list[Extracted] = [{"statement": statement.strip(), "type": "fact", "tags": []}]
-        if self.llm is None:
-            return fallback
+        if self.llm is None:  # each clause that states something is a belief of its own
+            stated = [c for c in clauses(statement) if stating(c)]
+            return [{"statement": c, "type": "fact", "tags": []} for c in stated] or fallback
         prompt = (
             "Extract at most two beliefs from the text: one personal fact and, only if "
             "there is one, one general insight. Answer only JSON: "

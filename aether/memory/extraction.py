@@ -175,6 +175,49 @@ _OPENERS = frozenset(
 )
 
 
+_CLAUSE = re.compile(
+    r"\s*;\s*"  # a semicolon always ends a clause
+    r"|\s*,?\s+\b(?:and|but|while|whereas)\s+(?=(?:I|I'm|I've|we|my|our|he|she|they|it|"
+    r"his|her|their|the)\b|[A-Z][\w'-]*\s+(?:is|was|has|had|lives|lived|went|goes|works|"
+    r"worked|loves|loved|likes|liked|moved|drives|drove|joined|bought|said)\b)"
+    # "and"/"but" before a new subject (a name only when a verb of its own follows)
+    r"|\s*,\s+(?=(?:I|I'm|I've|we|my|our|he|she|they|his|her|their)\b)",  # ", I live..."
+)
+_FILLER = re.compile(
+    r"^(?:hello|hi|hey|hiya|yo|good (?:morning|afternoon|evening)|thanks|thank you|ok(?:ay)?"
+    r"|so|well|oh|um+|uh+|anyway|btw|by the way|fyi|just so you know|guess what)\b"
+    r"(?:\s+there\b)?[\s,!.:-]*",
+    re.IGNORECASE,
+)
+_PLACE_VERBS = frozenset(
+    {"lives", "live", "lived", "moved", "went", "goes", "visited", "live_in", "lives_in"}
+)
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of ``text``, greetings and fillers dropped.
+
+    Each sentence is cut at semicolons, at "and" / "but" before a new subject, and at a
+    comma before a personal pronoun; a greeting or filler opening a clause ("Hello
+    there,", "So,") is dropped.
+
+    "Hello there, I live in Porto and my NAS has 16 TB" gives "I live in Porto" and
+    "my NAS has 16 TB": two statements, each folded into beliefs on its own.
+    """
+    out: list[str] = []
+    for sentence in (s.strip() for s in _SENTENCE.split(text)):
+        for part in _CLAUSE.split(sentence):
+            part = _FILLER.sub("", part.strip()).strip(" ,;")
+            if part:
+                out.append(part)
+    return out
+
+
+def stating(clause: str) -> bool:
+    """Whether a clause states something (it has one of the verbs facts are made of)."""
+    return _VERB.search(clause) is not None
+
+
 def _span_type(name: str, before: str) -> str:
     words = before.lower().split()
     last = words[-1] if words else ""
@@ -239,7 +282,7 @@ def extract(speaker: str, text: str, known: dict[str, str] | None = None) -> Ext
         entities[speaker.lower()] = EntityOut(
             name=speaker, type=known.get(speaker.lower(), "person")
         )
-    for sentence in (s.strip() for s in _SENTENCE.split(text)):
+    for sentence in clauses(text):
         if len(sentence) < 6:
             continue
         found = _entities(sentence, known)
@@ -258,6 +301,8 @@ def extract(speaker: str, text: str, known: dict[str, str] | None = None) -> Ext
         relation = _relation(verb.group(0), subject_text)
         after = sentence[verb.end() :]
         targets = [e for e in found if e.name.lower() != subject.lower() and e.name in after]
+        if _place_verb(verb.group(0)):  # one lives in a place, never in a thing or a person
+            targets = [e for e in targets if e.type in ("place", "organisation", "date")]
         phrase = _object_phrase(after)
         named = phrase[:1].isupper() or re.search(r"[A-Z]{2,}", phrase)
         if (
@@ -282,6 +327,12 @@ def extract(speaker: str, text: str, known: dict[str, str] | None = None) -> Ext
         entities=list(entities.values())[:MAX_ENTITIES],
         relations=relations[:MAX_ENTITIES],
     )
+
+
+def _place_verb(verb: str) -> bool:
+    """Whether a verb (with its preposition) says where someone is or goes."""
+    words = verb.lower().split()
+    return words[0] in _PLACE_VERBS or (len(words) > 1 and words[1] in ("in", "to", "into", "from"))
 
 
 def _relation(verb: str, subject_text: str) -> str:
