@@ -32,7 +32,7 @@ def _keys(value: Any) -> list[str]:
 
 
 MEMORY = ["content", "id", "kind", "score", "source", "tags", "timestamp"]
-CHECKPOINT = ["actor", "created", "created_at", "id", "journal_pos", "label", "reason"]
+CHECKPOINT = ["actor", "created_at", "id", "journal_pos", "label", "reason"]
 TASK = ["created_at", "done_at", "due", "id", "priority", "status", "title"]
 BELIEF = [
     "confidence",
@@ -89,6 +89,25 @@ def test_each_commands_json_shape_is_pinned(
     assert out.code == 0, out.text
     assert _keys(json.loads(out.stdout)) == shape
     assert out.stdout.count("\n") == 1  # one JSON document on one line
+
+
+def test_every_json_time_is_epoch_seconds(agent_factory: Agent) -> None:
+    """One format for every time a program reads: a number of seconds since the epoch."""
+    import time
+
+    agent = agent_factory
+    now = time.time()
+    assert agent("checkpoint", "create", "--json").code == 0
+    created = json.loads(agent("checkpoint", "list", "--json").stdout)[0]["created_at"]
+    assert isinstance(created, float) and abs(created - now) < 120  # seconds, not ms
+    ran = json.loads(agent("maintenance", "run", "--json").stdout)
+    assert isinstance(ran["started_at"], float) and abs(ran["started_at"] - now) < 120
+    status = json.loads(agent("status", "--json").stdout)
+    assert isinstance(status["last_maintenance"], float)
+    assert abs(status["last_maintenance"] - ran["started_at"]) < 1
+    assert status["last_beat"] is None  # no daemon has beaten: null, never a string
+    human = agent("status").stdout
+    assert "last maintenance: never" not in human
 
 
 DIFF_CHANGES = ["added", "change", "fields", "key", "removed", "tier", "type"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -241,6 +242,8 @@ def test_status_says_starting_until_the_daemon_can_answer(home: Path) -> None:
         degraded = _cli(env, "status")
         assert degraded.returncode == 0 and "daemon: degraded" in degraded.stdout
         assert "llm failing since" in degraded.stdout and "127.0.0.1:9" in degraded.stdout
+        reason = next(line for line in degraded.stdout.splitlines() if "failing since" in line)
+        assert not re.search(r"\d{4}-\d{2}-\d{2}T\d{2}", reason), reason  # local, not ISO
         loop.run_until_complete(release(lease))
         down = _cli(env, "status")
         assert down.returncode == 1 and "daemon: DOWN" in down.stdout

@@ -48,8 +48,8 @@ class Checkpoint:
         return datetime.fromtimestamp(self.created_at / 1000, tz=UTC)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for ``--json``."""
-        return {**asdict(self), "created": self.created.isoformat()}
+        """Plain data for ``--json``: ``created_at`` in epoch seconds, as every time."""
+        return {**asdict(self), "created_at": self.created_at / 1000}
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo
 
@@ -24,6 +24,7 @@ from aether.interfaces.common import (
     EXIT_ERROR,
     AppState,
     emit,
+    epoch,
     fail,
     group,
     local_time,
@@ -311,13 +312,15 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
                 "state": daemon_state,
                 "alive": daemon_state in ("up", "degraded"),
                 "reasons": health["reasons"] if health and holder else [],
-                "daemon": asdict(holder) if holder else None,
+                "daemon": (
+                    {**asdict(holder), "started_at": epoch(holder.started_at)} if holder else None
+                ),
                 "redis": {"reachable": True, "memory": memory.get("used_memory_human")},
-                "last_beat": beat.last_beat.isoformat() if beat.last_beat else None,
+                "last_beat": epoch(beat.last_beat),
                 "beats": beat.beats,
                 "inbox": await Inbox(client, keys).depth(),
                 "outbox": await client.xlen(keys.outbox()),
-                "last_maintenance": last.get("at"),
+                "last_maintenance": epoch(last.get("at")),
                 "security": await security_report(st.settings, client),
             }
         finally:
@@ -329,6 +332,9 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
         raise typer.Exit(EXIT_ERROR)
 
 
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:\d{2}|Z)?")
+
+
 def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
     """``aether status`` for people."""
     if not data["redis"]["reachable"]:
@@ -336,16 +342,16 @@ def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
         print("daemon: unknown (its state lives in Redis)")
         return
 
-    def when(iso: str | None) -> str:
-        if not iso or zone is None:
+    def when(at: float | None) -> str:
+        if at is None or zone is None:
             return "never"
-        return local_time(datetime.fromisoformat(iso).timestamp(), zone)
+        return local_time(at, zone)
 
     holder = data["daemon"]
     who = f" (pid {holder['pid']} on {holder['host']})" if holder else ""
     print(f"daemon: {data['state'] if data['state'] != 'down' else 'DOWN'}{who}")
-    for reason in data["reasons"]:
-        print(f"  {reason}")
+    for reason in data["reasons"]:  # the daemon writes UTC; people read their own zone
+        print(f"  {_ISO_TIME.sub(lambda m: when(epoch(m.group(0))), reason)}")
     print(f"last beat: {when(data['last_beat'])} ({plural(data['beats'], 'beat')})")
     print(
         f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "

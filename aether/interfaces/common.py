@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -130,6 +130,25 @@ async def open_aether(st: AppState, actor: str = "cli") -> AsyncIterator[Aether]
 
     async with Aether.open(st.settings, actor=actor, embed_via_daemon=True, migrate=False) as agent:
         yield agent
+
+
+def epoch(value: object) -> float | None:
+    """A time as epoch seconds, the one format of every ``--json`` time.
+
+    Accepts a number, a number as text, an ISO-8601 text (naive means UTC) or a datetime;
+    ``None`` or an empty value gives ``None``.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=UTC).timestamp()
+    if isinstance(value, int | float):
+        return float(value)
+    raw = value.decode() if isinstance(value, bytes) else str(value)
+    try:
+        return float(raw)
+    except ValueError:
+        return epoch(datetime.fromisoformat(raw))
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:

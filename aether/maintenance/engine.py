@@ -71,7 +71,8 @@ class MaintenanceReport:
     """A whole run."""
 
     dry_run: bool
-    started_at: str
+    started_at: float
+    """Epoch seconds, as every time aether prints as JSON."""
     duration_ms: float = 0.0
     steps: list[StepReport] = field(default_factory=list)
 
@@ -139,7 +140,7 @@ class MaintenanceEngine:
             ConcurrentAdminError: another maintenance run holds the lock.
         """
         when = now or datetime.now(UTC)
-        report = MaintenanceReport(dry_run=dry_run, started_at=when.isoformat())
+        report = MaintenanceReport(dry_run=dry_run, started_at=when.timestamp())
         start = time.perf_counter()
         lock = StateLock(
             self.client,
@@ -157,7 +158,7 @@ class MaintenanceEngine:
         report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
         if not dry_run:
             last: dict[Any, Any] = {
-                "at": when.isoformat(),
+                "at": when.timestamp(),
                 "by": self.actor,
                 "report": json.dumps(report.to_dict()),
             }
