@@ -305,3 +305,25 @@ def test_the_daemon_finishes_a_rollback_that_a_crash_interrupted(
     refused = _cli(env, "send", "anyone there?")
     assert refused.returncode == 1 and "the daemon is not running" in refused.stderr
     assert time.monotonic() - began < 10
+
+
+def test_send_to_a_refused_llm_gets_the_error_quickly(home: Path, tmp_path: Path) -> None:
+    """Nothing listens at the model's address: the reply is the error within seconds."""
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    env = _env(home)
+    env.update({"AETHER_LLM_BASE_URL": dead, "AETHER_LLM_MODEL": "m"})  # default retries
+    log = tmp_path / "daemon.log"
+    proc = _up(env, log)
+    try:
+        _wait_up(env, proc, log)
+        started = time.monotonic()
+        sent = _cli(env, "send", "hello?", "--timeout", "60")
+        took = time.monotonic() - started
+        assert dead.split("/v1")[0] in sent.stdout + sent.stderr, sent
+        assert took < 20, took  # was ~50 s: each redelivery waited out its own retries
+    finally:
+        _stop(proc)

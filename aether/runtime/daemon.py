@@ -276,6 +276,7 @@ class Daemon:
         except LLMError as e:
             if (
                 e.retryable
+                and not self.llm.breaker.is_open()  # a retry would fail at once: answer now
                 and max(attempts, message.deliveries) < self.settings.daemon.max_deliveries
             ):
                 bound.warning("LLM failed; the message stays pending for a retry", error=str(e))

@@ -72,6 +72,10 @@ class CircuitBreaker:
     last_error: str | None = None
     open_until: float | None = None
 
+    def is_open(self) -> bool:
+        """Whether calls fail at once now (a retry before the cool-down is pointless)."""
+        return self.open_until is not None and self.clock() < self.open_until
+
     def check(self) -> None:
         """Raise at once while the breaker is open."""
         if self.open_until is not None and self.clock() < self.open_until:
