@@ -112,3 +112,10 @@ def test_cli_config_show_masks_and_fails_cleanly(tmp_path: Path) -> None:
     )
     assert bad.returncode == 1
     assert "namespace" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_readme_never_hard_codes_the_default_home() -> None:
+    """Its redis-cli example respects AETHER_HOME (through `aether redis cli` / `url`)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "~/.local/share/aether/run" not in readme
+    assert "aether redis cli XADD aether:inbox" in readme
