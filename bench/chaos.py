@@ -61,7 +61,7 @@ from aether.store.client import connect
 
 # the scripted LLM server is the test suite's; the bench runs from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.openai_server import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion
 
 NAMESPACE = "chaos"
 WRITE_GAP_S = 0.01

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from datetime import date
 
 from aether.config import Settings
@@ -13,18 +11,7 @@ from aether.keys import Keyspace
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
 from tests.conftest import PG_DSN
-
-
-def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+from tests.conftest import run_cli as _aether
 
 
 def _write(settings: Settings, eid: str) -> None:

@@ -26,6 +26,7 @@ from aether.keys import Keyspace
 from aether.store.client import connect
 from aether.store.state import Store
 from tests.conftest import dump_state, next_event
+from tests.conftest import run_cli as _aether
 
 NOW = datetime(2026, 11, 22, 15, 4, 5, tzinfo=UTC)
 
@@ -236,17 +237,6 @@ async def test_system_flags_and_heartbeat(store: Store, client: Redis, keys: Key
     assert snap.beats == 4 and snap.last_beat == NOW and snap.last_check == "inbox"
     assert len(snap.alerts) == 50 and snap.alerts[-1]["message"] == "alert 54"
     assert await client.xlen(keys.journal()) == 2  # heartbeat is not journaled
-
-
-def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_cli_identity(cli_env: dict[str, str], namespace: str, identity_dir: Path) -> None:

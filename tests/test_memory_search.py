@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from aether.memory.transfer import export_file, import_file
 from aether.memory.vectors import ensure_vector_index
 from aether.store.state import Store
 from tests.conftest import dump_state
+from tests.conftest import run_cli as _aether
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
 SPECIAL = [
@@ -279,17 +278,6 @@ async def test_import_bad_file_writes_nothing(
     with pytest.raises(InvalidOperationError, match="cannot read"):
         await import_file(text_layer, bad)
     assert await dump_state(client, keys) == {}
-
-
-def _aether(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
