@@ -19,6 +19,8 @@ import re
 
 from pydantic import BaseModel, Field
 
+from aether.memory.wording import sentences
+
 MAX_FACTS = 20
 MAX_ENTITIES = 40
 MAX_NAME = 120
@@ -64,7 +66,6 @@ class Extraction(BaseModel):
         )
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPAN = re.compile(r"\b([A-Z][\w&'-]*(?:\s+(?:of\s+)?[A-Z][\w&'-]*)*)")
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = "|".join(m for m in _MONTHS.split()) + "|" + "|".join(m[:3] for m in _MONTHS.split())
@@ -205,7 +206,7 @@ def clauses(text: str) -> list[str]:
     "my NAS has 16 TB": two statements, each folded into beliefs on its own.
     """
     out: list[str] = []
-    for sentence in (s.strip() for s in _SENTENCE.split(text)):
+    for sentence in sentences(text):
         for part in _CLAUSE.split(sentence):
             part = _FILLER.sub("", part.strip()).strip(" ,;")
             if part:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from aether.memory.wording import coverage, words
+from aether.memory.wording import coverage, sentences, words
 
 if TYPE_CHECKING:
     from aether.memory.search import SearchHit
@@ -34,7 +34,6 @@ QUERY_COVERAGE = 0.5
 SHARED_WORDS = 0.2
 """Jaccard similarity of the two sentences' meaningful words (near-duplicate phrasing)."""
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?:\s?%|\s?[a-zA-Z]{1,4}\b)?")
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w.+-]+")
@@ -94,8 +93,8 @@ def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]
 
 def _best_sentence(text: str, query: Sequence[str]) -> str:
     """The sentence of ``text`` that contains the most of the query's words (the first)."""
-    sentences = [s for s in _SENTENCE.split(text) if s.strip()] or [text]
-    return max(sentences, key=lambda s: coverage(query, words(s)))
+    found = sentences(text) or [text]
+    return max(found, key=lambda s: coverage(query, words(s)))
 
 
 def _coverage_of(hit: SearchHit) -> float:

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 from aether.memory.stopwords import STOPWORDS
 
-__all__ = ["coverage", "words"]
+__all__ = ["coverage", "sentences", "words"]
 
 _WORD = re.compile(r"\w+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 STEM_CHARS = 5
 """Two words that share their first five letters count as one ("deploy", "deployed")."""
 
@@ -31,3 +32,8 @@ def coverage(query: Sequence[str], found: set[str]) -> float:
     stems = {w[:STEM_CHARS] for w in found}
     hits = sum(1 for q in query if q in found or q[:STEM_CHARS] in stems)
     return hits / len(query)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (cut after ``.``, ``!`` or ``?`` and at line breaks), stripped."""
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
