@@ -1,10 +1,11 @@
 """The composition root: one object that wires an agent's aether, as redis-py's ``Redis``.
 
-``Aether`` builds every part of one namespace once, over one client: memory (with the
-configured embedder), search (its index ensured once, by ``open``), beliefs, the entity
-graph, checkpoints, identity, context assembly, and agent runtimes per chat session.
-The CLI, the MCP server, the daemon and the benches open it instead of wiring the parts
-themselves::
+``Aether`` builds every part of one namespace once, over one client
+(:class:`aether.operations.Parts`: memory with the configured embedder, search, beliefs,
+the entity graph, checkpoints, identity, context assembly, tasks and goals), does the
+one-time start-up work once per process (``ready``), and makes agent runtimes per chat
+session over those same parts. The CLI, the MCP server, the daemon and the benches open
+it instead of wiring the parts themselves::
 
     async with Aether.open(Settings()) as agent:
         hits = await agent.search.search("what did we decide about the NAS?")
@@ -21,16 +22,10 @@ from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
 
-from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
-from aether.context.assembly import ContextAssembler
-from aether.identity.profile import IdentityStore
 from aether.keys import Keyspace
-from aether.memory.beliefs import Beliefs
-from aether.memory.graph import Graph
-from aether.memory.layer import MemoryLayer
 from aether.memory.migration import migrate_vectors
-from aether.memory.search import MemorySearch
+from aether.operations import Parts
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.embedding_service import through_daemon
 from aether.runtime.llm import LLMClient
@@ -38,8 +33,12 @@ from aether.runtime.llm import LLMClient
 __all__ = ["Aether"]
 
 
-class Aether:
-    """One namespace's aether, every part wired once over one client.
+class Aether(Parts):
+    """One namespace's aether: its parts wired once, plus opening, start-up and runtimes.
+
+    The parts (:class:`~aether.operations.Parts`) are built over one client; ``open``
+    connects and runs the one-time start-up work (``ready``); ``runtime`` makes an agent
+    runtime over the same parts.
 
     Args:
         settings: the effective settings.
@@ -47,13 +46,6 @@ class Aether:
         actor: who the journal says made the changes.
         embed_via_daemon: ask a running daemon for vectors instead of loading the local
             model (short-lived commands).
-
-    Attributes:
-        memory: the memory layer (daily log, long-term, beliefs' storage, embedder).
-        search: hybrid search over the memory index.
-        checkpoints: checkpoints, rollback and undo.
-        identity: the agent's and operator's identity.
-        context: the context assembler.
     """
 
     def __init__(
@@ -64,17 +56,9 @@ class Aether:
         actor: str = "aether",
         embed_via_daemon: bool = False,
     ) -> None:
-        self.settings = settings
-        self.client = client
-        self.keys = Keyspace(settings.namespace)
-        wrap = through_daemon(client, self.keys) if embed_via_daemon else None
-        self.memory = MemoryLayer.open(settings, client, actor=actor, wrap_local=wrap)
-        self.search = MemorySearch(self.memory)
-        self.checkpoints = Checkpoints.from_settings(client, self.keys, settings)
-        self.identity = IdentityStore(self.memory.store, self.checkpoints)
-        self.context = ContextAssembler.configured(
-            self.memory, self.identity, self.search, settings
-        )
+        keys = Keyspace(settings.namespace)
+        wrap = through_daemon(client, keys) if embed_via_daemon else None
+        super().__init__(settings, client, actor=actor, wrap_local=wrap)
         self._index_ready = False
 
     @classmethod
@@ -129,19 +113,8 @@ class Aether:
             await self.search.ensure_index()
             self._index_ready = True
 
-    def beliefs(self, llm: LLMClient | None = None) -> Beliefs:
-        """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""
-        return Beliefs(self.memory, self.settings.beliefs, llm)
-
-    @property
-    def graph(self) -> Graph:
-        """The entity graph."""
-        return Graph(self.memory)
-
     def runtime(
         self, session: str = "main", *, llm: LLMClient | None = None, actor: str = "agent"
     ) -> AgentRuntime:
         """An agent runtime for one chat session over these parts."""
-        return AgentRuntime(
-            self.settings, self.memory, self.checkpoints, session=session, llm=llm, actor=actor
-        )
+        return AgentRuntime(self, session=session, llm=llm, actor=actor)

@@ -48,6 +48,7 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("belief:", "beliefs"),
     ("beliefs:", "beliefs"),
     ("tasks", "tasks"),
+    ("goals", "tasks"),
     ("event:", "events"),
     ("timeline:", "events"),
     ("entity:", "graph"),
@@ -128,8 +129,12 @@ class Keyspace:
         return self._k("beliefs", "history", belief_id)
 
     def tasks(self) -> str:
-        """HASH: task id -> task (JSON: title, status, priority, due, created, done)."""
+        """HASH: task id -> task (JSON: title, notes, status, priority, due, goal, times)."""
         return self._k("tasks")
+
+    def goals(self) -> str:
+        """HASH: goal id -> goal (JSON: title, notes, status, created_at, done_at)."""
+        return self._k("goals")
 
     def registry(self) -> str:
         """ZSET: registered tool name -> its latest version."""

@@ -281,16 +281,16 @@ async def test_tasks(settings: Settings, client: Redis) -> None:
     tasks = Tasks(layer)
     low = await tasks.add("water the plants", priority=5)
     high = await tasks.add("renew the TLS certificate", priority=1, due="2026-12-01")
-    assert [t["id"] for t in await tasks.list()] == [high["id"], low["id"]]
-    done = await tasks.done(high["id"])
-    assert done["status"] == "done" and done["done_at"]
-    assert [t["id"] for t in await tasks.list()] == [low["id"]]
-    assert [t["id"] for t in await tasks.list("done")] == [high["id"]]
+    assert [t.id for t in await tasks.list()] == [high.id, low.id]
+    done = await tasks.done(high.id)
+    assert done.status == "done" and done.done_at
+    assert [t.id for t in await tasks.list()] == [low.id]
+    assert [t.id for t in await tasks.list("done")] == [high.id]
     for bad in ({"title": " "}, {"title": "x", "priority": 0}, {"title": "x", "due": "soon"}):
         with pytest.raises(InvalidOperationError):
             await tasks.add(**bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidOperationError, match="already done"):
-        await tasks.done(high["id"])
+        await tasks.done(high.id)
     with pytest.raises(NotFoundError):
         await tasks.done("ZZZZZZZZZZ")
 

@@ -20,7 +20,18 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, redis_home: Path) -> tuple[
     assert agent("memory", "longterm", "add", "Ada prefers tea").code == 0
     checkpoint = json.loads(agent("checkpoint", "create", "--json").stdout)["id"]
     assert agent("remember", "The NAS runs ZFS").code == 0
-    assert agent("task", "add", "replace a [bold]disk[/]", "--due", "2026-12-01").code == 0
+    goal = agent("goal", "add", "a quieter [i]NAS[/i]")
+    assert goal.code == 0, goal.text
+    added = agent(
+        "task",
+        "add",
+        "replace a [bold]disk[/]",
+        "--due",
+        "2026-12-01",
+        "--goal",
+        goal.stdout.strip(),
+    )
+    assert added.code == 0, added.text
     assert agent("identity", "set", "agent", "name", "Bea").code == 0
     return agent, checkpoint
 
@@ -33,7 +44,7 @@ def _keys(value: Any) -> list[str]:
 
 MEMORY = ["content", "id", "kind", "score", "source", "tags", "timestamp"]
 CHECKPOINT = ["actor", "created_at", "id", "journal_pos", "label", "reason"]
-TASK = ["created_at", "done_at", "due", "id", "priority", "status", "title"]
+TASK = ["created_at", "done_at", "due", "goal", "id", "notes", "priority", "status", "title"]
 BELIEF = [
     "confidence",
     "content",
@@ -167,7 +178,8 @@ LISTS: list[tuple[tuple[str, ...], list[str]]] = [
     (("memory", "search", "NAS"), ["relevance", "kind", "id", "when", "source", "tags", "content"]),
     (("memory", "longterm", "list"), ["id", "when", "source", "tags", "content"]),
     (("belief", "list"), ["id", "confidence", "status", "type", "statement"]),
-    (("task", "list"), ["id", "priority", "status", "due", "title"]),
+    (("task", "list"), ["id", "priority", "status", "due", "goal", "title"]),
+    (("goal", "list"), ["id", "status", "title", "tasks"]),
     (("checkpoint", "list"), ["id", "created", "reason", "label", "actor"]),
     (("belief", "history", "BELIEF"), ["when", "change", "details"]),
 ]

@@ -36,6 +36,7 @@ from aether.memory.daily import DailyLog
 from aether.memory.layer import MemoryLayer
 from aether.memory.longterm import LongTermMemory
 from aether.memory.search import MemorySearch
+from aether.operations import Parts
 from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox
 from aether.runtime.llm import LLMClient
@@ -46,9 +47,9 @@ from tests.conftest import dump_state
 
 
 async def _daemon(settings: Settings, client: Redis, llm: LLMClient | None) -> Daemon:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
-    await MemorySearch(layer).ensure_index()
-    daemon = Daemon(settings, layer, llm)
+    parts = Parts(settings.model_copy(update={"embeddings": "none"}), client)
+    await parts.search.ensure_index()
+    daemon = Daemon(parts, llm)
     await daemon.runtime("main").identity.ensure(default_identity_dir())
     await daemon.inbox.ensure_group()
     return daemon

@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"identity", "memory"},
     {"context"},
     {"maintenance"},
+    {"operations"},
     {"runtime"},
     {"app"},
     {"interfaces"},

@@ -33,6 +33,17 @@ TOOLS = {
     "checkpoint_rollback",
     "identity_get",
     "context_assemble",
+    "task_add",
+    "task_list",
+    "task_done",
+    "task_edit",
+    "task_reopen",
+    "task_suggest",
+    "goal_add",
+    "goal_list",
+    "goal_done",
+    "graph_find",
+    "graph_expand",
 }
 
 

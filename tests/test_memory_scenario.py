@@ -30,8 +30,7 @@ from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.maintenance.engine import MaintenanceEngine
 from aether.memory.graph import Graph
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch
+from aether.operations import Parts
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
@@ -205,12 +204,13 @@ async def test_four_weeks_of_changing_facts(
     s = settings.model_copy(
         update={"context": settings.context.model_copy(update={"window_tokens": 2048})}
     )
-    layer = MemoryLayer.open(s, client)
-    await MemorySearch(layer).ensure_index()
+    parts = Parts(s, client)
+    layer, checkpoints = parts.memory, parts.checkpoints
+    await parts.search.ensure_index()
     now = [START.timestamp()]
     with ScriptedOpenAI(responder=responder, extractor=extraction) as server:
         llm = LLMClient(server.base_url, "scripted", max_retries=0)
-        agent = AgentRuntime(s, layer, checkpoints, llm=llm, clock=lambda: now[0])
+        agent = AgentRuntime(parts, llm=llm, clock=lambda: now[0])
         await agent.identity.ensure(default_identity_dir())
         maintenance = MaintenanceEngine(
             layer, checkpoints, llm=llm if extractor == "llm" else None, beliefs=s.beliefs
@@ -224,9 +224,7 @@ async def test_four_weeks_of_changing_facts(
                 assert (await agent.step(message)).reply == "Noted."
             await maintenance.run(now=START + timedelta(days=day, hours=23))
         facts = [f for f in FACTS if extractor == "llm" or f.deterministic]
-        asker = AgentRuntime(
-            settings, layer, checkpoints, session="questions", clock=lambda: now[0]
-        )
+        asker = AgentRuntime(Parts(settings, client), session="questions", clock=lambda: now[0])
         for fact in facts:
             ctx, _ = await asker.context(fact.question)
             seen = ctx.text()  # the system prompt, memories, graph and history

@@ -287,7 +287,7 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
 
     with ScriptedOpenAI(
         replies=[
-            completion(tool_calls=[("c1", "scratchpad", {"action": "get", "id": "x"})]),
+            completion(tool_calls=[("c1", "scratchpad_get", {"id": "x"})]),
             completion("done"),
         ]
     ) as server:
@@ -308,7 +308,7 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
     entries = await opened.ledger.entries()
     assert [e.kind for e in entries] == ["llm_call", "tool_call", "llm_call"]
     assert entries[0].prompt_tokens == 10 and entries[0].cost_usd == pytest.approx(60e-6)
-    assert entries[1].summary == "scratchpad" and entries[1].detail["success"] is True
+    assert entries[1].summary == "scratchpad_get" and entries[1].detail["success"] is True
 
 
 # ------------------------------------------------------------ Qdrant mirror

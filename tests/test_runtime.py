@@ -42,7 +42,7 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
         return completion(
             tool_calls=[
                 ("call_s", "memory_search", {"query": "locker"}),
-                ("call_p", "scratchpad", {"action": "set", "id": "plan", "value": "water plants"}),
+                ("call_p", "scratchpad_set", {"id": "plan", "value": "water plants"}),
             ]
         )
     if last["role"] == "user" and "BROKEN TOOLS" in last["content"]:
@@ -110,7 +110,7 @@ async def test_a_long_conversation_crosses_each_threshold_once_per_crossing(
     s = configured(settings, server)
     rt = await open_runtime(s, client)
     first = await rt.step("My locker code is 4711 and my cat is named Ziggy. USE TOOLS please.")
-    assert [r.name for r in first.tool_runs] == ["memory_search", "scratchpad"]
+    assert [r.name for r in first.tool_runs] == ["memory_search", "scratchpad_set"]
     assert all(r.success for r in first.tool_runs) and first.llm_calls == 2
     assert first.reply == "Done with the tools."
     results: list[StepResult] = [first]
@@ -152,7 +152,7 @@ async def test_a_long_conversation_crosses_each_threshold_once_per_crossing(
     assert "# Relevant memories" in system and "4711" in system
     # the tool calls were recorded as episodes, and the tool pair kept together in chat
     episodes = await Episodes(rt.layer).list("conv")
-    assert [e["tool"] for e in episodes] == ["memory_search", "scratchpad"]
+    assert [e["tool"] for e in episodes] == ["memory_search", "scratchpad_set"]
     assert stored[1]["role"] == "assistant" and [m["role"] for m in stored[2:4]] == ["tool"] * 2
 
 
@@ -255,7 +255,8 @@ async def test_a_refused_connection_opens_the_breaker_at_once() -> None:
 async def test_bad_tool_calls_become_error_results(
     settings: Settings, client: Redis, server: ScriptedOpenAI
 ) -> None:
-    rt = await open_runtime(configured(settings, server), client)
+    # a window whose tool share (15 %) holds the memory tools and one more
+    rt = await open_runtime(configured(settings, server, window_tokens=8192), client)
     heard: list[dict[str, Any]] = []
 
     async def shout(args: dict[str, Any]) -> str:

@@ -41,6 +41,7 @@ from aether.interfaces import (
     cli_redis,
     cli_registry,
     cli_repo,
+    cli_tasks,
 )
 from aether.interfaces.common import (
     EXIT_OK,
@@ -177,6 +178,7 @@ app.add_typer(cli_context.app, name="context")
 app.add_typer(cli_daemon.maintenance_app, name="maintenance")
 cli_daemon.register(app)
 cli_beliefs.register(app)
+cli_tasks.register(app)
 cli_repo.register(app)
 cli_registry.register(app)
 

@@ -1,4 +1,4 @@
-"""``aether remember``, ``belief ...``, ``questions`` and ``task ...``."""
+"""``aether remember``, ``belief ...`` and ``questions``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
     AppState,
@@ -27,21 +26,19 @@ from aether.interfaces.common import (
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.beliefs import Beliefs, BeliefStatus, Reflection, RememberSummary
 from aether.memory.records import MemoryDoc
-from aether.memory.tasks import Task, Tasks, TaskStatus
+from aether.operations import ranges
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
-task_app = group("Tasks (open ones feed the heartbeat).")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 STATUS_HELP = "active, invalidated, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 
 
 def register(app: typer.Typer) -> None:
-    """Add the belief and task commands to the root app."""
+    """Add the belief commands to the root app."""
     app.command()(remember)
     app.command()(questions)
     app.add_typer(belief_app, name="belief")
-    app.add_typer(task_app, name="task")
 
 
 @asynccontextmanager
@@ -244,65 +241,3 @@ def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
     columns = [*BELIEF_COLUMNS[:2], Column("open question", lambda b: f"{b['content']}?")]
     emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no open questions")
-
-
-TASK_COLUMNS: list[Column[Task]] = [
-    Column("id", lambda t: t["id"], whole=True),
-    Column("priority", lambda t: f"p{t['priority']}"),
-    Column("status", lambda t: t["status"]),
-    Column("due", lambda t: t["due"], whole=True),
-    Column("title", lambda t: t["title"]),
-]
-
-
-@task_app.command("add")
-def task_add(
-    ctx: typer.Context,
-    title: str,
-    priority: Annotated[
-        int, ranges.PRIORITY.option("--priority", "-p", help="1 (highest) to 5.")
-    ] = 3,
-    due: Annotated[str | None, typer.Option("--due", help="YYYY-MM-DD.")] = None,
-    json_: JsonOpt = False,
-) -> None:
-    """Add an open task."""
-    st = state(ctx)
-
-    async def body() -> Task:
-        async with memory(st) as layer:
-            return await Tasks(layer).add(title, priority, due)
-
-    task = run(ctx, body)
-    emit(task, wants_json(ctx, json_), lambda: print(task["id"]))
-
-
-@task_app.command("list")
-def task_list(
-    ctx: typer.Context,
-    status: Annotated[
-        Literal[TaskStatus, "all"], typer.Option("--status", help="Which tasks.")
-    ] = "open",
-    json_: JsonOpt = False,
-) -> None:
-    """Tasks: open ones by priority and due date."""
-    st = state(ctx)
-
-    async def body() -> list[Task]:
-        async with memory(st) as layer:
-            return await Tasks(layer).list(None if status == "all" else status)
-
-    empty = "no open tasks" if status == "open" else "no tasks"
-    emit_table(run(ctx, body), wants_json(ctx, json_), TASK_COLUMNS, empty=empty)
-
-
-@task_app.command("done")
-def task_done(ctx: typer.Context, task_id: str, json_: JsonOpt = False) -> None:
-    """Mark a task done (by id or unique prefix)."""
-    st = state(ctx)
-
-    async def body() -> Task:
-        async with memory(st) as layer:
-            return await Tasks(layer).done(task_id)
-
-    task = run(ctx, body)
-    emit(task, wants_json(ctx, json_), lambda: print(f"done {task['id']}: {task['title']}"))

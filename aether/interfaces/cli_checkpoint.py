@@ -10,7 +10,6 @@ import typer
 from aether.checkpoints.diff import KeyChange
 from aether.checkpoints.manager import Checkpoints
 from aether.checkpoints.model import Checkpoint, Diff
-from aether.interfaces import ranges
 from aether.interfaces.common import (
     AppState,
     confirm,
@@ -28,6 +27,7 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
+from aether.operations import ranges
 
 app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
 archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 import typer
 
 from aether.context.assembly import ScoredMemory
-from aether.interfaces import ranges
 from aether.interfaces.cli_identity import identity_dir
 from aether.interfaces.common import (
     console,
@@ -19,6 +18,7 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, print_table
+from aether.operations import ranges
 
 app = group("The context layer: preview an assembled context.")
 

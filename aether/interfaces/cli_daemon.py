@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from aether.errors import AetherError, ConfigError
-from aether.interfaces import cli_identity, ranges
+from aether.interfaces import cli_identity
 from aether.interfaces.common import (
     EXIT_ERROR,
     AppState,
@@ -36,6 +36,7 @@ from aether.interfaces.common import (
     state,
     wants_json,
 )
+from aether.operations import ranges
 
 if TYPE_CHECKING:
     from aether.app import Aether
@@ -198,7 +199,7 @@ async def _serve(
     layer = agent.memory
     llm = LLMClient.from_settings(settings)
     consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
-    daemon = Daemon(settings, layer, llm, consumer=consumer, checkpoints=agent.checkpoints)
+    daemon = Daemon(agent, llm, consumer=consumer)
 
     async def recover() -> None:
         await daemon.recover()

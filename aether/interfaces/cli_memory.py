@@ -14,7 +14,6 @@ from zoneinfo import ZoneInfo
 import typer
 
 from aether.errors import InvalidOperationError
-from aether.interfaces import ranges
 from aether.interfaces.common import (
     EXIT_USAGE,
     AppState,
@@ -41,6 +40,7 @@ from aether.memory.longterm import LongTermMemory
 from aether.memory.records import DailyEntry, Kind, LongTermRecord, MemoryDoc, Source, public
 from aether.memory.scratchpad import Scratchpads
 from aether.memory.search import MemorySearch
+from aether.operations import ranges
 
 app = group("Memory: daily logs, long-term, search, chat, import, export.")
 longterm_app = group("Long-term memory.")

@@ -11,7 +11,6 @@ import typer
 from redis.asyncio import Redis
 
 from aether.errors import InvalidOperationError
-from aether.interfaces import ranges
 from aether.interfaces.cli_memory import parse_since
 from aether.interfaces.common import (
     AppState,
@@ -26,6 +25,7 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
+from aether.operations import ranges
 from aether.registry.factory import RegistryAndLedger, open_registry
 from aether.registry.model import KINDS, LedgerKind
 

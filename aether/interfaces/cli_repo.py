@@ -9,12 +9,12 @@ from typing import Annotated
 import typer
 from typing_extensions import TypedDict
 
-from aether.interfaces import ranges
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import emit, group, progress_bar, run, state, wants_json
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.graph import Entity, Graph
 from aether.memory.repository import IndexReport, Repositories
+from aether.operations import ranges
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")
 graph_app = group("The entity graph: find entities, expand around them.")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
 import typer
+from pydantic import BaseModel
 from redis.asyncio import Redis
 from rich.console import Console
 from rich.markup import escape
@@ -25,6 +26,7 @@ from aether.keys import Keyspace
 
 if TYPE_CHECKING:
     from aether.app import Aether
+    from aether.operations import Operation
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -32,6 +34,7 @@ EXIT_NO_RESULTS = 2
 EXIT_USAGE = 64  # EX_USAGE (sysexits.h): 2 stays "the query ran and found nothing"
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 _UTC = ZoneInfo("UTC")
 
 console = Console()
@@ -130,6 +133,48 @@ async def open_aether(st: AppState, actor: str = "cli") -> AsyncIterator[Aether]
 
     async with Aether.open(st.settings, actor=actor, embed_via_daemon=True, migrate=False) as agent:
         yield agent
+
+
+def arguments(ctx: typer.Context, model: type[M], **values: Any) -> M:
+    """An operation's arguments from a command's options; a bad value is a usage error (64).
+
+    Options left ``None`` are left out, so the model's defaults apply.
+    """
+    from pydantic import ValidationError
+
+    from aether.operations.base import problems
+
+    try:
+        return model.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as e:
+        fail(problems(e), state(ctx).json, code=EXIT_USAGE, kind="invalid")
+
+
+def about(model: type[BaseModel], field: str) -> str:
+    """A field's description: the help of the option that sets it (one place)."""
+    return model.model_fields[field].description or ""
+
+
+def call(ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False) -> T:
+    """Run one operation for a command, as the CLI (``llm``: with the configured model).
+
+    An ``AetherError`` becomes one line (or JSON) and exit 1.
+    """
+    st = state(ctx)
+
+    async def body() -> T:
+        from aether.operations import Caller
+        from aether.runtime.llm import LLMClient
+
+        model = LLMClient.from_settings(st.settings) if llm else None
+        try:
+            async with open_aether(st) as agent:
+                return await op(agent, Caller("cli", llm=model), args)
+        finally:
+            if model is not None:
+                await model.aclose()
+
+    return run(ctx, body)
 
 
 def epoch(value: object) -> float | None:

@@ -16,32 +16,25 @@ import hmac
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from datetime import date
 from typing import Annotated, Any
 
 import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent
-from pydantic import Field, ValidationError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from aether.app import Aether
 from aether.config import Settings
 from aether.errors import (
     AetherError,
-    NotFoundError,
     describe,
     error_code,
 )
 from aether.identity.bootstrap import default_identity_dir
-from aether.ids import check_id
-from aether.interfaces.ranges import LIMIT, MAX_TOKENS, TTL_S
-from aether.memory.beliefs import RememberSummary
-from aether.memory.daily import DailyLog
-from aether.memory.longterm import LongTermMemory
-from aether.memory.records import Kind
-from aether.memory.scratchpad import Scratchpads
+from aether.llm import TextModel
+from aether.operations import REGISTRY, Caller, Operation, Parts
 from aether.runtime.llm import LLMClient
 
 log = structlog.get_logger(__name__)
@@ -110,218 +103,54 @@ def _contract_error(code: str, message: str) -> CallToolResult:
     )
 
 
-def build_server(agent: Aether, llm: LLMClient | None = None) -> MCPServer[Any]:
-    """The MCP server with every aether tool, over one namespace's ``Aether``.
+def build_server(parts: Parts, llm: TextModel | None = None) -> MCPServer[Any]:
+    """The MCP server: every operation (``aether.operations``) as a tool, over ``parts``.
 
-    ``llm`` (when configured) extracts beliefs and checks contradictions for
-    ``memory_remember``; without it the heuristics do.
+    ``llm`` (when configured) extracts beliefs for ``memory_remember`` and ranks
+    ``task_suggest``; without it the heuristics and rules do.
     """
     server: MCPServer[Any] = AetherMCPServer(
         name="aether",
-        instructions="Long-term memory, checkpoints and identity of an aether agent.",
+        instructions="Long-term memory, tasks, checkpoints and identity of an aether agent.",
     )
-    layer = agent.memory
-    search = agent.search
-
-    def tool(fn: Callable[..., Awaitable[object]]) -> None:
-        description = inspect.cleandoc(fn.__doc__ or "")
-        server.add_tool(_guarded(fn), name=fn.__name__, description=description)
-
-    async def memory_search(
-        query: Annotated[str, Field(description="What to look for, in plain words.")],
-        limit: Annotated[int, LIMIT.field("How many results, most relevant first.")] = 5,
-        kind: Annotated[Kind | None, Field(description="Only this kind of memory.")] = None,
-    ) -> dict[str, Any]:
-        """Find what the agent remembers about something, most relevant first.
-
-        Searches daily log entries, long-term memories, beliefs, events, decisions and failures
-        (full text, vectors and recency). Use it before answering from memory; an empty
-        ``results`` means nothing relevant is stored.
-        """
-
-        async def work() -> dict[str, Any]:
-            hits = await search.search(query, limit=limit, kind=kind)
-            return {
-                "results": [
-                    {
-                        "key": h.key,
-                        "id": h.doc.get("id"),
-                        "kind": h.doc.get("kind"),
-                        "content": h.content,
-                        "relevance": h.relevance,
-                    }
-                    for h in hits
-                ]
-            }
-
-        return await work()
-
-    async def memory_log(
-        content: Annotated[str, Field(description="What happened, in a sentence or two.")],
-        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
-        session: Annotated[str | None, Field(description="The conversation it belongs to.")] = None,
-    ) -> dict[str, Any]:
-        """Record something that happened today in the daily log.
-
-        An event, a result, what the user said. For a lasting fact or preference use
-        memory_remember instead; it is not checked against what is already known.
-        """
-        doc = await DailyLog(layer).log(content, source="agent", tags=tags, session=session)
-        return {"id": doc["id"], "day": doc["day"]}
-
-    async def memory_remember(
-        content: Annotated[str, Field(description="The fact or preference, self-contained.")],
-        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
-    ) -> RememberSummary:
-        """Learn a lasting fact or preference, checked against what is already believed.
-
-        The same fact again reinforces the belief held; a contradicting one ("the NAS has
-        16 TB" after "12 TB") supersedes it, so the old value never reaches a context.
-        Returns each belief's ``id`` and ``action`` (created, reinforced, superseded).
-        """
-        report = await agent.beliefs(llm).remember(content, source="agent", tags=tags)
-        return report.summary()
-
-    async def memory_note(
-        content: Annotated[str, Field(description="The note, self-contained.")],
-        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
-    ) -> dict[str, str]:
-        """Keep a plain long-term note as written, with no belief checks.
-
-        For a reference, a procedure or a summary. A fact that can change belongs in
-        memory_remember. Returns its ``id``, which memory_forget takes.
-        """
-        doc = await LongTermMemory(layer).add(content, tags=tags)
-        return {"id": doc["id"]}
-
-    async def memory_forget(
-        id: Annotated[str, Field(description="The memory's id, as memory_search returns it.")],
-    ) -> dict[str, Any]:
-        """Forget one belief, long-term note or daily entry that is wrong or unwanted.
-
-        A belief is kept in its history but never recalled again; a note or an entry is
-        deleted. Journaled: a checkpoint rollback brings it back.
-        """
-
-        async def work() -> dict[str, str]:
-            check_id(id, "memory id")
-            if await layer.client.exists(layer.keys.belief(id)):
-                await agent.beliefs().forget(id)
-                return {"forgotten": id, "kind": "belief"}
-            if await layer.client.exists(layer.keys.longterm(id)):
-                await LongTermMemory(layer).delete(id)
-                return {"forgotten": id, "kind": "longterm"}
-            doc = (await layer.get_docs([layer.keys.daily_entry(id)]))[0]
-            if doc is None:
-                raise NotFoundError(f"no memory {id!r}")
-
-            removal = DailyLog(layer).removal(
-                date.fromisoformat(doc["day"]), [doc], whole_day=False
-            )
-            await layer.store.apply(removal, "memory.forget")
-            return {"forgotten": id, "kind": "daily"}
-
-        return await work()
-
-    async def scratchpad_get(
-        id: Annotated[str, Field(description="The scratchpad's name.")],
-    ) -> dict[str, Any]:
-        """Read a scratchpad: short-lived working notes for the task at hand.
-
-        ``value`` is null when it was never set or has expired.
-        """
-        return {"id": id, "value": await Scratchpads(layer).get(id)}
-
-    async def scratchpad_set(
-        id: Annotated[str, Field(description="The scratchpad's name.")],
-        value: Annotated[str, Field(description="The notes to keep (replaces the old ones).")],
-        ttl_s: Annotated[
-            int | None, TTL_S.field("Seconds until it expires (default 3600).")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Write working notes that expire (default after one hour).
-
-        Not part of memory: never searched, not rolled back.
-        """
-        await Scratchpads(layer).set(id, value, ttl_s)
-        return {"id": id, "ttl_s": await layer.client.ttl(layer.keys.scratchpad(id))}
-
-    async def checkpoint_create(
-        label: Annotated[
-            str, Field(max_length=200, description="A name to find it by later.")
-        ] = "",
-    ) -> dict[str, Any]:
-        """Save the agent's whole state now (O(1)), before a risky change.
-
-        checkpoint_rollback returns to it. Returns its ``id``.
-        """
-        cp = await agent.checkpoints.create(label=label, reason="mcp", actor="mcp")
-        return cp.to_dict()
-
-    async def checkpoint_list() -> dict[str, Any]:
-        """The kept checkpoints, newest first, with their ids, labels and times."""
-        return {"checkpoints": [c.to_dict() for c in await agent.checkpoints.list()]}
-
-    async def checkpoint_rollback(
-        id: Annotated[str, Field(description="A checkpoint id or a unique prefix (6+ chars).")],
-    ) -> dict[str, Any]:
-        """Return the agent's whole state to a checkpoint, atomically.
-
-        Everything after it is undone. A checkpoint of the current state is taken first, so
-        it is reversible (``aether checkpoint undo``).
-        """
-        result = await agent.checkpoints.rollback_to(id, actor="mcp")
-        return result.to_dict()
-
-    async def identity_get() -> dict[str, Any]:
-        """Who the agent is and who its operator is.
-
-        The agent's name, role and voice; the operator's name, time zone and preferences:
-        the profiles the system prompt is built from.
-        """
-        identity = await agent.identity.load()
-        return {"agent": identity.agent, "user": identity.user}
-
-    async def context_assemble(
-        query: Annotated[str, Field(description="The message the context is for.")],
-        max_tokens: Annotated[int, MAX_TOKENS.field("The token budget of the context.")] = 2000,
-        session: Annotated[
-            str | None, Field(description="The conversation, for its recent messages.")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Build the messages aether would send a model for ``query``.
-
-        Identity, relevant memories and beliefs, recent conversation, fitted into
-        ``max_tokens``.
-        """
-        assembler = agent.context
-
-        async def work() -> dict[str, Any]:
-            return _context(await assembler.assemble(query, max_tokens, session=session))
-
-        return await work()
-
-    for fn in (
-        memory_search,
-        memory_log,
-        memory_remember,
-        memory_note,
-        memory_forget,
-        scratchpad_get,
-        scratchpad_set,
-        checkpoint_create,
-        checkpoint_list,
-        checkpoint_rollback,
-        identity_get,
-        context_assemble,
-    ):
-        tool(fn)
+    caller = Caller("mcp", llm=llm)
+    for op in REGISTRY.values():
+        hints = ToolAnnotations(read_only_hint=op.read_only)
+        tool = _guarded(_tool_function(op, parts, caller))
+        server.add_tool(tool, name=op.name, description=op.description, annotations=hints)
     return server
 
 
-def _context(ctx: Any) -> dict[str, Any]:
-    sections = [{"name": s.name, "tokens": s.tokens, "budget": s.budget} for s in ctx.sections()]
-    return {"tokens": ctx.tokens, "sections": sections, "messages": ctx.messages()}
+def _tool_function(
+    op: Operation[Any, Any], parts: Parts, caller: Caller
+) -> Callable[..., Awaitable[Any]]:
+    """``op`` as the SDK reads a tool: keyword arguments, the schema from its signature."""
+
+    async def call(**kwargs: Any) -> dict[str, Any]:
+        result: dict[str, Any] = op.dump(await op(parts, caller, op.arguments(**kwargs)))
+        return result
+
+    call.__name__ = op.name
+    call.__signature__ = _signature(op.arguments)  # type: ignore[attr-defined]
+    return call
+
+
+def _signature(model: type[BaseModel]) -> inspect.Signature:
+    """Keyword parameters mirroring ``model``'s fields: types, bounds, defaults, descriptions."""
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=Annotated[
+                    field.rebuild_annotation(), Field(description=field.description)
+                ],
+                default=inspect.Parameter.empty if field.is_required() else field.default,
+            )
+            for name, field in model.model_fields.items()
+        ],
+        return_annotation=dict[str, Any],
+    )
 
 
 async def serve_stdio(settings: Settings) -> None:

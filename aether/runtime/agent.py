@@ -18,22 +18,18 @@ from typing import Any
 
 import structlog
 
-from aether.checkpoints.manager import Checkpoints
-from aether.config import ModelWindow, Settings
-from aether.context.assembly import AssembledContext, Budgets, ContextAssembler, Section
+from aether.config import ModelWindow
+from aether.context.assembly import AssembledContext, Budgets, Section
 from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from aether.context.session import EnforceReport, SessionWindow
 from aether.errors import InvalidOperationError
-from aether.identity.profile import IdentityStore
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
 from aether.llm import ChatMessage, ToolSchema
-from aether.memory.beliefs import Beliefs
 from aether.memory.chat import ChatSessions
 from aether.memory.episodes import Episodes
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch
 from aether.memory.toolcache import ToolSchemaCache
+from aether.operations import Caller, Parts
 from aether.registry.model import AgentLedger, new_entry
 from aether.runtime.llm import Completion, LLMClient, ToolCall
 from aether.runtime.tools import Tool, Toolbox, ToolRun, builtin_tools
@@ -62,9 +58,7 @@ class AgentRuntime:
     """An agent: identity, memory, the context window of one session, an LLM and tools.
 
     Args:
-        settings: the process settings.
-        layer: the memory layer.
-        checkpoints: the namespace's checkpoints.
+        parts: the namespace's wired parts (``aether.app.Aether`` is one).
         session: the chat session this runtime talks in.
         llm: the model (``None``: ``step`` raises; everything else works).
         actor: who the journal says made the changes.
@@ -75,9 +69,7 @@ class AgentRuntime:
 
     def __init__(
         self,
-        settings: Settings,
-        layer: MemoryLayer,
-        checkpoints: Checkpoints,
+        parts: Parts,
         *,
         session: str = "main",
         llm: LLMClient | None = None,
@@ -85,25 +77,26 @@ class AgentRuntime:
         ledger: AgentLedger | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.parts = parts
         self.ledger = ledger
         self.clock = clock
-        self.settings = settings
-        self.layer = layer
-        self.checkpoints = checkpoints
+        self.settings = settings = parts.settings
+        self.layer = parts.memory
+        self.checkpoints = parts.checkpoints
         self.session = check_id(session, "session id")
         self.llm = llm
         self.actor = actor
-        self.identity = IdentityStore(layer.store, checkpoints)
-        self.search = MemorySearch(layer)
-        self.assembler = ContextAssembler.configured(layer, self.identity, self.search, settings)
-        self.chats = ChatSessions(layer)
-        self.episodes = Episodes(layer)
+        self.identity = parts.identity
+        self.search = parts.search
+        self.assembler = parts.context
+        self.chats = ChatSessions(self.layer)
+        self.episodes = Episodes(self.layer)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)
         summarizer: Summarizer = LLMSummarizer(llm) if llm else ExtractiveSummarizer()
         self._summarizer = summarizer
         self.toolbox = Toolbox()
-        self.beliefs = Beliefs(layer, settings.beliefs, llm)
-        for tool in builtin_tools(layer, checkpoints, self.session, self.search, self.beliefs):
+        self.beliefs = parts.beliefs(llm)
+        for tool in builtin_tools(parts, Caller("agent", session=self.session, llm=llm)):
             self.toolbox.register(tool)
         self._cached_schemas: list[ToolSchema] | None = None
 
@@ -114,13 +107,22 @@ class AgentRuntime:
             InvalidOperationError: a bad or taken name, or the tool schemas would exceed
                 their share of the window.
         """
-        budget = int(self.window.window_tokens * self.window.tools_share)
-        cost = count_tool_schemas([*self.toolbox.schemas(), tool.schema()])
+        budget = self.tools_budget
+        cost = count_tool_schemas([*self.toolbox.required_schemas(), tool.schema()])
         if cost > budget:
             raise InvalidOperationError(
                 f"tool schemas would take {cost} tokens, over their budget of {budget}"
             )
         self.toolbox.register(tool)
+
+    @property
+    def tools_budget(self) -> int:
+        """The tokens the tool schemas of a request may take (their share of the window)."""
+        return int(self.window.window_tokens * self.window.tools_share)
+
+    def tool_schemas(self) -> list[ToolSchema]:
+        """The tools a request declares: within :attr:`tools_budget`."""
+        return self.toolbox.offered(self.tools_budget)
 
     async def session_window(self) -> SessionWindow:
         """The session's window (the operator's time zone read from the identity)."""
@@ -151,7 +153,7 @@ class AgentRuntime:
         budgets = Budgets.for_window(self.settings.context, self.window)
         ctx = await self.assembler.assemble("", budgets=budgets, view=view)
         # the system prompt, memory index and tools (no query: no memories)
-        fixed = ctx.fixed_tokens + count_tool_schemas(self.toolbox.schemas())
+        fixed = ctx.fixed_tokens + count_tool_schemas(self.tool_schemas())
         _, report = await window.enforce(fixed, view)
         return report
 
@@ -162,7 +164,7 @@ class AgentRuntime:
         view = await window.view()
         when = datetime.fromtimestamp(self.clock(), UTC)
         ctx = await self.assembler.assemble(query, budgets=budgets, view=view, now=when)
-        tools = count_tool_schemas(self.toolbox.schemas())
+        tools = count_tool_schemas(self.tool_schemas())
         view, report = await window.enforce(ctx.fixed_tokens + tools, view)
         ctx.history_messages = view.messages(window.zone)
         tokens = sum(count_message(m) for m in ctx.history_messages)
@@ -188,7 +190,7 @@ class AgentRuntime:
         if ref is None or await self.chats.find_ref(self.session, ref) is None:
             await self.chats.append(self.session, "user", message, ref=ref, timestamp=self.clock())
         result = StepResult(reply="", session=self.session)
-        schemas = self.toolbox.schemas()
+        schemas = self.tool_schemas()
         if schemas != self._cached_schemas:
             await ToolSchemaCache(self.layer).set(self.session, schemas)
             self._cached_schemas = schemas

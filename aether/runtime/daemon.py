@@ -26,7 +26,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from aether.checkpoints.manager import Checkpoints
 from aether.codec import text
-from aether.config import Settings
 from aether.errors import (
     AetherError,
     ConcurrentAdminError,
@@ -38,10 +37,8 @@ from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
 from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
-from aether.memory.beliefs import Beliefs
 from aether.memory.knowledge import ConversationLearner
-from aether.memory.layer import MemoryLayer
-from aether.memory.tasks import Tasks
+from aether.operations import Parts
 from aether.registry.factory import open_registry
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.health import Health
@@ -76,30 +73,23 @@ class Daemon:
     """One running agent on one namespace.
 
     Args:
-        settings: the process settings.
-        layer: the memory layer (its embedder loaded once, here).
+        parts: the namespace's wired parts (``aether.app.Aether`` is one); the memory
+            layer's embedder is loaded once, here.
         llm: the model, or ``None``.
+        consumer: its name in the inbox's consumer group (unique per instance).
     """
 
-    def __init__(
-        self,
-        settings: Settings,
-        layer: MemoryLayer,
-        llm: LLMClient | None,
-        consumer: str | None = None,
-        checkpoints: Checkpoints | None = None,
-    ) -> None:
-        self.settings = settings
-        self.layer = layer
+    def __init__(self, parts: Parts, llm: LLMClient | None, consumer: str | None = None) -> None:
+        self.parts = parts
+        self.settings = settings = parts.settings
+        self.layer = layer = parts.memory
         self.client: Redis = layer.client
         self.keys = layer.keys
         self.llm = llm
         cfg = settings.daemon
         self.consumer = consumer or cfg.consumer
         self.inbox = Inbox(self.client, self.keys, self.consumer, cfg.outbox_maxlen)
-        self.checkpoints = checkpoints or Checkpoints.from_settings(
-            self.client, self.keys, settings
-        )
+        self.checkpoints = parts.checkpoints
         self.heartbeat_state = HeartbeatState(self.client, self.keys)
         self.schedule = Schedule(self.client, self.keys)
         self.services = open_registry(settings, self.client, actor="daemon")
@@ -108,16 +98,13 @@ class Daemon:
         self.answered = 0
         self._supervisor: Supervisor | None = None
         self._to_learn: asyncio.Queue[str] = asyncio.Queue()
-        beliefs = Beliefs(layer, settings.beliefs, llm)
-        self.learner = ConversationLearner(layer, beliefs, llm)
+        self.learner = ConversationLearner(layer, parts.beliefs(llm), llm)
 
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once)."""
         if session not in self._runtimes:
             self._runtimes[session] = AgentRuntime(
-                self.settings,
-                self.layer,
-                self.checkpoints,
+                self.parts,
                 session=session,
                 llm=self.llm,
                 actor="daemon",
@@ -127,12 +114,11 @@ class Daemon:
 
     async def recover(self) -> None:
         """Re-create what a Redis restart may have lost: the library, group and index."""
-        from aether.memory.search import MemorySearch
         from aether.store.client import load_library
 
         await load_library(self.client)
         await self.inbox.ensure_group()
-        await MemorySearch(self.layer).ensure_index()
+        await self.parts.search.ensure_index()
         await finish_interrupted_rollback(self.checkpoints)
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
@@ -331,10 +317,9 @@ class Daemon:
         if self.llm is None:
             return
         depth = await self.inbox.depth()
-        tasks = (await Tasks(self.layer).list("open"))[:OPEN_TASKS_SHOWN]
+        tasks = (await self.parts.tasks.list("open"))[:OPEN_TASKS_SHOWN]
         listed = "\n".join(
-            f"- [{t['id']}] p{t['priority']} {t['title']}"
-            + (f" (due {t['due']})" if t["due"] else "")
+            f"- [{t.id}] p{t.priority} {t.title}" + (f" (due {t.due})" if t.due else "")
             for t in tasks
         )
         prompt = (

@@ -1,4 +1,4 @@
-"""Tools the agent can call: the built-in memory tools plus any a program registers.
+"""Tools the agent can call: aether's operations plus any a program registers.
 
 A tool is a name, a description, a JSON-schema for its arguments and an async handler
 that returns text. A failing tool never ends the agent's step: its error becomes the
@@ -11,21 +11,27 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
-from aether.checkpoints.manager import Checkpoints
 from aether.errors import AetherError, InvalidOperationError
 from aether.llm import ToolFunction, ToolSchema
-from aether.memory.beliefs import Beliefs
-from aether.memory.daily import DailyLog
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.scratchpad import Scratchpads
-from aether.memory.search import MemorySearch
+from aether.operations import Caller, Operation, Parts, agent_operations
 from aether.runtime.llm import ToolCall, parse_arguments
+from aether.tokens import count_tool_schemas
 
 log = structlog.get_logger(__name__)
+
+ALWAYS_OFFERED = (
+    "memory_search",
+    "memory_log",
+    "memory_remember",
+    "memory_note",
+    "scratchpad_",
+    "checkpoint_create",
+)
+"""Name prefixes of the built-in tools every request declares."""
 
 ToolArguments = dict[str, object]
 """A call's arguments, parsed from JSON and checked against the tool's schema."""
@@ -49,6 +55,8 @@ class Tool:
     description: str
     parameters: dict[str, object]
     handler: Handler
+    optional: bool = False
+    """Offered only when it fits in the tools' share of the window, after every other."""
 
     def schema(self) -> ToolSchema:
         """The tool as the chat API declares it."""
@@ -91,21 +99,6 @@ def check_arguments(schema: Mapping[str, object], arguments: ToolArguments) -> N
             raise InvalidOperationError(f"argument {name!r} must be {declared}")
 
 
-def _text(args: ToolArguments, name: str, default: str = "") -> str:
-    value = args.get(name, default)
-    return value if isinstance(value, str) else str(value)
-
-
-def _integer(args: ToolArguments, name: str) -> int | None:
-    value = args.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _tags(args: ToolArguments) -> list[str] | None:
-    value = args.get("tags")
-    return [str(tag) for tag in value] if isinstance(value, list) else None
-
-
 class Toolbox:
     """The tools of one agent, by name."""
 
@@ -131,6 +124,22 @@ class Toolbox:
         """Every tool's declaration."""
         return [t.schema() for t in self._tools.values()]
 
+    def required_schemas(self) -> list[ToolSchema]:
+        """The declarations of the tools always offered (not ``optional``)."""
+        return [t.schema() for t in self._tools.values() if not t.optional]
+
+    def offered(self, budget: int) -> list[ToolSchema]:
+        """What a request declares: every required tool, then optional ones while they fit.
+
+        Args:
+            budget: the tokens the tool schemas may take (their share of the window).
+        """
+        chosen = self.required_schemas()
+        for tool in self._tools.values():
+            if tool.optional and count_tool_schemas([*chosen, tool.schema()]) <= budget:
+                chosen.append(tool.schema())
+        return chosen
+
     async def run(self, call: ToolCall) -> ToolRun:
         """Execute one call; errors become the result's text (``success=False``)."""
         start = time.perf_counter()
@@ -151,118 +160,20 @@ class Toolbox:
         return ToolRun(call.id, call.name, arguments, output, success, ms)
 
 
-def _object(properties: dict[str, object], required: list[str]) -> dict[str, object]:
-    return {"type": "object", "properties": properties, "required": required}
+def operation_tool(op: Operation[Any, Any], parts: Parts, caller: Caller) -> Tool:
+    """An operation offered to the model: its summary, its arguments' schema, its brief."""
+
+    async def handler(arguments: ToolArguments) -> str:
+        return op.text(await op(parts, caller, op.parse(arguments)))
+
+    optional = not op.name.startswith(ALWAYS_OFFERED)
+    return Tool(op.name, op.summary, op.schema(), handler, optional=optional)
 
 
-def builtin_tools(
-    layer: MemoryLayer,
-    checkpoints: Checkpoints,
-    session: str,
-    search: MemorySearch,
-    beliefs: Beliefs,
-) -> list[Tool]:
-    """The memory tools every agent has: search, log, remember, note, scratchpad, checkpoint."""
+def builtin_tools(parts: Parts, caller: Caller) -> list[Tool]:
+    """The operations every agent has as tools (``aether.operations.agent_operations``).
 
-    async def memory_search(args: ToolArguments) -> str:
-        kind = _text(args, "kind") or None
-        hits = await search.search(
-            _text(args, "query"), limit=_integer(args, "limit") or 5, kind=kind
-        )
-        if not hits:
-            return "no memories found"
-        return "\n".join(f"[{h.doc.get('kind')} {h.doc.get('id')}] {h.content}" for h in hits)
-
-    async def memory_log(args: ToolArguments) -> str:
-        doc = await DailyLog(layer).log(
-            _text(args, "content"), source="agent", tags=_tags(args), session=session
-        )
-        return f"logged {doc['id']}"
-
-    async def memory_remember(args: ToolArguments) -> str:
-        report = await beliefs.remember(
-            _text(args, "content"), source="agent", tags=_tags(args), session=session
-        )
-        return "; ".join(
-            f"{o['action']} belief {o['id']}"
-            + (f" (replaces {o['previous']})" if o["previous"] else "")
-            for o in report.summary()["beliefs"]
-        )
-
-    async def memory_note(args: ToolArguments) -> str:
-        doc = await LongTermMemory(layer).add(_text(args, "content"), tags=_tags(args))
-        return f"noted {doc['id']}"
-
-    async def scratchpad(args: ToolArguments) -> str:
-        pads = Scratchpads(layer)
-        action, pad = args["action"], _text(args, "id")
-        if action == "set":
-            if "value" not in args:
-                raise InvalidOperationError("scratchpad set needs a value")
-            await pads.set(pad, _text(args, "value"), _integer(args, "ttl_s"))
-            return f"scratchpad {pad} set"
-        if action == "get":
-            value = await pads.get(pad)
-            return value if value is not None else f"scratchpad {pad} is empty or expired"
-        raise InvalidOperationError("scratchpad action must be get or set")
-
-    async def checkpoint(args: ToolArguments) -> str:
-        cp = await checkpoints.create(
-            label=_text(args, "label")[:200], reason="agent", actor="agent"
-        )
-        return f"checkpoint {cp.id} created"
-
-    tags = {"type": "array", "items": {"type": "string"}, "description": "optional tags"}
-    return [
-        Tool(
-            "memory_search",
-            "Search your memory (daily logs, long-term memories, beliefs).",
-            _object(
-                {
-                    "query": {"type": "string"},
-                    "limit": {"type": "integer", "description": "1-50, default 5"},
-                    "kind": {"type": "string", "enum": ["daily", "longterm", "belief"]},
-                },
-                ["query"],
-            ),
-            memory_search,
-        ),
-        Tool(
-            "memory_log",
-            "Write a note to today's log.",
-            _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
-            memory_log,
-        ),
-        Tool(
-            "memory_remember",
-            "Learn a lasting fact or preference; it reinforces or replaces what you believed.",
-            _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
-            memory_remember,
-        ),
-        Tool(
-            "memory_note",
-            "Keep a plain long-term note as written (a reference, a procedure, a summary).",
-            _object({"content": {"type": "string"}, "tags": tags}, ["content"]),
-            memory_note,
-        ),
-        Tool(
-            "scratchpad",
-            "Get or set a short-lived working note (expires, default 1 h).",
-            _object(
-                {
-                    "action": {"type": "string", "enum": ["get", "set"]},
-                    "id": {"type": "string"},
-                    "value": {"type": "string"},
-                    "ttl_s": {"type": "integer"},
-                },
-                ["action", "id"],
-            ),
-            scratchpad,
-        ),
-        Tool(
-            "checkpoint",
-            "Checkpoint your state now (it can be rolled back to later).",
-            _object({"label": {"type": "string"}}, []),
-            checkpoint,
-        ),
-    ]
+    Its memory tools (search, log, remember, note, scratchpads, checkpoint) are always
+    offered; the others (forget, tasks, goals, graph) when they fit in the window's share.
+    """
+    return [operation_tool(op, parts, caller) for op in agent_operations()]

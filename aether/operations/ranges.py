@@ -1,4 +1,4 @@
-"""The declared range of every numeric argument (CLI and MCP), in one place.
+"""The declared range of every numeric argument (agent, MCP and CLI), in one place.
 
 A value out of its range is a usage error (exit 64) before anything runs, so no
 command ever hands Redis an integer it cannot hold or answers "found nothing" to a
@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import typer
 from pydantic import Field
 
 __all__ = [
@@ -38,6 +37,8 @@ class Range:
 
     def option(self, *decls: str, help: str) -> Any:
         """A typer option that refuses values outside the range."""
+        import typer  # only the CLI needs it
+
         return typer.Option(*decls, min=self.low, max=self.high, help=help)
 
     def field(self, description: str) -> Any:

@@ -1,0 +1,34 @@
+"""Every operation of aether, defined once (``aether.operations.base``).
+
+The agent's tools, the MCP server and the CLI are faces over these: each operation is
+an async function with a pydantic arguments model and a typed result, working on the
+:class:`Parts` of one namespace. Groups: :mod:`.memory`, :mod:`.checkpoints`,
+:mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aether.operations import checkpoints, graph, identity, memory, tasks
+from aether.operations.base import REGISTRY, Caller, Operation, operation
+from aether.operations.parts import Parts
+
+__all__ = [
+    "REGISTRY",
+    "Caller",
+    "Operation",
+    "Parts",
+    "agent_operations",
+    "checkpoints",
+    "graph",
+    "identity",
+    "memory",
+    "operation",
+    "tasks",
+]
+
+
+def agent_operations() -> list[Operation[Any, Any]]:
+    """The operations offered to the agent as tools, in definition order."""
+    return [op for op in REGISTRY.values() if op.agent]

@@ -1,0 +1,189 @@
+"""What an operation is: one definition the agent's tools, MCP and the CLI are built from.
+
+An operation is an async function ``(parts, caller, arguments) -> result`` whose
+arguments are a pydantic model (descriptions, ranges and choices live on its fields)
+and whose result is typed (a pydantic model or a TypedDict). Its docstring is its
+description everywhere. :func:`operation` registers it::
+
+    class SearchArgs(BaseModel):
+        query: str = Field(description="What to look for.")
+
+    @operation(read_only=True)
+    async def memory_search(parts: Parts, caller: Caller, args: SearchArgs) -> Found:
+        \"\"\"Find what the agent remembers about something.\"\"\"
+
+The faces are thin: ``aether.runtime.tools.operation_tool`` offers it to the model,
+``aether.interfaces.mcp.build_server`` serves it as an MCP tool, and a CLI command calls
+it and prints its result. Adding an operation is one definition plus one line per face.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, get_type_hints
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from aether.errors import InvalidOperationError
+from aether.llm import TextModel
+from aether.operations.parts import Parts
+
+__all__ = [
+    "REGISTRY",
+    "Caller",
+    "Operation",
+    "compact_schema",
+    "operation",
+    "problems",
+]
+
+A = TypeVar("A", bound=BaseModel)
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who runs an operation, through which face.
+
+    Attributes:
+        actor: who the journal and checkpoints name (``agent``, ``mcp``, ``cli``).
+        session: the chat session the call belongs to, if any.
+        llm: the model for operations that can use one (belief extraction, suggestions).
+    """
+
+    actor: str
+    session: str | None = None
+    llm: TextModel | None = None
+
+
+@dataclass(frozen=True)
+class Operation(Generic[A, R]):
+    """One operation, defined once.
+
+    Attributes:
+        name: ``group_verb`` (``memory_search``): the tool name on every face.
+        description: what it does, for the model and for people (the docstring).
+        arguments: the pydantic model of its arguments.
+        result: its result type.
+        handler: the implementation.
+        read_only: it never writes (MCP's ``readOnlyHint``; the read-never-writes test).
+        agent: offered to the agent as a tool.
+        brief: the result as the model reads it (default: compact JSON).
+    """
+
+    name: str
+    description: str
+    arguments: type[A]
+    result: Any
+    handler: Callable[[Parts, Caller, A], Awaitable[R]]
+    read_only: bool
+    agent: bool
+    brief: Callable[[R], str] | None = None
+
+    @property
+    def summary(self) -> str:
+        """The description's first paragraph: what the model is told (tokens count)."""
+        return self.description.split("\n\n", 1)[0].replace("\n", " ")
+
+    async def __call__(self, parts: Parts, caller: Caller, args: A) -> R:
+        """Run it."""
+        return await self.handler(parts, caller, args)
+
+    def parse(self, raw: Mapping[str, object]) -> A:
+        """Arguments from a call's JSON.
+
+        Raises:
+            InvalidOperationError: naming each wrong or missing argument.
+        """
+        try:
+            return self.arguments.model_validate(dict(raw))
+        except ValidationError as e:
+            raise InvalidOperationError(f"{self.name}: {problems(e)}") from None
+
+    def dump(self, result: R) -> Any:
+        """The result as plain JSON data."""
+        return TypeAdapter(self.result).dump_python(result, mode="json")
+
+    def text(self, result: R) -> str:
+        """The result as the model reads it."""
+        if self.brief is not None:
+            return self.brief(result)
+        return json.dumps(self.dump(result), ensure_ascii=False, separators=(",", ":"))
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of its arguments, compact (:func:`compact_schema`).
+
+        The arguments model's own docstring is left out: the tool's description says it.
+        """
+        schema: dict[str, Any] = compact_schema(self.arguments.model_json_schema())
+        schema.pop("description", None)
+        return schema
+
+
+def problems(error: ValidationError, limit: int = 5) -> str:
+    """A validation error as one line: ``limit: Input should be ...; query: Field required``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in error.errors()[:limit]
+    )
+
+
+def compact_schema(schema: Any) -> Any:
+    """``schema`` as a model needs it, in fewer tokens.
+
+    Without pydantic's ``title`` keys and ``"default": null``, and an optional value's
+    ``anyOf: [X, {"type": "null"}]`` as plain ``X``: a model leaves an optional argument
+    out rather than sending null, and every token of a tool schema is paid on every call.
+    """
+    if isinstance(schema, dict):
+        variants = schema.get("anyOf")
+        if isinstance(variants, list) and {"type": "null"} in variants and len(variants) == 2:
+            (kept,) = [v for v in variants if v != {"type": "null"}]
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            return compact_schema({**kept, **rest})
+        return {
+            k: compact_schema(v)
+            for k, v in schema.items()
+            if not (k == "title" and isinstance(v, str)) and not (k == "default" and v is None)
+        }
+    if isinstance(schema, list):
+        return [compact_schema(v) for v in schema]
+    return schema
+
+
+REGISTRY: dict[str, Operation[Any, Any]] = {}
+"""Every operation by name, in definition order."""
+
+
+def operation(
+    *, read_only: bool, agent: bool = True, brief: Callable[[Any], str] | None = None
+) -> Callable[[Callable[[Parts, Caller, Any], Awaitable[Any]]], Operation[Any, Any]]:
+    """Register a handler as an operation named after it (see the module docs).
+
+    Args:
+        read_only: it never writes.
+        agent: offer it to the agent as a tool.
+        brief: how the model reads its result (default compact JSON).
+    """
+
+    def register(fn: Callable[[Parts, Caller, Any], Awaitable[Any]]) -> Operation[Any, Any]:
+        hints = get_type_hints(fn)
+        op: Operation[Any, Any] = Operation(
+            name=fn.__name__,
+            description=inspect.cleandoc(fn.__doc__ or ""),
+            arguments=hints["args"],
+            result=hints["return"],
+            handler=fn,
+            read_only=read_only,
+            agent=agent,
+            brief=brief,
+        )
+        if op.name in REGISTRY:
+            raise RuntimeError(f"operation {op.name} is defined twice")
+        REGISTRY[op.name] = op
+        return op
+
+    return register

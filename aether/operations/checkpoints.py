@@ -1,0 +1,61 @@
+"""Checkpoint operations: create, list, roll back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from aether.operations.base import Caller, operation
+from aether.operations.parts import Parts
+
+__all__ = ["checkpoint_create", "checkpoint_list", "checkpoint_rollback"]
+
+
+class CreateArgs(BaseModel):
+    """Arguments of ``checkpoint_create``."""
+
+    label: str = Field(default="", max_length=200, description="A name to find it by later.")
+
+
+@operation(read_only=False, brief=lambda r: f"checkpoint {r['id']} created")
+async def checkpoint_create(parts: Parts, caller: Caller, args: CreateArgs) -> dict[str, Any]:
+    """Save the agent's whole state now (O(1)), before a risky change.
+
+    checkpoint_rollback returns to it. Returns its ``id``.
+    """
+    cp = await parts.checkpoints.create(label=args.label, reason=caller.actor, actor=caller.actor)
+    return cp.to_dict()
+
+
+class NoArgs(BaseModel):
+    """No arguments."""
+
+
+class CheckpointList(BaseModel):
+    """The kept checkpoints, newest first."""
+
+    checkpoints: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def checkpoint_list(parts: Parts, caller: Caller, args: NoArgs) -> CheckpointList:
+    """The kept checkpoints, newest first, with their ids, labels and times."""
+    return CheckpointList(checkpoints=[c.to_dict() for c in await parts.checkpoints.list()])
+
+
+class RollbackArgs(BaseModel):
+    """Arguments of ``checkpoint_rollback``."""
+
+    id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+
+
+@operation(read_only=False, agent=False)
+async def checkpoint_rollback(parts: Parts, caller: Caller, args: RollbackArgs) -> dict[str, Any]:
+    """Return the agent's whole state to a checkpoint, atomically.
+
+    Everything after it is undone. A checkpoint of the current state is taken first, so
+    it is reversible (``aether checkpoint undo``).
+    """
+    result = await parts.checkpoints.rollback_to(args.id, actor=caller.actor)
+    return result.to_dict()

@@ -1,0 +1,83 @@
+"""Graph operations: find entities, and what is related to them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from aether.memory.graph import Entity
+from aether.operations.base import Caller, operation
+from aether.operations.parts import Parts
+from aether.operations.ranges import DEPTH
+
+__all__ = ["Entities", "Related", "RelationRow", "graph_expand", "graph_find"]
+
+FIND_LIMIT = 20
+EXPAND_SEEDS = 5
+
+
+class FindArgs(BaseModel):
+    """Arguments of ``graph_find``."""
+
+    query: str = Field(description="A name, or words starting entity names or aliases.")
+
+
+class Entities(BaseModel):
+    """Entities found, most salient first."""
+
+    entities: list[Entity]
+
+
+def _entity_lines(found: Entities) -> str:
+    lines = [f"[{e['id']}] {e['type']} {e['name']}" for e in found.entities]
+    return "\n".join(lines) or "no entities found"
+
+
+@operation(read_only=True, brief=_entity_lines)
+async def graph_find(parts: Parts, caller: Caller, args: FindArgs) -> Entities:
+    """Entities (people, places, projects, tools) whose name or alias starts a query word."""
+    return Entities(entities=await parts.graph.find(args.query, limit=FIND_LIMIT))
+
+
+class RelationRow(TypedDict):
+    """One relation an expansion reached, endpoints by name."""
+
+    source: str
+    type: str
+    target: str
+    weight: float
+    hop: int
+
+
+class ExpandArgs(BaseModel):
+    """Arguments of ``graph_expand``."""
+
+    query: str = Field(description="The entities to start from, by name.")
+    depth: Annotated[int, DEPTH.field("Hops from them.")] = 2
+
+
+class Related(BaseModel):
+    """The relations within ``depth`` hops of the entities a query finds."""
+
+    relations: list[RelationRow]
+
+
+def _relation_lines(found: Related) -> str:
+    lines = [f"{r['source']} {r['type']} {r['target']}" for r in found.relations]
+    return "\n".join(lines) or "no relations found"
+
+
+@operation(read_only=True, brief=_relation_lines)
+async def graph_expand(parts: Parts, caller: Caller, args: ExpandArgs) -> Related:
+    """How the entities a query names relate to others, within a few hops."""
+    seeds = [d["id"] for d in await parts.graph.find(args.query, limit=EXPAND_SEEDS)]
+    found = await parts.graph.expand(seeds, depth=args.depth)
+    names = {eid: node["name"] for eid, node in found.nodes.items()}
+    return Related(
+        relations=[
+            RelationRow(source=names.get(s, s), type=t, target=names.get(d, d), weight=w, hop=h)
+            for s, t, d, w, h in found.edges
+        ]
+    )

@@ -1,0 +1,250 @@
+"""Memory operations: search, log, remember, note, forget, and the scratchpads."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from aether.errors import NotFoundError
+from aether.ids import check_id
+from aether.memory.beliefs import RememberSummary
+from aether.memory.daily import DailyLog
+from aether.memory.longterm import LongTermMemory
+from aether.memory.records import Kind
+from aether.memory.scratchpad import Scratchpads
+from aether.operations.base import Caller, operation
+from aether.operations.parts import Parts
+from aether.operations.ranges import LIMIT, TTL_S
+
+__all__ = [
+    "Forgotten",
+    "Found",
+    "Logged",
+    "Noted",
+    "Pad",
+    "SearchResults",
+    "memory_forget",
+    "memory_log",
+    "memory_note",
+    "memory_remember",
+    "memory_search",
+    "scratchpad_get",
+    "scratchpad_set",
+]
+
+Tags = Annotated[list[str] | None, Field(description="Short labels.")]
+
+
+class SearchArgs(BaseModel):
+    """Arguments of ``memory_search``."""
+
+    query: str = Field(description="What to look for, in plain words.")
+    limit: Annotated[int, LIMIT.field("How many results, most relevant first.")] = 5
+    kind: Kind | None = Field(default=None, description="Only this kind of memory.")
+
+
+class Found(BaseModel):
+    """One memory a search found."""
+
+    key: str
+    id: str | None
+    kind: str | None
+    content: str
+    relevance: float
+
+
+class SearchResults(BaseModel):
+    """What a search found, most relevant first; empty when nothing is relevant."""
+
+    results: list[Found]
+
+
+def _found_lines(found: SearchResults) -> str:
+    if not found.results:
+        return "no memories found"
+    return "\n".join(f"[{f.kind} {f.id}] {f.content}" for f in found.results)
+
+
+@operation(read_only=True, brief=_found_lines)
+async def memory_search(parts: Parts, caller: Caller, args: SearchArgs) -> SearchResults:
+    """Find what the agent remembers about something, most relevant first.
+
+    Searches daily log entries, long-term memories, beliefs, events, decisions and failures
+    (full text, vectors and recency). Use it before answering from memory; an empty
+    ``results`` means nothing relevant is stored.
+    """
+    hits = await parts.search.search(args.query, limit=args.limit, kind=args.kind)
+    return SearchResults(
+        results=[
+            Found(
+                key=h.key,
+                id=h.doc.get("id"),
+                kind=h.doc.get("kind"),
+                content=h.content,
+                relevance=h.relevance,
+            )
+            for h in hits
+        ]
+    )
+
+
+class LogArgs(BaseModel):
+    """Arguments of ``memory_log``."""
+
+    content: str = Field(description="What happened, in a sentence or two.")
+    tags: Tags = None
+    session: str | None = Field(
+        default=None, description="The conversation it belongs to (default: the caller's)."
+    )
+
+
+class Logged(BaseModel):
+    """A daily entry written."""
+
+    id: str
+    day: str
+
+
+@operation(read_only=False, brief=lambda r: f"logged {r.id}")
+async def memory_log(parts: Parts, caller: Caller, args: LogArgs) -> Logged:
+    """Record something that happened today in the daily log.
+
+    An event, a result, what the user said. For a lasting fact or preference use
+    memory_remember instead; it is not checked against what is already known.
+    """
+    doc = await DailyLog(parts.memory).log(
+        args.content, source="agent", tags=args.tags, session=args.session or caller.session
+    )
+    return Logged(id=doc["id"], day=doc["day"])
+
+
+class ContentArgs(BaseModel):
+    """Arguments of ``memory_remember`` and ``memory_note``."""
+
+    content: str = Field(description="The fact, preference or note, self-contained.")
+    tags: Tags = None
+
+
+def _outcomes(summary: RememberSummary) -> str:
+    return "; ".join(
+        f"{o['action']} belief {o['id']}"
+        + (f" (replaces {o['previous']})" if o["previous"] else "")
+        for o in summary["beliefs"]
+    )
+
+
+@operation(read_only=False, brief=_outcomes)
+async def memory_remember(parts: Parts, caller: Caller, args: ContentArgs) -> RememberSummary:
+    """Learn a lasting fact or preference, checked against what is already believed.
+
+    The same fact again reinforces the belief held; a contradicting one ("the NAS has
+    16 TB" after "12 TB") supersedes it, so the old value never reaches a context.
+    Returns each belief's ``id`` and ``action`` (created, reinforced, superseded).
+    """
+    report = await parts.beliefs(caller.llm).remember(
+        args.content, source="agent", tags=args.tags, session=caller.session
+    )
+    return report.summary()
+
+
+class Noted(BaseModel):
+    """A long-term note kept."""
+
+    id: str
+
+
+@operation(read_only=False, brief=lambda r: f"noted {r.id}")
+async def memory_note(parts: Parts, caller: Caller, args: ContentArgs) -> Noted:
+    """Keep a plain long-term note as written, with no belief checks.
+
+    For a reference, a procedure or a summary. A fact that can change belongs in
+    memory_remember. Returns its ``id``, which memory_forget takes.
+    """
+    doc = await LongTermMemory(parts.memory).add(args.content, tags=args.tags)
+    return Noted(id=doc["id"])
+
+
+class IdArgs(BaseModel):
+    """Arguments of ``memory_forget``."""
+
+    id: str = Field(description="The memory's id, as memory_search returns it.")
+
+
+class Forgotten(BaseModel):
+    """A memory forgotten."""
+
+    forgotten: str
+    kind: str
+
+
+@operation(read_only=False)
+async def memory_forget(parts: Parts, caller: Caller, args: IdArgs) -> Forgotten:
+    """Forget one belief, long-term note or daily entry that is wrong or unwanted.
+
+    A belief is kept in its history but never recalled again; a note or an entry is
+    deleted. Journaled: a checkpoint rollback brings it back.
+    """
+    layer, id_ = parts.memory, check_id(args.id, "memory id")
+    if await layer.client.exists(layer.keys.belief(id_)):
+        await parts.beliefs().forget(id_)
+        return Forgotten(forgotten=id_, kind="belief")
+    if await layer.client.exists(layer.keys.longterm(id_)):
+        await LongTermMemory(layer).delete(id_)
+        return Forgotten(forgotten=id_, kind="longterm")
+    doc = (await layer.get_docs([layer.keys.daily_entry(id_)]))[0]
+    if doc is None:
+        raise NotFoundError(f"no memory {id_!r}")
+    removal = DailyLog(layer).removal(date.fromisoformat(doc["day"]), [doc], whole_day=False)
+    await layer.store.apply(removal, "memory.forget")
+    return Forgotten(forgotten=id_, kind="daily")
+
+
+class PadArgs(BaseModel):
+    """Arguments of ``scratchpad_get``."""
+
+    id: str = Field(description="The scratchpad's name.")
+
+
+class Pad(BaseModel):
+    """A scratchpad's value (``None``: never set, or expired) and seconds left."""
+
+    id: str
+    value: str | None = None
+    ttl_s: int | None = None
+
+
+def _pad_text(pad: Pad) -> str:
+    if pad.value is None:
+        return f"scratchpad {pad.id} is empty or expired"
+    return pad.value
+
+
+@operation(read_only=True, brief=_pad_text)
+async def scratchpad_get(parts: Parts, caller: Caller, args: PadArgs) -> Pad:
+    """Read a scratchpad: short-lived working notes for the task at hand.
+
+    ``value`` is null when it was never set or has expired.
+    """
+    return Pad(id=args.id, value=await Scratchpads(parts.memory).get(args.id))
+
+
+class PadSetArgs(BaseModel):
+    """Arguments of ``scratchpad_set``."""
+
+    id: str = Field(description="The scratchpad's name.")
+    value: str = Field(description="The notes to keep (replaces the old ones).")
+    ttl_s: Annotated[int | None, TTL_S.field("Seconds until it expires (default 3600).")] = None
+
+
+@operation(read_only=False, brief=lambda r: f"scratchpad {r.id} set")
+async def scratchpad_set(parts: Parts, caller: Caller, args: PadSetArgs) -> Pad:
+    """Write working notes that expire (default after one hour).
+
+    Not part of memory: never searched, not rolled back.
+    """
+    layer = parts.memory
+    await Scratchpads(layer).set(args.id, args.value, args.ttl_s)
+    ttl: Any = await layer.client.ttl(layer.keys.scratchpad(args.id))
+    return Pad(id=args.id, value=args.value, ttl_s=int(ttl))

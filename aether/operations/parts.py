@@ -1,0 +1,75 @@
+"""The wired parts of one namespace, built once over one client.
+
+:class:`Parts` is what every operation works on and what the agent runtime and the
+daemon take instead of building their own: memory (with its embedder), search, beliefs,
+checkpoints, identity, context assembly, the graph, tasks and goals. ``aether.app.Aether``
+is a ``Parts`` that can also open a connection, get ready and make runtimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
+from aether.context.assembly import ContextAssembler
+from aether.identity.profile import IdentityStore
+from aether.keys import Keyspace
+from aether.llm import TextModel
+from aether.memory.beliefs import Beliefs
+from aether.memory.embeddings import Embedder
+from aether.memory.graph import Graph
+from aether.memory.layer import MemoryLayer
+from aether.memory.search import MemorySearch
+from aether.memory.tasks import Goals, Tasks
+
+__all__ = ["Parts"]
+
+
+class Parts:
+    """One namespace's parts, each built once.
+
+    Args:
+        settings: the effective settings.
+        client: a verified client (``aether.store.client.connect``).
+        actor: who the journal says made the changes.
+        wrap_local: how a short-lived process reaches the local embedding model (through
+            a running daemon); ``None`` loads it here when needed.
+
+    Attributes:
+        memory: the memory layer (daily log, long-term, beliefs' storage, embedder).
+        search: hybrid search over the memory index.
+        checkpoints: checkpoints, rollback and undo.
+        identity: the agent's and operator's identity.
+        context: the context assembler.
+        tasks: the task list.
+        goals: the goals tasks roll up to.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: Redis,
+        *,
+        actor: str = "aether",
+        wrap_local: Callable[[Embedder], Embedder] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.keys = Keyspace(settings.namespace)
+        self.memory = MemoryLayer.open(settings, client, actor=actor, wrap_local=wrap_local)
+        self.search = MemorySearch(self.memory)
+        self.checkpoints = Checkpoints.from_settings(client, self.keys, settings)
+        self.identity = IdentityStore(self.memory.store, self.checkpoints)
+        self.context = ContextAssembler.configured(
+            self.memory, self.identity, self.search, settings
+        )
+        self.tasks = Tasks(self.memory)
+        self.goals: Goals = self.tasks.goals
+        self.graph = Graph(self.memory)
+
+    def beliefs(self, llm: TextModel | None = None) -> Beliefs:
+        """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""
+        return Beliefs(self.memory, self.settings.beliefs, llm)
