@@ -17,7 +17,8 @@ It sits above every layer (it imports them all) and below the interfaces.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
@@ -114,7 +115,12 @@ class Aether(Parts):
             self._index_ready = True
 
     def runtime(
-        self, session: str = "main", *, llm: LLMClient | None = None, actor: str = "agent"
+        self,
+        session: str = "main",
+        *,
+        llm: LLMClient | None = None,
+        actor: str = "agent",
+        clock: Callable[[], float] = time.time,
     ) -> AgentRuntime:
-        """An agent runtime for one chat session over these parts."""
-        return AgentRuntime(self, session=session, llm=llm, actor=actor)
+        """An agent runtime for one chat session over these parts (``clock``: see it)."""
+        return AgentRuntime(self, session=session, llm=llm, actor=actor, clock=clock)

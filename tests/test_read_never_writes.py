@@ -19,6 +19,7 @@ from mcp.client.stdio import stdio_client
 from redis.asyncio import Redis
 
 from aether.keys import Keyspace
+from aether.operations import REGISTRY
 from tests.conftest import dump_state, run_cli
 
 READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
@@ -44,12 +45,29 @@ READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("graph", "find", "Lisbon"),
     ("graph", "expand", "User"),
     ("task", "list"),
+    ("task", "list", "--status", "all"),
+    ("task", "suggest"),
+    ("goal", "list"),
     ("tools", "list"),
     ("ledger", "list"),
     ("ledger", "totals"),
     ("maintenance", "run", "--dry-run"),
     ("repo", "list"),
 )
+
+
+READ_ONLY_TOOLS: dict[str, dict[str, object]] = {
+    "memory_search": {"query": "kestrels"},
+    "scratchpad_get": {"id": "plan"},
+    "checkpoint_list": {},
+    "identity_get": {},
+    "context_assemble": {"query": "what about the kestrels?"},
+    "task_list": {"status": "all"},
+    "task_suggest": {},
+    "goal_list": {},
+    "graph_find": {"query": "Lisbon"},
+    "graph_expand": {"query": "User"},
+}
 
 
 def _ok(env: dict[str, str], *args: str) -> str:
@@ -78,6 +96,8 @@ async def test_reads_between_a_rollback_and_its_undo_change_nothing(
     path = tmp_path / "first.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     await run(_ok, env, "memory", "import", str(path))
+    goal = await run(_ok, env, "goal", "add", "know the birds")
+    await run(_ok, env, "task", "add", "ring the kestrels", "--goal", goal, "--due", "2026-01-02")
     checkpoint = await run(_ok, env, "checkpoint", "create", "--label", "before bravo")
     await run(_ok, env, "remember", "I live in Lisbon.")
     await run(_ok, env, "task", "add", "count the kestrels")
@@ -98,16 +118,13 @@ async def test_reads_between_a_rollback_and_its_undo_change_nothing(
     params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        for tool, arguments in (
-            ("memory_search", {"query": "kestrels"}),
-            ("checkpoint_list", {}),
-            ("identity_get", {}),
-            ("scratchpad_get", {"key": "plan"}),
-            ("context_assemble", {"query": "what about the kestrels?"}),
-        ):
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        read_only = {name for name, t in listed.items() if t.annotations.read_only_hint}
+        assert read_only == {name for name, op in REGISTRY.items() if op.read_only}
+        assert read_only == set(READ_ONLY_TOOLS)  # a new read-only tool is tried here too
+        for tool, arguments in READ_ONLY_TOOLS.items():
             result = await session.call_tool(tool, arguments)
-            if tool != "scratchpad_get":  # an unknown scratchpad is not_found: still a read
-                assert not result.is_error, (tool, result.content)
+            assert not result.is_error, (tool, result.content)
 
     assert await _journal(client, keys) == journal
     assert await dump_state(client, keys) == image

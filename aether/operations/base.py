@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_type_hints
@@ -52,11 +53,13 @@ class Caller:
         actor: who the journal and checkpoints name (``agent``, ``mcp``, ``cli``).
         session: the chat session the call belongs to, if any.
         llm: the model for operations that can use one (belief extraction, suggestions).
+        clock: the time it is (a simulation injects its own).
     """
 
     actor: str
     session: str | None = None
     llm: TextModel | None = None
+    clock: Callable[[], float] = time.time
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ class TaskAddArgs(BaseModel):
 async def task_add(parts: Parts, caller: Caller, args: TaskAddArgs) -> Task:
     """Add an open task, optionally due on a date and towards a goal."""
     return await parts.tasks.add(
-        args.title, args.priority, args.due, goal=args.goal, notes=args.notes
+        args.title, args.priority, args.due, goal=args.goal, notes=args.notes, now=caller.clock()
     )
 
 
@@ -101,7 +101,7 @@ class TaskIdArgs(BaseModel):
 @operation(read_only=False, brief=lambda t: f"done {_task_line(t)}")
 async def task_done(parts: Parts, caller: Caller, args: TaskIdArgs) -> Task:
     """Mark a task done; it leaves the open list."""
-    return await parts.tasks.done(args.id)
+    return await parts.tasks.done(args.id, now=caller.clock())
 
 
 @operation(read_only=False, brief=lambda t: f"reopened {_task_line(t)}")
@@ -163,7 +163,7 @@ async def task_suggest(parts: Parts, caller: Caller, args: NoArgs) -> Suggestion
     goals = await parts.goals.all()
     memories: dict[str, list[str]] = {}
     mentioned: dict[str, float] = {}
-    today = datetime.now(UTC).date()
+    today = datetime.fromtimestamp(caller.clock(), UTC).date()
     for task in suggestion_order(tasks, goals, {}, today)[:SUGGEST_MAX_TASKS]:
         hits = await parts.search.search(task.task.title, limit=3)
         relevant = [h for h in hits if h.relevance >= MENTION_RELEVANCE]
@@ -228,7 +228,7 @@ class GoalAddArgs(BaseModel):
 @operation(read_only=False, brief=lambda g: f"added goal [{g.id}] {g.title}")
 async def goal_add(parts: Parts, caller: Caller, args: GoalAddArgs) -> Goal:
     """Add a goal: a larger objective that tasks roll up to."""
-    return await parts.goals.add(args.title, args.notes)
+    return await parts.goals.add(args.title, args.notes, now=caller.clock())
 
 
 class GoalListArgs(BaseModel):
@@ -287,4 +287,4 @@ async def goal_done(parts: Parts, caller: Caller, args: GoalIdArgs) -> Goal:
     """Mark a goal done (its tasks stay as they are)."""
     if not args.id.strip():
         raise InvalidOperationError("a goal id is needed")
-    return await parts.goals.done(args.id)
+    return await parts.goals.done(args.id, now=caller.clock())

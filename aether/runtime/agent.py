@@ -96,7 +96,8 @@ class AgentRuntime:
         self._summarizer = summarizer
         self.toolbox = Toolbox()
         self.beliefs = parts.beliefs(llm)
-        for tool in builtin_tools(parts, Caller("agent", session=self.session, llm=llm)):
+        caller = Caller("agent", session=self.session, llm=llm, clock=clock)
+        for tool in builtin_tools(parts, caller):
             self.toolbox.register(tool)
         self._cached_schemas: list[ToolSchema] | None = None
 
