@@ -25,7 +25,6 @@ from redis.asyncio import Redis
 
 from aether.config import Settings
 from aether.keys import Keyspace
-from aether.memory.migration import migrate_vectors
 from aether.operations import Parts
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.embedding_service import through_daemon
@@ -60,7 +59,6 @@ class Aether(Parts):
         keys = Keyspace(settings.namespace)
         wrap = through_daemon(client, keys) if embed_via_daemon else None
         super().__init__(settings, client, actor=actor, wrap_local=wrap)
-        self._index_ready = False
 
     @classmethod
     @asynccontextmanager
@@ -96,23 +94,6 @@ class Aether(Parts):
             yield agent
         finally:
             await client.aclose()
-
-    async def ready(self, *, migrate: bool = True) -> None:
-        """Ensure the search indexes (once per object; idempotent in Redis).
-
-        Args:
-            migrate: first bring a namespace whose vectors are in an older layout to the
-                configured one, after a checkpoint (``aether.memory.migration``). That is
-                a journaled write, so a process that may only read (a CLI command, the
-                MCP server over stdio) passes ``False``: a read never writes, and a look
-                between a rollback and its undo never blocks the undo. The daemon
-                migrates at its start.
-        """
-        if not self._index_ready:
-            if migrate:
-                await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
-            await self.search.ensure_index()
-            self._index_ready = True
 
     def runtime(
         self,

@@ -7,7 +7,6 @@ import contextlib
 import json
 import re
 import signal
-import threading
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,10 +38,8 @@ from aether.interfaces.common import (
 from aether.operations import ranges
 
 if TYPE_CHECKING:
-    from aether.app import Aether
     from aether.keys import Keyspace
-    from aether.runtime.health import Health
-    from aether.runtime.lease import DaemonLease
+    from aether.operations import Parts
     from aether.runtime.llm import LLMClient
 
 maintenance_app = group("The maintenance engine.")
@@ -152,102 +149,19 @@ async def _up(fleet: list[AppState], standby: bool) -> None:
 
 
 async def _up_one(st: AppState, standby: bool, stop: asyncio.Event) -> None:
-    """One agent's daemon, until ``stop``."""
-    from aether.runtime.health import Health
-    from aether.runtime.lease import DaemonLease, Holder
-    from aether.store.client import connect
+    """One agent's daemon, until ``stop`` (``aether.runtime.startup``)."""
+    from aether.runtime.startup import run_agent
 
-    settings = st.settings
-    client = await connect(settings)
-    holder = Holder.this_process()
-    lease = DaemonLease(client, st.keys, holder)
-    if standby:
-        log.info("standing by: another daemon may run this namespace", instance=holder.instance)
-        if not await lease.wait(stop):
-            await client.aclose()
-            return
-    else:
-        try:
-            await lease.acquire()
-        except BaseException:
-            await client.aclose()
-            raise
-    health = Health()
-    try:
-        await _serve(st, client, lease, health, stop)
-    finally:
-        await lease.release()
-        await client.aclose()
-
-
-async def _serve(
-    st: AppState, client: Redis, lease: DaemonLease, health: Health, stop: asyncio.Event
-) -> None:
-    from aether.app import Aether
-    from aether.memory.embeddings import preload_local_model
-    from aether.runtime import embedding_service
-    from aether.runtime.daemon import Daemon, finish_interrupted_rollback
-    from aether.runtime.lease import keep_alive, publish, reclaim
-    from aether.runtime.llm import LLMClient
-    from aether.runtime.supervisor import Supervisor
-
-    settings = st.settings
-    agent = Aether(settings, client, actor="daemon")
-    await finish_interrupted_rollback(agent.checkpoints)
-    identity = await agent.identity.ensure(cli_identity.identity_dir(st))
-    await agent.ready()
-    layer = agent.memory
-    llm = LLMClient.from_settings(settings)
-    consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
-    daemon = Daemon(agent, llm, consumer=consumer)
-
-    async def recover() -> None:
-        await daemon.recover()
-        await reclaim(lease, health)
-
-    supervisor = Supervisor(client, health, stop, recover)
-    health.llm = llm.breaker if llm is not None else None
-    supervisor.start("beat", lambda: keep_alive(lease, health, stop))
-    if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
-        # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not
-        # held up by it (asyncio's own worker threads are waited for at exit)
-        loader = threading.Thread(target=preload_local_model, name="model-load", daemon=True)
-        loader.start()
-        while loader.is_alive() and not stop.is_set():
-            await asyncio.sleep(0.1)
-    if layer.embedder is not None and not stop.is_set():
-        embedder = layer.embedder
-        await embedder.embed_many(["aether warm-up"])
-        supervisor.start(
-            "embeddings", lambda: embedding_service.serve(client, layer.keys, embedder, stop)
-        )
-    http = _mcp_http(st, agent, llm) if settings.mcp.port else None
-    if http is not None:
-        supervisor.start("mcp", http.serve)
-    health.ready = True
-    await publish(lease, health)
-    log.info(
-        "aether is up",
-        namespace=settings.namespace,
-        agent=identity.agent.get("name"),
-        redis="external" if settings.redis_url else "embedded",
-        embeddings=layer.embedder.model_name if layer.embedder else "none",
-        llm=settings.llm_model or "none",
-        mcp=f"{settings.mcp.host}:{settings.mcp.port}/mcp" if http else "off",
-        instance=lease.holder.instance,
+    await run_agent(
+        st.settings,
+        stop,
+        identity_dir=cli_identity.identity_dir(st),
+        standby=standby,
+        mcp_http=lambda parts, llm: _mcp_http(st, parts, llm),
     )
-    try:
-        await daemon.run(stop, supervisor)
-        if http is not None:
-            http.should_exit = True
-        await asyncio.wait_for(supervisor.wait(), timeout=5)
-    finally:
-        if llm is not None:
-            await llm.aclose()
-        log.info("aether stopped", answered=daemon.answered)
 
 
-def _mcp_http(st: AppState, agent: Aether, llm: LLMClient | None) -> Any:
+def _mcp_http(st: AppState, parts: Parts, llm: LLMClient | None) -> Any:
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -261,7 +175,7 @@ def _mcp_http(st: AppState, agent: Aether, llm: LLMClient | None) -> Any:
 
     token = st.settings.mcp.token.get_secret_value() if st.settings.mcp.token else ""
     config = uvicorn.Config(
-        http_app(agent, token, llm),
+        http_app(parts, token, llm),
         host=st.settings.mcp.host,
         port=st.settings.mcp.port or 0,
         log_level="warning",

@@ -227,6 +227,6 @@ async def _refuse(send: Any, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(agent: Aether, token: str, llm: LLMClient | None = None) -> Any:
+def http_app(parts: Parts, token: str, llm: LLMClient | None = None) -> Any:
     """The streamable-HTTP ASGI app (at ``/mcp``) behind the bearer token."""
-    return BearerAuth(build_server(agent, llm).streamable_http_app(), token)
+    return BearerAuth(build_server(parts, llm).streamable_http_app(), token)

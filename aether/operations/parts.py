@@ -22,6 +22,7 @@ from aether.memory.beliefs import Beliefs
 from aether.memory.embeddings import Embedder
 from aether.memory.graph import Graph
 from aether.memory.layer import MemoryLayer
+from aether.memory.migration import migrate_vectors
 from aether.memory.search import MemorySearch
 from aether.memory.tasks import Goals, Tasks
 
@@ -69,6 +70,24 @@ class Parts:
         self.tasks = Tasks(self.memory)
         self.goals: Goals = self.tasks.goals
         self.graph = Graph(self.memory)
+        self._index_ready = False
+
+    async def ready(self, *, migrate: bool = True) -> None:
+        """Ensure the search indexes (once per object; idempotent in Redis).
+
+        Args:
+            migrate: first bring a namespace whose vectors are in an older layout to the
+                configured one, after a checkpoint (``aether.memory.migration``). That is
+                a journaled write, so a process that may only read (a CLI command, the
+                MCP server over stdio) passes ``False``: a read never writes, and a look
+                between a rollback and its undo never blocks the undo. The daemon
+                migrates at its start.
+        """
+        if not self._index_ready:
+            if migrate:
+                await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
+            await self.search.ensure_index()
+            self._index_ready = True
 
     def beliefs(self, llm: TextModel | None = None) -> Beliefs:
         """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""
