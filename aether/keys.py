@@ -86,6 +86,11 @@ class Keyspace:
         """Every key of the namespace starts with this."""
         return f"{self.ns}:"
 
+    @property
+    def every_key(self) -> str:
+        """A SCAN ``MATCH`` pattern for every key of the namespace (glob characters escaped)."""
+        return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in self.prefix) + "*"
+
     # identity layer
     def identity_profile(self) -> str:
         """HASH: name, emoji, voice_style, autonomy_mode, created_at, updated_at."""

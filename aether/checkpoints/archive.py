@@ -30,6 +30,7 @@ from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
+from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, touched_keys
 from aether.store.lock import StateLock
 
@@ -110,6 +111,7 @@ class Archive:
         self.conn = conn
         self.client = client
         self.keys = keys
+        self.functions = Functions(client, keys)
         self.snapshot_every = snapshot_every
         self.batch_size = batch_size
         self.budget_ms = budget_ms
@@ -259,16 +261,7 @@ class Archive:
         start = end = ""
         dumps: dict[bytes, tuple[bytes, int, int]] = {}  # a key seen twice: its later DUMP
         while True:
-            reply = await self.client.fcall_ro(
-                "aether_snapshot",
-                1,
-                self.keys.journal(),
-                cursor,
-                f"{_glob_escape(self.keys.prefix)}*",
-                msgpack.packb(self.keys.non_state_names()),
-                msgpack.packb(self.keys.non_state_prefixes()),
-                self.budget_ms,
-            )
+            reply = await self.functions.snapshot_page(cursor, self.budget_ms)
             cursor, end = reply[0], text(reply[1])
             start = start or end
             ms, seq = _split(end)
@@ -341,12 +334,7 @@ class Archive:
             ArchiveError: the namespace is not empty, or nothing archived covers the target.
         """
         ms, seq = await self.resolve_target(target)
-        existing = [
-            k
-            async for k in self.client.scan_iter(
-                match=f"{_glob_escape(self.keys.prefix)}*", count=1000
-            )
-        ]
+        existing = [k async for k in self.client.scan_iter(match=self.keys.every_key, count=1000)]
         if existing:
             raise ArchiveError(
                 f"namespace {self.keys.ns!r} is not empty ({len(existing)} keys, e.g. "
@@ -484,17 +472,7 @@ class Archive:
         touched = touched_keys(fields)
         skip = [k for k in touched if compare_ids(dumped_at.get(k, "0-0"), position) >= 0]
         flat = [v for pair in fields.items() for v in pair]
-        await self.client.fcall(
-            "aether_replay",
-            1 + len(touched),
-            self.keys.journal(),
-            *touched,
-            self.keys.prefix,
-            position,
-            len(skip),
-            *skip,
-            *flat,
-        )
+        await self.functions.replay(touched, position, skip, flat)
 
     async def _restore_size(self, snap: asyncpg.Record, ms: int, seq: int) -> int:
         """Keys in the base snapshot plus journal entries to replay after it."""
@@ -510,10 +488,6 @@ class Archive:
             seq,
         )
         return int(size)
-
-
-def _glob_escape(text: str) -> str:
-    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
 
 
 def _parse_time(text: str) -> datetime | None:

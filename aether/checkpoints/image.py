@@ -29,7 +29,7 @@ async def state_image(client: Redis, keys: Keyspace) -> dict[bytes, object]:
         key -> DUMP bytes, or ``("hashtable", type, sorted content)``.
     """
     image: dict[bytes, object] = {}
-    async for key in client.scan_iter(match=f"{keys.prefix}*", count=1000):
+    async for key in client.scan_iter(match=keys.every_key, count=1000):
         name = key.decode()
         if not keys.is_state(name):
             continue

@@ -37,6 +37,7 @@ from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.logging import log_once
 from aether.store.cluster import SlotRedis
+from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
 from aether.store.state import WRITE_WAIT_S, while_busy
@@ -71,6 +72,7 @@ class Checkpoints:
     ):
         self.client = client
         self.keys = keys
+        self.functions = Functions(client, keys)
         self.keep = keep
         self.durable = durable
         self.budget_ms = budget_ms
@@ -101,19 +103,7 @@ class Checkpoints:
         created = int(time.time() * 1000)
 
         async def call() -> Any:
-            return await self.client.fcall(
-                "aether_checkpoint",
-                4,
-                self.keys.journal(),
-                self.keys.checkpoint(cp_id),
-                self.keys.checkpoints(),
-                self.keys.write_hold(),
-                cp_id,
-                created,
-                label,
-                reason,
-                actor,
-            )
+            return await self.functions.checkpoint(cp_id, created, label, reason, actor)
 
         pos = await while_busy(call, "checkpoint", self.write_wait_s)
         await self._wait_on_disk()
@@ -285,35 +275,19 @@ class Checkpoints:
         *,
         replace: bool = False,
     ) -> bool:
-        begun = await self.client.fcall(
-            "aether_rollback_begin",
-            4,
-            self.keys.journal(),
-            self.keys.admin_lock(),
-            self.keys.write_hold(),
-            self.keys.checkpoint(target.id),
+        return await self.functions.rollback_begin(
             lock.token,
+            target.id,
             target.journal_pos,
             actor,
             reason,
-            target.id,
-            "1" if replace else "0",
-            pre.id,
+            replace=replace,
+            pre_id=pre.id,
         )
-        return bool(begun)
 
     async def _step(self, lock: StateLock, budget_ms: int) -> Any:
         """One step of the rollback in the write hold: ``[state, last id, undone, ops]``."""
-        return await self.client.fcall(
-            "aether_rollback_step",
-            4,
-            self.keys.journal(),
-            self.keys.admin_lock(),
-            self.keys.write_hold(),
-            self.keys.archive_cursor(),
-            lock.token,
-            budget_ms,
-        )
+        return await self.functions.rollback_step(lock.token, budget_ms)
 
     async def _steps(self, lock: StateLock, target: Checkpoint, pre: Checkpoint) -> RollbackResult:
         """Run the steps of the rollback in the write hold until it is done."""

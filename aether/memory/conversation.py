@@ -27,6 +27,7 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from aether.memory.records import MemoryDoc, MemoryRecord
+from aether.store.functions import Functions
 
 if TYPE_CHECKING:  # the layer embeds through embedding_texts
     from aether.memory.layer import MemoryLayer
@@ -142,9 +143,7 @@ async def in_context(
     for _, entry_id, day, _ in turns:
         pairs += [str(slot[names.daily(date.fromisoformat(day))]), entry_id]
     reach = len(NEIGHBOUR_SHARE)
-    windows = await layer.client.fcall_ro(
-        "aether_neighbours", len(lists), *lists, str(reach), *pairs
-    )
+    windows = await Functions(layer.client, layer.keys).neighbours(lists, reach, pairs)
     shares: dict[tuple[str, str], float] = {}  # (neighbour, the session it must be in)
     for (key, _, _, session), located in zip(turns, windows, strict=True):
         if not located:

@@ -26,6 +26,7 @@ from aether.errors import InvalidOperationError, NotFoundError
 from aether.memory.layer import MemoryLayer
 from aether.memory.scopes import check_scope
 from aether.memory.search import query_tokens
+from aether.store.functions import Functions
 from aether.store.state import Mutation
 
 SEP = "\x1f"
@@ -335,15 +336,8 @@ class Graph:
             return Expansion({}, [])
         if not 1 <= depth <= 4:
             raise InvalidOperationError("depth is 1 to 4")
-        edges_raw, nodes_raw = await self.client.fcall_ro(
-            "aether_expand",
-            1,
-            self.keys.entity_names(),
-            self.keys.prefix,
-            depth,
-            per_node,
-            max_nodes,
-            *seeds,
+        edges_raw, nodes_raw = await Functions(self.client, self.keys).expand(
+            seeds, depth, per_node, max_nodes
         )
         nodes: dict[str, Entity] = {}
         for eid, hop, raw in nodes_raw:

@@ -19,6 +19,7 @@ from aether.memory.conversation import embedding_texts
 from aether.memory.embeddings import CachedEmbedder, Embedder, make_embedder
 from aether.memory.index import search_index
 from aether.memory.records import MemoryDoc, MemoryRecord
+from aether.store.functions import Functions
 from aether.store.state import Mutation, Store
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class MemoryLayer:
             return []
         if fields:
             paths = [f"$.{name}" for name in fields]
-            replies = await self.client.fcall_ro("aether_get_fields", len(keys), *keys, *paths)
+            replies = await Functions(self.client, self.keys).get_fields(keys, paths)
             partial: list[Any] = []
             for item in replies:
                 if not item:

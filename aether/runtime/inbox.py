@@ -21,6 +21,7 @@ from redis.exceptions import ResponseError
 
 from aether.codec import byte_map, text
 from aether.keys import Keyspace
+from aether.store.functions import Functions
 
 GROUP = "agent"
 
@@ -130,15 +131,8 @@ class Inbox:
         """
         fields = {"in_reply_to": message.id, "role": "assistant", "content": content, **extra}
         flat = [v for pair in fields.items() for v in pair]
-        outbox_id = await self.client.fcall(
-            "aether_reply",
-            2,
-            self.keys.inbox(),
-            self.keys.outbox(),
-            GROUP,
-            message.id,
-            self.outbox_maxlen,
-            *flat,
+        outbox_id = await Functions(self.client, self.keys).reply(
+            GROUP, message.id, self.outbox_maxlen, flat
         )
         return None if outbox_id is None else text(outbox_id)
 

@@ -30,6 +30,7 @@ from aether.codec import text
 from aether.errors import AetherError
 from aether.keys import Keyspace
 from aether.runtime.health import Health
+from aether.store.functions import Functions
 
 log = structlog.get_logger(__name__)
 
@@ -127,7 +128,7 @@ class DaemonLease:
         if raw is None or current is None or not self._died_here(current):
             return False
         # a crashed daemon of this host: its lease is stale, no need to wait it out
-        await self.client.fcall("aether_unlock", 1, self.keys.daemon_presence(), raw)
+        await Functions(self.client, self.keys).unlock(self.keys.daemon_presence(), raw)
         log.warning("took over the lease of a daemon that died", holder=current.describe())
         return bool(await self._lock.acquire(token=self.token))
 

@@ -22,6 +22,7 @@ from aether.server.compat import verify_server
 from aether.server.embedded import EmbeddedRedis
 from aether.store.boundary import AetherRedis
 from aether.store.cluster import each_primary, open_slot_client
+from aether.store.functions import loaded_version
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +53,7 @@ async def load_library(client: Redis) -> None:
     source = library_source()
     wanted = _library_version(source)
     try:
-        current = await client.fcall_ro("aether_version", 0)
-        if (current.decode() if isinstance(current, bytes) else str(current)) == wanted:
+        if await loaded_version(client) == wanted:
             return
     except ResponseError:
         pass

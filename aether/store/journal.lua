@@ -42,7 +42,7 @@ and so of the same slot; the cluster client keeps them off half-migrated slots
 (aether/store/cluster.py).
 ]]
 
-local VERSION = '13'
+local VERSION = '14'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -744,7 +744,8 @@ local function fn_expand(keys, args)
   return {edges, nodes}
 end
 
-redis.register_function('aether_version', function() return VERSION end)
+redis.register_function{function_name = 'aether_version', callback = function() return VERSION end,
+  flags = {'no-writes'}}
 redis.register_function{function_name = 'aether_expand', callback = fn_expand,
   flags = {'no-writes'}}
 redis.register_function('aether_reply', fn_reply)

@@ -28,13 +28,13 @@ from redis.exceptions import RedisError
 from aether.errors import (
     BusyError,
     CapacityError,
-    ConflictError,
     InvalidOperationError,
     StoreError,
     UnavailableError,
 )
 from aether.keys import Keyspace
 from aether.store.boundary import translate
+from aether.store.functions import Functions, refusal
 
 Arg = str | bytes | int | float
 
@@ -219,6 +219,7 @@ class Store:
     ) -> None:
         self.client = client
         self.keys = keys
+        self.functions = Functions(client, keys)
         self.actor = actor
         self.write_wait_s = write_wait_s
 
@@ -259,27 +260,15 @@ class Store:
             )
 
         async def call() -> Any:
-            return await self.client.fcall(
-                "aether_apply",
-                3 + len(touched),
-                self.keys.journal(),
-                self.keys.write_hold(),
-                self.keys.archive_cursor(),
-                *touched,
-                self.keys.prefix,
-                actor or self.actor,
-                reason,
-                payload,
-            )
+            return await self.functions.apply(touched, actor or self.actor, reason, payload)
 
         try:
             entry = await while_busy(call, f"state change {reason!r}", self.write_wait_s)
         except (BusyError, CapacityError, UnavailableError):
             raise
         except RedisError as e:
-            if str(e).startswith("aether: exists "):
-                raise ConflictError(f"state change {reason!r} refused: {e}") from e
-            raise InvalidOperationError(f"state change {reason!r} refused: {e}") from e
+            error = refusal(e) or InvalidOperationError
+            raise error(f"state change {reason!r} refused: {e}") from e
         return _text(entry)
 
     @asynccontextmanager
