@@ -40,15 +40,15 @@ _WHERE = {
     "AgentRuntime": "aether.runtime.agent",
     "Checkpoints": "aether.checkpoints.manager",
     "LLMClient": "aether.runtime.llm",
-    "MemorySearch": "aether.memory.search",
+    "MemorySearch": "aether.memory.retrieval.search",
     "Settings": "aether.config",
-    "Belief": "aether.memory.records",
-    "DailyEntry": "aether.memory.records",
-    "Decision": "aether.memory.records",
-    "Event": "aether.memory.records",
-    "Failure": "aether.memory.records",
-    "LongTermRecord": "aether.memory.records",
-    "MemoryDoc": "aether.memory.records",
+    "Belief": "aether.memory.storage.records",
+    "DailyEntry": "aether.memory.storage.records",
+    "Decision": "aether.memory.storage.records",
+    "Event": "aether.memory.storage.records",
+    "Failure": "aether.memory.storage.records",
+    "LongTermRecord": "aether.memory.storage.records",
+    "MemoryDoc": "aether.memory.storage.records",
 }
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from aether.checkpoints.manager import Checkpoints
     from aether.config import Settings
     from aether.errors import AetherError
-    from aether.memory.records import (
+    from aether.memory.retrieval.search import MemorySearch
+    from aether.memory.storage.records import (
         Belief,
         DailyEntry,
         Decision,
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
         LongTermRecord,
         MemoryDoc,
     )
-    from aether.memory.search import MemorySearch
     from aether.runtime.agent import AgentRuntime
     from aether.runtime.llm import LLMClient
 

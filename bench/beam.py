@@ -17,7 +17,7 @@ Besides recall (overall and per ability) it prints:
   cosine alone (each message embedded whole) over the same messages, in the same run;
 - the floor trade-off: the share of answerable questions that still find something and
   of unanswerable ones that find nothing, for a range of relative floors (see
-  ``aether.memory.search``), and recall@10 at each;
+  ``aether.memory.retrieval.search``), and recall@10 at each;
 - search p50/p99 with and without the query's embedding; the load time.
 
 Usage: python bench/beam.py [DIR] [--embeddings local|none] [--chats 1,2,...]
@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from aether.config import Settings
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch, SearchHit, passes_floor
+from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 

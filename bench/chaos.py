@@ -53,8 +53,8 @@ from aether.codec import text
 from aether.config import Settings
 from aether.errors import REDIS_OUTAGE, AetherError
 from aether.keys import Keyspace
-from aether.memory.daily import DailyLog
-from aether.memory.layer import MemoryLayer
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.daily import DailyLog
 from aether.runtime.inbox import Inbox
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect

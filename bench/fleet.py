@@ -32,7 +32,7 @@ from redis.crc import key_slot
 
 from aether.app import Aether
 from aether.config import Settings
-from aether.memory.daily import DailyLog
+from aether.memory.tiers.daily import DailyLog
 from aether.server.embedded import EmbeddedRedis
 from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from aether.config import Settings
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch, SearchHit, passes_floor
+from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.tokens import count_tokens

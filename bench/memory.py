@@ -32,9 +32,9 @@ from redis.asyncio import Redis
 from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.memory.transfer import import_file
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect

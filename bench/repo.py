@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from aether.config import Settings
-from aether.memory.layer import MemoryLayer
-from aether.memory.repository import Repositories
+from aether.memory.code.repository import Repositories
+from aether.memory.storage.layer import MemoryLayer
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aether
 from aether import Aether, LLMClient, Settings
 from aether.identity.bootstrap import default_identity_dir
-from aether.memory.daily import DailyLog
+from aether.memory.tiers.daily import DailyLog
 from aether.testing.model import ScriptedOpenAI, completion
 
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from redis.asyncio import Redis
 
 from aether.checkpoints.archive import Archive, open_archive
+from aether.checkpoints.archive_schema import MIGRATIONS, migrate
 from aether.checkpoints.manager import Checkpoints
-from aether.checkpoints.migrations import MIGRATIONS, migrate
 from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.keys import Keyspace

@@ -19,11 +19,11 @@ from aether.errors import AmbiguousIdError, InvalidOperationError, NotFoundError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.ids import resolve_prefix
-from aether.memory.beliefs import Beliefs, effective_confidence, heuristic_contradiction
-from aether.memory.layer import MemoryLayer
-from aether.memory.search import MemorySearch
-from aether.memory.tasks import Tasks
-from aether.memory.topics import MemoryIndex, count_ops
+from aether.memory.knowledge.beliefs import Beliefs, effective_confidence, heuristic_contradiction
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.memory_index import MemoryIndex, count_ops
+from aether.memory.tiers.tasks import Tasks
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
 from aether.testing.model import ScriptedOpenAI, completion

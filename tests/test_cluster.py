@@ -19,7 +19,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import BusyError, ConfigError, UnavailableError
 from aether.keys import Keyspace
-from aether.memory.daily import DailyLog
+from aether.memory.tiers.daily import DailyLog
 from aether.runtime.inbox import Inbox
 from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect

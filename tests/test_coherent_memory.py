@@ -14,14 +14,14 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
 from aether.maintenance.engine import MaintenanceEngine
-from aether.memory.beliefs import Beliefs
-from aether.memory.chat import ChatSessions
-from aether.memory.daily import DailyLog
-from aether.memory.graph import Graph, entity_id
-from aether.memory.knowledge import ConversationLearner
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.search import MemorySearch
+from aether.memory.knowledge.beliefs import Beliefs
+from aether.memory.knowledge.graph import Graph, entity_id
+from aether.memory.knowledge.learner import ConversationLearner
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import LongTermMemory
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
 from tests.conftest import dump_state

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from aether.memory.extraction import clauses, extract
+from aether.memory.knowledge.extraction import clauses, extract
 from tests.conftest import run_cli
 
 COMPOUND = [

@@ -23,11 +23,11 @@ from aether.context.window import limit, render, units
 from aether.errors import InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
-from aether.memory.daily import DailyLog
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.search import MemorySearch
-from aether.memory.topics import MemoryIndex
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import LongTermMemory
+from aether.memory.tiers.memory_index import MemoryIndex
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
 from aether.testing.model import ScriptedOpenAI
@@ -184,7 +184,7 @@ async def test_memory_index_is_kept_on_write_and_rolls_back(
 async def test_memory_index_stays_within_budget(settings: Settings, client: Redis) -> None:
     layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
     m = Mutation()
-    from aether.memory.topics import count_ops
+    from aether.memory.tiers.memory_index import count_ops
 
     docs = [
         {"kind": "daily", "tags": [f"topic-{i % 400}", "common"], "timestamp": 1e9 + i}
@@ -253,7 +253,7 @@ async def test_assembly_fits_its_budget_and_ranks_relevant_memories(
 async def test_assembly_includes_recent_history_of_a_session(
     settings: Settings, client: Redis
 ) -> None:
-    from aether.memory.chat import ChatSessions
+    from aether.memory.tiers.chat import ChatSessions
 
     layer = await _seed_memory(settings, client)
     chats = ChatSessions(layer)

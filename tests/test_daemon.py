@@ -31,11 +31,11 @@ from aether.identity.bootstrap import default_identity_dir
 from aether.keys import Keyspace
 from aether.maintenance.engine import DIGEST_TAG, REFLECTION_TAG, MaintenanceEngine
 from aether.maintenance.schedule import Schedule
-from aether.memory.chat import ChatSessions
-from aether.memory.daily import DailyLog
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import LongTermMemory
 from aether.operations import Parts
 from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
-from aether.memory import vectors
+from aether.memory.storage import vectors
 from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.state import Mutation, Store

@@ -2,8 +2,8 @@
 
 Every import counts, also those inside functions (made lazy for start-up time) and
 under ``TYPE_CHECKING``: a layer that needs something of a higher one takes it as an
-argument typed by a protocol of its own layer (``aether.llm.TextModel``,
-``aether.store.safety.Checkpointer``, ``make_embedder(wrap_local=...)``).
+argument typed by a protocol of its own layer (``aether.messages.TextModel``,
+``aether.store.checkpointer.Checkpointer``, ``make_embedder(wrap_local=...)``).
 """
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "aether"
 
 # lowest first; a module may import from its own rank or a lower one
 LAYERS: list[set[str]] = [
-    {"errors", "ids", "files", "config", "keys", "logging", "llm", "codec", "tokens", "testing"},
+    {"errors", "ids", "files", "config", "keys", "logging", "messages", "codec", "tokens", "testing"},
     {"server"},
     {"store"},
     {"checkpoints", "registry"},
-    {"identity", "memory"},
+    # memory, bottom up: storage, then the tiers and code over it, then retrieval, then
+    # what is learned; the package root (export and import) uses them all
+    {"identity", "memory.storage"},
+    {"memory.tiers", "memory.code"},
+    {"memory.retrieval"},
+    {"memory.knowledge"},
+    {"memory"},
     {"context"},
     {"maintenance"},
     {"operations"},
@@ -32,7 +38,7 @@ RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 
 def _unit(module: str) -> str:
-    """``aether.memory.search`` -> ``memory``; ``aether`` -> ``__init__``."""
+    """``aether.memory.retrieval.search`` -> ``memory``; ``aether`` -> ``__init__``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -54,7 +60,7 @@ def _violations() -> list[str]:
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
-        unit = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        unit = _unit(".".join(("aether", *rel.with_suffix("").parts)))
         assert unit in RANK, f"{rel}: place {unit!r} in a layer of tests/test_layers.py"
         for line, module in _imports(path):
             target = _unit(module)

@@ -18,7 +18,7 @@ from aether.app import Aether
 from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.interfaces.mcp import http_app
-from aether.memory.layer import MemoryLayer
+from aether.memory.storage.layer import MemoryLayer
 
 TOOLS = {
     "memory_search",

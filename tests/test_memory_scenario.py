@@ -29,7 +29,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.maintenance.engine import MaintenanceEngine
-from aether.memory.graph import Graph
+from aether.memory.knowledge.graph import Graph
 from aether.operations import Parts
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.llm import LLMClient

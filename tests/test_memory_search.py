@@ -12,14 +12,14 @@ from redis.asyncio import Redis
 from aether.config import MemorySettings, Settings
 from aether.errors import InvalidOperationError
 from aether.keys import Keyspace
-from aether.memory.daily import DailyLog
-from aether.memory.embeddings import make_embedder
-from aether.memory.index import ensure_index
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.embeddings import make_embedder
+from aether.memory.storage.fulltext import ensure_index
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.vectors import ensure_vector_index
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.transfer import export_file, import_file
-from aether.memory.vectors import ensure_vector_index
 from aether.store.state import Store
 from tests.conftest import dump_state
 from tests.conftest import run_cli as _aether
@@ -393,8 +393,8 @@ async def test_raw_search_replies_read_the_same_over_resp2_and_resp3(
     from redis.asyncio import ConnectionPool
     from redisvl.query import TextQuery
 
-    from aether.memory.index import search_command, search_results
-    from aether.memory.vectors import knn_query, nearest_rows
+    from aether.memory.storage.fulltext import search_command, search_results
+    from aether.memory.storage.vectors import knn_query, nearest_rows
 
     layer = MemoryLayer.open(settings, client)
     search = MemorySearch(layer)

@@ -13,13 +13,13 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import MemorySettings, Settings
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.keys import Keyspace
-from aether.memory.chat import ChatSessions
-from aether.memory.daily import DailyLog
-from aether.memory.episodes import Episodes
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.scratchpad import Scratchpads
-from aether.memory.toolcache import ToolSchemaCache
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.episodes import Episodes
+from aether.memory.tiers.longterm import LongTermMemory
+from aether.memory.tiers.scratchpad import Scratchpads
+from aether.memory.tiers.toolcache import ToolSchemaCache
 from aether.store.client import connect
 from aether.store.state import Store
 from tests.conftest import dump_state, run_cli

@@ -29,10 +29,10 @@ from aether.app import Aether
 from aether.config import Settings
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.keys import Keyspace
-from aether.memory.daily import DailyLog
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import LongTermMemory
 from aether.registry.factory import open_registry
 from aether.registry.model import new_entry
 from aether.server.embedded import EmbeddedRedis
@@ -374,7 +374,7 @@ async def test_vectors_are_mirrored_to_qdrant(
         layer = await _search_layer(settings, client, server.base_url, tmp_path, False)
         doc = await DailyLog(layer).log("mirrored entry about sailing", timestamp=NOW)
         assert layer.mirror is not None
-        from aether.memory.qdrant_mirror import point_id
+        from aether.memory.storage.qdrant_mirror import point_id
 
         points = await layer.mirror.client.retrieve(
             layer.mirror.collection, [point_id(doc["id"])], with_vectors=True

@@ -18,14 +18,14 @@ from aether.context.assembly import ContextAssembler
 from aether.errors import InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
-from aether.memory.archetypes import archetype
-from aether.memory.decisions import DecisionMemory, FailureMemory
-from aether.memory.events import Events
-from aether.memory.graph import Graph, entity_id
-from aether.memory.layer import MemoryLayer
-from aether.memory.patterns import pattern_key
-from aether.memory.repository import Repositories, path_id
-from aether.memory.search import MemorySearch
+from aether.memory.code.repository import Repositories, path_id
+from aether.memory.knowledge.archetypes import archetype
+from aether.memory.knowledge.events import Events
+from aether.memory.knowledge.graph import Graph, entity_id
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.decisions import DecisionMemory, FailureMemory
+from aether.memory.tiers.patterns import pattern_key
 from aether.store.journal import entries_after
 
 SERVICE = """\

@@ -13,7 +13,10 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import MemorySettings, Settings
 from aether.context.assembly import ScoredMemory, memory_line
 from aether.keys import Keyspace
-from aether.memory.conversation import (
+from aether.memory.retrieval.newest import values_of
+from aether.memory.retrieval.search import MemorySearch, _rank_scores, passes_floor
+from aether.memory.retrieval.wording import coverage, words
+from aether.memory.storage.conversation import (
     MAX_PASSAGES,
     PASSAGE_OVERLAP,
     SHORT_TURN_CHARS,
@@ -21,12 +24,9 @@ from aether.memory.conversation import (
     embedding_texts,
     passages,
 )
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.newest import values_of
-from aether.memory.records import MemoryRecord
-from aether.memory.search import MemorySearch, _rank_scores, passes_floor
-from aether.memory.wording import coverage, words
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import MemoryRecord
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Store
 from tests.conftest import dump_state
 

@@ -17,9 +17,9 @@ from aether.context.session import EVICTED_TAG
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, WARNING_TEXT
 from aether.errors import CheckpointError, InvalidOperationError, LLMError, LLMNotConfiguredError
 from aether.identity.bootstrap import default_identity_dir
-from aether.memory.chat import ChatSessions
-from aether.memory.episodes import Episodes
-from aether.memory.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.episodes import Episodes
 from aether.runtime.agent import AgentRuntime, StepResult
 from aether.runtime.llm import LLMClient
 from aether.runtime.tools import Tool
@@ -329,7 +329,7 @@ async def test_tool_results_are_stored_with_their_calls(
     assert [c["id"] for c in call["tool_calls"]] == ["call_s", "call_p"]
     assert json.loads(call["tool_calls"][1]["function"]["arguments"])["value"] == "water plants"
     assert [m["tool_call_id"] for m in stored[2:4]] == ["call_s", "call_p"]
-    from aether.memory.scratchpad import Scratchpads
+    from aether.memory.tiers.scratchpad import Scratchpads
 
     assert await Scratchpads(rt.layer).get("plan") == "water plants"
 

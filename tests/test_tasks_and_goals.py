@@ -21,7 +21,7 @@ from aether.app import Aether
 from aether.config import Settings
 from aether.errors import InvalidOperationError, NotFoundError
 from aether.identity.bootstrap import default_identity_dir
-from aether.memory.tasks import Goal, Task, suggestion_order
+from aether.memory.tiers.tasks import Goal, Task, suggestion_order
 from aether.operations import Parts
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion

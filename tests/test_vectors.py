@@ -9,12 +9,12 @@ from redis.asyncio import Redis
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
-from aether.memory import vectors
-from aether.memory.beliefs import Beliefs
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.migration import migrate_vectors
-from aether.memory.search import MemorySearch
+from aether.memory.knowledge.beliefs import Beliefs
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage import vectors
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.vector_layout import migrate_vectors
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Mutation
 
 NOW = time.time()

@@ -74,7 +74,7 @@ async def open_archive(dsn: str) -> AsyncIterator[asyncpg.Connection]:
     Raises:
         ArchiveError: PostgreSQL cannot be reached.
     """
-    from aether.checkpoints.migrations import migrate
+    from aether.checkpoints.archive_schema import migrate
 
     try:
         conn = await asyncpg.connect(dsn, timeout=10)

@@ -28,16 +28,16 @@ from aether.context.window import render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
-from aether.llm import ChatMessage
 from aether.logging import log_once
-from aether.memory.archetypes import archetype
-from aether.memory.archetypes.base import Archetype
-from aether.memory.beliefs import effective_confidence
-from aether.memory.chat import ChatSessions
-from aether.memory.layer import MemoryLayer
-from aether.memory.records import MemoryDoc
-from aether.memory.search import MemorySearch, SearchHit
-from aether.memory.topics import MemoryIndex
+from aether.memory.knowledge.archetypes import archetype
+from aether.memory.knowledge.archetypes.base import Archetype
+from aether.memory.knowledge.beliefs import effective_confidence
+from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import MemoryDoc
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.memory_index import MemoryIndex
+from aether.messages import ChatMessage
 from aether.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
 
 log = structlog.get_logger(__name__)

@@ -15,8 +15,8 @@ from typing import Protocol
 import structlog
 
 from aether.errors import LLMError
-from aether.llm import ChatMessage, TextModel
-from aether.memory.stopwords import STOPWORDS
+from aether.memory.retrieval.stopwords import STOPWORDS
+from aether.messages import ChatMessage, TextModel
 from aether.tokens import count_tokens, truncate_to_tokens
 
 log = structlog.get_logger(__name__)

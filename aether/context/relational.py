@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from aether.memory.archetypes.base import Archetype, ContextStrategy
-from aether.memory.decisions import FailureMemory, pattern_line
-from aether.memory.events import Events
-from aether.memory.graph import Graph
-from aether.memory.layer import MemoryLayer
-from aether.memory.records import MemoryDoc
-from aether.memory.search import query_tokens
+from aether.memory.knowledge.archetypes.base import Archetype, ContextStrategy
+from aether.memory.knowledge.events import Events
+from aether.memory.knowledge.graph import Graph
+from aether.memory.retrieval.search import query_tokens
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import MemoryDoc
+from aether.memory.tiers.decisions import FailureMemory, pattern_line
 from aether.tokens import count_tokens, truncate_to_tokens
 
 OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}

@@ -23,13 +23,13 @@ from aether.context.compression import Summarizer, message_text, speaker
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, WARNING_TEXT, Thresholds
 from aether.context.window import Unit, limit, render_units, unit_tokens, units
 from aether.errors import AetherError
-from aether.llm import ChatMessage
 from aether.logging import log_once
-from aether.memory.chat import ChatSessions
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.records import DailyEntry
-from aether.store.safety import Checkpointer
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import DailyEntry
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.daily import DailyLog, build_entry
+from aether.messages import ChatMessage
+from aether.store.checkpointer import Checkpointer
 from aether.store.state import Mutation
 from aether.tokens import count_messages, truncate_to_tokens
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from aether.llm import ChatMessage
+from aether.messages import ChatMessage
 from aether.tokens import count_message, truncate_to_tokens
 
 Unit = list[ChatMessage]

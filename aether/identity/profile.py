@@ -22,7 +22,7 @@ from aether.identity.bootstrap import (
     load_directory,
 )
 from aether.identity.markdown import IdentityDoc, parse
-from aether.store.safety import Checkpointer
+from aether.store.checkpointer import Checkpointer
 from aether.store.state import Mutation, Store
 
 Target = Literal["agent", "user"]

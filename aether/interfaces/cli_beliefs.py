@@ -24,8 +24,8 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.beliefs import Beliefs, BeliefStatus, Reflection, RememberSummary
-from aether.memory.records import MemoryDoc
+from aether.memory.knowledge.beliefs import Beliefs, BeliefStatus, Reflection, RememberSummary
+from aether.memory.storage.records import MemoryDoc
 from aether.operations import ranges
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")

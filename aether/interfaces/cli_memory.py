@@ -31,15 +31,22 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.llm import ChatMessage
-from aether.memory.chat import ChatSessions
-from aether.memory.daily import DailyLog
-from aether.memory.episodes import Episode, Episodes
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory
-from aether.memory.records import DailyEntry, Kind, LongTermRecord, MemoryDoc, Source, public
-from aether.memory.scratchpad import Scratchpads
-from aether.memory.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import (
+    DailyEntry,
+    Kind,
+    LongTermRecord,
+    MemoryDoc,
+    Source,
+    public,
+)
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.episodes import Episode, Episodes
+from aether.memory.tiers.longterm import LongTermMemory
+from aether.memory.tiers.scratchpad import Scratchpads
+from aether.messages import ChatMessage
 from aether.operations import ranges
 
 app = group("Memory: daily logs, long-term, search, chat, import, export.")
@@ -228,7 +235,7 @@ def reindex(ctx: typer.Context, json_: JsonOpt = False) -> None:
     as_json = wants_json(ctx, json_)
 
     async def body() -> dict[str, int]:
-        from aether.memory.topics import MemoryIndex
+        from aether.memory.tiers.memory_index import MemoryIndex
 
         async with memory(st) as layer:
             with progress_bar("indexing memories (%)", 100, hidden=as_json) as bar:

@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import emit, group, progress_bar, run, state, wants_json
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.graph import Entity, Graph
-from aether.memory.repository import IndexReport, Repositories
+from aether.memory.code.repository import IndexReport, Repositories
+from aether.memory.knowledge.graph import Entity, Graph
 from aether.operations import ranges
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")

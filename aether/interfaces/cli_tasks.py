@@ -8,7 +8,7 @@ import typer
 
 from aether.interfaces.common import about, arguments, call, emit, group, plural, wants_json
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.tasks import Suggestion, Task, TaskStatus
+from aether.memory.tiers.tasks import Suggestion, Task, TaskStatus
 from aether.operations import ranges
 from aether.operations import tasks as ops
 from aether.operations.checkpoints import NoArgs

@@ -33,7 +33,7 @@ from aether.errors import (
     error_code,
 )
 from aether.identity.bootstrap import default_identity_dir
-from aether.llm import TextModel
+from aether.messages import TextModel
 from aether.operations import REGISTRY, Caller, Operation, Parts
 from aether.runtime.llm import LLMClient
 

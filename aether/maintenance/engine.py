@@ -31,15 +31,15 @@ from aether.codec import text
 from aether.config import BeliefSettings
 from aether.context.compression import ExtractiveSummarizer
 from aether.errors import LLMError
-from aether.llm import ChatMessage, StructuredModel, TextModel
-from aether.memory.beliefs import REMEMBER_TAG, Beliefs
-from aether.memory.daily import DailyLog
-from aether.memory.knowledge import ConversationLearner
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import build_memory
-from aether.memory.records import MemoryDoc
-from aether.memory.search import INACTIVE, MemorySearch
-from aether.memory.topics import count_ops
+from aether.memory.knowledge.beliefs import REMEMBER_TAG, Beliefs
+from aether.memory.knowledge.learner import ConversationLearner
+from aether.memory.retrieval.search import INACTIVE, MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import MemoryDoc
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import build_memory
+from aether.memory.tiers.memory_index import count_ops
+from aether.messages import ChatMessage, StructuredModel, TextModel
 from aether.store.lock import StateLock
 from aether.store.state import Mutation
 from aether.tokens import truncate_to_tokens

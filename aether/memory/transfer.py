@@ -33,10 +33,9 @@ from redisvl.query.filter import Tag
 
 from aether.errors import AetherError, ConflictError, InvalidOperationError
 from aether.files import atomic_private_writer
-from aether.memory.daily import DailyLog, build_entry
-from aether.memory.layer import MemoryLayer
-from aether.memory.longterm import LongTermMemory, build_memory
-from aether.memory.records import (
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import (
     MAX_TAGS,
     DailyEntry,
     MemoryDoc,
@@ -45,8 +44,9 @@ from aether.memory.records import (
     day_of,
     record_key,
 )
-from aether.memory.search import MemorySearch
-from aether.memory.topics import count_ops
+from aether.memory.tiers.daily import DailyLog, build_entry
+from aether.memory.tiers.longterm import LongTermMemory, build_memory
+from aether.memory.tiers.memory_index import count_ops
 from aether.store.state import Mutation
 
 BATCH = 500

@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar, get_type_hints
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from aether.errors import InvalidOperationError
-from aether.llm import TextModel
+from aether.messages import TextModel
 from aether.operations.parts import Parts
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from aether.memory.graph import Entity
+from aether.memory.knowledge.graph import Entity
 from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import DEPTH

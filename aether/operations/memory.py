@@ -9,11 +9,11 @@ from pydantic import BaseModel, Field
 
 from aether.errors import NotFoundError
 from aether.ids import check_id
-from aether.memory.beliefs import RememberSummary
-from aether.memory.daily import DailyLog
-from aether.memory.longterm import LongTermMemory
-from aether.memory.records import Kind
-from aether.memory.scratchpad import Scratchpads
+from aether.memory.knowledge.beliefs import RememberSummary
+from aether.memory.storage.records import Kind
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.longterm import LongTermMemory
+from aether.memory.tiers.scratchpad import Scratchpads
 from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import LIMIT, TTL_S

@@ -17,14 +17,14 @@ from aether.config import Settings
 from aether.context.assembly import ContextAssembler
 from aether.identity.profile import IdentityStore
 from aether.keys import Keyspace
-from aether.llm import TextModel
-from aether.memory.beliefs import Beliefs
-from aether.memory.embeddings import Embedder
-from aether.memory.graph import Graph
-from aether.memory.layer import MemoryLayer
-from aether.memory.migration import migrate_vectors
-from aether.memory.search import MemorySearch
-from aether.memory.tasks import Goals, Tasks
+from aether.memory.knowledge.beliefs import Beliefs
+from aether.memory.knowledge.graph import Graph
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.embeddings import Embedder
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.vector_layout import migrate_vectors
+from aether.memory.tiers.tasks import Goals, Tasks
+from aether.messages import TextModel
 
 __all__ = ["Parts"]
 
@@ -77,9 +77,9 @@ class Parts:
 
         Args:
             migrate: first bring a namespace whose vectors are in an older layout to the
-                configured one, after a checkpoint (``aether.memory.migration``). That is
-                a journaled write, so a process that may only read (a CLI command, the
-                MCP server over stdio) passes ``False``: a read never writes, and a look
+                configured one, after a checkpoint (``aether.memory.storage.vector_layout``).
+                That is a journaled write, so a process that may only read (a CLI command,
+                the MCP server over stdio) passes ``False``: a read never writes, and a look
                 between a rollback and its undo never blocks the undo. The daemon
                 migrates at its start.
         """

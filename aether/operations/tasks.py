@@ -10,7 +10,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from aether.errors import InvalidOperationError, LLMError
-from aether.memory.tasks import Goal, Suggestion, Task, TaskStatus, suggestion_order
+from aether.memory.tiers.tasks import Goal, Suggestion, Task, TaskStatus, suggestion_order
 from aether.operations.base import Caller, operation
 from aether.operations.checkpoints import NoArgs
 from aether.operations.parts import Parts

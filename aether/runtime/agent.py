@@ -25,10 +25,10 @@ from aether.context.session import EnforceReport, SessionWindow
 from aether.errors import InvalidOperationError
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
-from aether.llm import ChatMessage, ToolSchema
-from aether.memory.chat import ChatSessions
-from aether.memory.episodes import Episodes
-from aether.memory.toolcache import ToolSchemaCache
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.episodes import Episodes
+from aether.memory.tiers.toolcache import ToolSchemaCache
+from aether.messages import ChatMessage, ToolSchema
 from aether.operations import Caller, Parts
 from aether.registry.model import AgentLedger, new_entry
 from aether.runtime.llm import Completion, LLMClient, ToolCall

@@ -37,7 +37,7 @@ from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
 from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
-from aether.memory.knowledge import ConversationLearner
+from aether.memory.knowledge.learner import ConversationLearner
 from aether.operations import Parts
 from aether.registry.factory import open_registry
 from aether.runtime.agent import AgentRuntime

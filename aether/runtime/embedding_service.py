@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 
 from aether.codec import byte_map, text
 from aether.keys import Keyspace
-from aether.memory.embeddings import Embedder
+from aether.memory.storage.embeddings import Embedder
 
 log = structlog.get_logger(__name__)
 REPLY_TTL_S = 30

@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 
 from aether.config import Settings
 from aether.errors import LLMError, LLMNotConfiguredError
-from aether.llm import ChatMessage, FunctionCall, ToolCallPart, ToolSchema
+from aether.messages import ChatMessage, FunctionCall, ToolCallPart, ToolSchema
 
 log = structlog.get_logger(__name__)
 

@@ -20,7 +20,7 @@ import structlog
 
 from aether.config import Settings
 from aether.keys import Keyspace
-from aether.memory.embeddings import preload_local_model
+from aether.memory.storage.embeddings import preload_local_model
 from aether.operations import Parts
 from aether.runtime import embedding_service
 from aether.runtime.daemon import Daemon, finish_interrupted_rollback

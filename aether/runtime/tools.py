@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from aether.errors import AetherError, InvalidOperationError
-from aether.llm import ToolFunction, ToolSchema
+from aether.messages import ToolFunction, ToolSchema
 from aether.operations import Caller, Operation, Parts, agent_operations
 from aether.runtime.llm import ToolCall, parse_arguments
 from aether.tokens import count_tool_schemas

@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from aether.config import Settings
 from aether.interfaces.cli import app
 from aether.keys import Keyspace
-from aether.memory.layer import MemoryLayer
-from aether.memory.topics import MemoryIndex
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.tiers.memory_index import MemoryIndex
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 

@@ -181,7 +181,7 @@ def test_reimporting_an_export_adds_nothing_and_counters_hold(
 def test_an_import_racing_a_writer_of_the_same_id_never_double_counts(
     fresh: Agent, tmp_path: Path
 ) -> None:
-    from aether.memory.layer import MemoryLayer
+    from aether.memory.storage.layer import MemoryLayer
     from aether.memory.transfer import import_records, read_records
     from aether.store.client import connect
     from aether.store.state import Mutation

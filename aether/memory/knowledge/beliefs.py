@@ -1,0 +1,792 @@
+"""Beliefs and their lifecycle (seed 001's belief plugin, seed 004's tiers and supersede).
+
+A belief is a JSON document ``ns:belief:<id>`` in the memory index: a statement, its
+type (fact or insight), a base confidence with the time it was last reinforced, a status
+(active, invalidated, forgotten, pruned), the daily entries it rests on (evidence) and
+what it supersedes. Effective confidence halves every 30 days since the last
+reinforcement; it is computed at read time, so there is no background job.
+
+``remember(text)`` logs the text, extracts beliefs from it (LLM, or the text itself as a
+fact), then compares each with the 5 most similar active beliefs:
+
+- similarity >= 0.7 and the two contradict (LLM, or a heuristic for negations and changed
+  numbers): the old belief is invalidated and the new one supersedes it;
+- similarity > 0.85 otherwise: the old belief is reinforced (confidence up, decay reset);
+- else a new belief is created.
+
+The contradiction check runs for near-duplicates too (a departure from seed 001's order):
+"I like coffee" and "I don't like coffee" are more than 0.85 similar, and reinforcing one
+with the other would be wrong. Nothing is overwritten: every change is appended to the
+belief's history, ``ns:beliefs:history:<id>``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import structlog
+from redis.exceptions import ResponseError
+from redisvl.exceptions import RedisSearchError
+from redisvl.query import TextQuery
+from redisvl.query.filter import Tag
+from typing_extensions import TypedDict
+
+from aether.codec import text, texts
+from aether.config import BeliefSettings
+from aether.errors import InvalidOperationError, LLMError
+from aether.ids import new_id, resolve_prefix
+from aether.memory.knowledge.extraction import clauses, stating
+from aether.memory.retrieval.search import INACTIVE, MemorySearch, query_tokens
+from aether.memory.retrieval.stopwords import STOPWORDS
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import DailyEntry, MemoryDoc, base_record
+from aether.memory.storage.vectors import refilter
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.memory_index import count_ops
+from aether.messages import TextModel
+from aether.store.state import Mutation
+
+log = structlog.get_logger(__name__)
+
+TYPES = ("fact", "insight")
+BeliefStatus = Literal["active", "invalidated", "forgotten", "pruned"]
+STATUSES: tuple[str, ...] = get_args(BeliefStatus)
+NEIGHBOURS = 5
+REMEMBER_TAG = "remember"
+"""The tag of the daily entry ``remember`` logs (its facts live on as beliefs)."""
+BELIEF_FIELDS = (
+    "id",
+    "content",
+    "type",
+    "confidence",
+    "reinforced_at",
+    "status",
+    "evidence",
+    "supersedes",
+    "superseded_by",
+    "tags",
+    "timestamp",
+)
+_NEGATIONS = frozenset(
+    [
+        "not",
+        "no",
+        "never",
+        "none",
+        "nobody",
+        "nothing",
+        "neither",
+        "nor",
+        "cannot",
+        "without",
+        "dont",
+        "doesnt",
+        "isnt",
+        "wasnt",
+        "arent",
+    ]
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def effective_confidence(doc: MemoryDoc, now: float, half_life_days: float) -> float:
+    """Base confidence decayed by the time since the last reinforcement."""
+    base = float(doc.get("confidence", 0.0))
+    since = max(0.0, now - float(doc.get("reinforced_at", doc.get("timestamp", now))))
+    return base * math.pow(0.5, since / (half_life_days * 86_400))
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Cosine of the two texts' word sets (stopwords kept out): the no-embedder fallback."""
+    wa, wb = set(query_tokens(a)), set(query_tokens(b))
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / math.sqrt(len(wa) * len(wb))
+
+
+def _negated(statement: str) -> bool:
+    words = re.findall(r"[a-z']+", statement.lower())
+    return any(w.replace("'", "") in _NEGATIONS or w.endswith("n't") for w in words)
+
+
+# verbs that hold one value at a time: "lives in Lisbon" then "lives in Porto" is a move
+_SINGLE_VALUED = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "am",
+        "lives",
+        "live",
+        "lived",
+        "moved",
+        "works",
+        "work",
+        "worked",
+        "job",
+        "named",
+        "called",
+        "married",
+        "dating",
+        "drives",
+        "drive",
+        "owns",
+        "earns",
+        "earn",
+        "costs",
+        "weighs",
+        "has",
+        "have",
+        "had",
+        "studies",
+        "studying",
+        "teaches",
+        "runs",
+        "leads",
+        "manages",
+        "prefers",
+        "favourite",
+        "favorite",
+        "",
+    ]
+)
+_WORD = re.compile(r"[\w'-]+")
+
+
+def _changed_value(old: str, new: str) -> bool:
+    """The same subject and single-valued verb, then a different value."""
+    a, b = _WORD.findall(old.lower()), _WORD.findall(new.lower())
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - common and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    rest_a, rest_b = a[common : len(a) - tail], b[common : len(b) - tail]
+    if common < 2 or not rest_a or not rest_b or max(len(rest_a), len(rest_b)) > 5:
+        return False
+    return bool(_SINGLE_VALUED & set(a[:common])) and not set(rest_a) & set(rest_b)
+
+
+def heuristic_contradiction(old: str, new: str) -> bool:
+    """Whether two similar statements disagree.
+
+    One is negated and the other not, they hold different numbers, or they give one
+    subject a different value of a single-valued verb ("lives in Lisbon" / "in Porto").
+    """
+    if _negated(old) != _negated(new):
+        return True
+    numbers_old, numbers_new = set(_NUMBER.findall(old)), set(_NUMBER.findall(new))
+    if numbers_old and numbers_new and numbers_old != numbers_new:
+        return True
+    return _changed_value(old, new)
+
+
+def keyword_tags(statement: str, limit: int = 2) -> list[str]:
+    """Topic tags for a statement without an LLM: its longest content words."""
+    words = [
+        w
+        for w in dict.fromkeys(re.findall(r"[a-z][a-z-]{3,}", statement.lower()))
+        if w not in STOPWORDS
+    ]
+    return sorted(words, key=len, reverse=True)[:limit]
+
+
+@dataclass
+class Outcome:
+    """What ``remember`` did with one extracted belief."""
+
+    action: str  # created | reinforced | superseded
+    belief: MemoryDoc
+    previous: MemoryDoc | None = None
+    similarity: float = 0.0
+
+
+class Extracted(TypedDict):
+    """One belief found in a statement (by the LLM, or the statement itself)."""
+
+    statement: str
+    type: str
+    tags: list[str]
+
+
+class OutcomeSummary(TypedDict):
+    """One belief of a ``remember``, as the CLI and MCP report it."""
+
+    action: str
+    id: str
+    statement: str
+    previous: str | None
+    similarity: float
+
+
+class RememberSummary(TypedDict):
+    """A ``remember`` as the CLI and MCP report it: the logged entry and each belief."""
+
+    entry: str
+    beliefs: list[OutcomeSummary]
+
+
+class Reflection(TypedDict):
+    """Near-duplicate clusters of active beliefs and the stale ones (ids)."""
+
+    duplicates: list[list[str]]
+    stale: list[str]
+    active: int
+
+
+@dataclass
+class RememberReport:
+    """What one ``remember`` call did."""
+
+    entry: DailyEntry
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def summary(self) -> RememberSummary:
+        """The report as plain data (ids, not documents)."""
+        return RememberSummary(
+            entry=self.entry["id"],
+            beliefs=[
+                OutcomeSummary(
+                    action=o.action,
+                    id=o.belief["id"],
+                    statement=str(o.belief["content"]),
+                    previous=o.previous["id"] if o.previous else None,
+                    similarity=round(o.similarity, 4),
+                )
+                for o in self.outcomes
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class Change:
+    """How a new statement differs from an old one, word by word."""
+
+    changed: frozenset[str]
+    """Words of the old statement the new one does not hold (``12`` of "12 TB" -> "16 TB")."""
+    shared: frozenset[str]
+    """Words both hold."""
+
+    @classmethod
+    def between(cls, old: str, new: str) -> Change:
+        """The change from ``old`` to ``new``."""
+        words = frozenset(query_tokens(old))
+        changed = words - frozenset(query_tokens(new))
+        return cls(changed, words - changed)
+
+    def quoted_by(self, text_: str) -> bool:
+        """Whether ``text_`` states the old statement rather than the new one.
+
+        It holds every changed word and at least half of the shared ones.
+        """
+        held = set(query_tokens(text_))
+        return self.changed <= held and len(self.shared & held) * 2 >= len(self.shared)
+
+
+class Beliefs:
+    """The beliefs of one namespace.
+
+    Args:
+        layer: the memory layer.
+        settings: the lifecycle's numbers.
+        llm: extraction and contradiction checks when given; heuristics otherwise.
+    """
+
+    def __init__(
+        self, layer: MemoryLayer, settings: BeliefSettings, llm: TextModel | None = None
+    ) -> None:
+        self.layer = layer
+        self.keys = layer.keys
+        self.settings = settings
+        self.llm = llm
+        self.index = layer.text_index()
+
+    def effective(self, doc: MemoryDoc, now: float | None = None) -> float:
+        """The belief's effective confidence now."""
+        return effective_confidence(doc, now or time.time(), self.settings.half_life_days)
+
+    # ------------------------------------------------------------------ reading
+
+    async def get(self, id_or_prefix: str) -> MemoryDoc:
+        """One belief by id or unique prefix.
+
+        Raises:
+            NotFoundError / AmbiguousIdError: no belief, or several, match.
+        """
+        belief_id = resolve_prefix(await self.ids(), id_or_prefix, "belief")
+        doc = (await self.layer.get_docs([self.keys.belief(belief_id)]))[0]
+        if doc is None:
+            from aether.errors import NotFoundError
+
+            raise NotFoundError(f"no belief {id_or_prefix!r}")
+        doc.pop("embedding", None)
+        return doc
+
+    async def ids(self) -> list[str]:
+        """Every belief id (any status)."""
+        prefix = self.keys.belief("")
+        found = [
+            text(k)[len(prefix) :]
+            async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)
+        ]
+        return sorted(found)
+
+    async def select(
+        self, status: str | None = "active", now: float | None = None
+    ) -> list[MemoryDoc]:
+        """Beliefs (of one status, or all with ``None``), highest effective confidence first.
+
+        Each carries ``effective_confidence``.
+        """
+        if status is not None and status not in STATUSES:
+            raise InvalidOperationError(
+                f"unknown status {status!r}: use one of {', '.join(STATUSES)}"
+            )
+        keys = [self.keys.belief(i) for i in await self.ids()]
+        docs: list[MemoryDoc] = []
+        for start in range(0, len(keys), 500):
+            docs += [
+                d for d in await self.layer.get_docs(keys[start : start + 500], BELIEF_FIELDS) if d
+            ]
+        when = now or time.time()
+        out = [d for d in docs if status is None or d.get("status") == status]
+        for doc in out:
+            doc["effective_confidence"] = round(self.effective(doc, when), 4)
+        out.sort(key=lambda d: d["effective_confidence"], reverse=True)
+        return out
+
+    async def history(self, id_or_prefix: str) -> list[dict[str, object]]:
+        """The belief's changes, oldest first."""
+        belief = await self.get(id_or_prefix)
+        raw = await self.layer.client.lrange(self.keys.belief_history(belief["id"]), 0, -1)
+        return [json.loads(item) for item in texts(raw)]
+
+    async def questions(self, now: float | None = None) -> list[MemoryDoc]:
+        """Open questions: active beliefs whose effective confidence is under 0.5."""
+        return [
+            b
+            for b in await self.select("active", now)
+            if b["effective_confidence"] < self.settings.uncertain_at
+        ]
+
+    async def similar(
+        self, statement: str, vector: list[float] | None, limit: int = NEIGHBOURS
+    ) -> list[tuple[MemoryDoc, float]]:
+        """The most similar active beliefs, with their similarity (cosine, or lexical)."""
+        active = (Tag("kind") == "belief") & (Tag("status") == "active")
+        try:
+            if vector is not None:
+                scored = await self.layer.nearest(vector, active, limit)
+            else:
+                tokens = query_tokens(statement)
+                if not tokens:
+                    return []
+                query = TextQuery(
+                    " ".join(tokens),
+                    "content",
+                    filter_expression=active,
+                    num_results=limit * 4,
+                    stopwords=None,
+                )
+                query.no_content()
+                rows = await self.index.search(query.query, query_params=query.params)
+                scored = [(doc.id, 0.0) for doc in rows.docs]
+        except (RedisSearchError, ResponseError) as e:
+            log.warning("belief similarity search failed; treating as new", error=str(e))
+            return []
+        docs = await self.layer.get_docs([k for k, _ in scored], BELIEF_FIELDS)
+        out = []
+        for (_, sim), doc in zip(scored, docs, strict=True):
+            if doc is None or doc.get("status") != "active":
+                continue
+            out.append(
+                (
+                    doc,
+                    sim
+                    if vector is not None
+                    else lexical_similarity(statement, str(doc["content"])),
+                )
+            )
+        out.sort(key=lambda pair: pair[1], reverse=True)
+        return out[:limit]
+
+    # ------------------------------------------------------------------ writing
+
+    async def remember(
+        self,
+        statement: str,
+        *,
+        source: str = "user",
+        tags: list[str] | None = None,
+        session: str | None = None,
+        now: float | None = None,
+    ) -> RememberReport:
+        """Log ``statement`` and fold the beliefs it holds into memory (see module docs).
+
+        Raises:
+            InvalidOperationError: empty or oversized text, bad tags; nothing is written.
+        """
+        when = now or time.time()
+        entry = await DailyLog(self.layer).log(
+            statement,
+            source=source,
+            tags=[REMEMBER_TAG, *(tags or [])],
+            session=session,
+            timestamp=when,
+        )
+        report = RememberReport(entry)
+        for extracted in await self._extract(statement):
+            report.outcomes.append(await self._fold(extracted, entry["id"], tags or [], when))
+        return report
+
+    async def learn(
+        self,
+        statement: str,
+        *,
+        evidence: str,
+        tags: list[str] | None = None,
+        now: float | None = None,
+    ) -> Outcome:
+        """Fold one fact found elsewhere (a conversation turn ``evidence``) into beliefs.
+
+        Like :meth:`remember` without logging the text again: it is already stored.
+        """
+        clean = statement.strip()
+        if not clean:
+            raise InvalidOperationError("a fact needs some text")
+        fact: Extracted = {"statement": clean, "type": "fact", "tags": []}
+        return await self._fold(fact, evidence, tags or [], now or time.time())
+
+    async def _extract(self, statement: str) -> list[Extracted]:
+        """Beliefs in the text: the LLM's fact (+ insight), or the text itself as a fact."""
+        fallback: list[Extracted] = [{"statement": statement.strip(), "type": "fact", "tags": []}]
+        if self.llm is None:  # each clause that states something is a belief of its own
+            stated = [c for c in clauses(statement) if stating(c)]
+            return [{"statement": c, "type": "fact", "tags": []} for c in stated] or fallback
+        prompt = (
+            "Extract at most two beliefs from the text: one personal fact and, only if "
+            "there is one, one general insight. Answer only JSON: "
+            '[{"statement": "...", "type": "fact" or "insight", "tags": ["topic"]}]\n\n'
+            f"Text: {statement}"
+        )
+        try:
+            raw = await self.llm.complete("You extract durable beliefs.", prompt, max_tokens=300)
+            items = json.loads(raw[raw.index("[") : raw.rindex("]") + 1])
+        except (LLMError, ValueError) as e:
+            log.info("belief extraction fell back to the statement itself", error=str(e))
+            return fallback
+        out: list[Extracted] = []
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and str(item.get("statement", "")).strip():
+                kind = str(item["type"]) if item.get("type") in TYPES else "fact"
+                tags = [str(t)[:64] for t in item.get("tags", []) if str(t).strip()][:5]
+                out.append(
+                    {"statement": str(item["statement"]).strip(), "type": kind, "tags": tags}
+                )
+        return out[:2] or fallback
+
+    async def _contradicts(self, old: str, new: str) -> bool:
+        if self.llm is not None:
+            prompt = (
+                "Do these two statements contradict each other (cannot both be true "
+                'now)? Answer only JSON {"contradicts": true|false}.\n'
+                f"A: {old}\nB: {new}"
+            )
+            try:
+                raw = await self.llm.complete(
+                    "You check statements for contradiction.", prompt, max_tokens=20
+                )
+                return bool(json.loads(raw[raw.index("{") : raw.rindex("}") + 1])["contradicts"])
+            except (LLMError, ValueError, KeyError) as e:
+                log.info("contradiction check fell back to the heuristic", error=str(e))
+        return heuristic_contradiction(old, new)
+
+    async def _fold(
+        self, extracted: Extracted, evidence: str, tags: list[str], now: float
+    ) -> Outcome:
+        statement = extracted["statement"]
+        vector = await self.layer.embed(statement)
+        neighbours = await self.similar(statement, vector)
+        for old, sim in neighbours:
+            # short statements that differ only in their value ("works at Acme" / "at
+            # Globex") are less similar than check_above (MiniLM: 0.57), so the same
+            # subject and single-valued verb is also worth a check
+            if sim < self.settings.check_above and not _changed_value(
+                str(old["content"]), statement
+            ):
+                continue
+            if await self._contradicts(str(old["content"]), statement):
+                new = self._build(
+                    statement,
+                    extracted["type"],
+                    evidence,
+                    tags + extracted["tags"],
+                    now,
+                    supersedes=old["id"],
+                )
+                await self._write_new(new, vector, superseding=old, now=now, similarity=sim)
+                return Outcome("superseded", new, old, sim)
+        if neighbours and neighbours[0][1] > self.settings.reinforce_above:
+            old, sim = neighbours[0]
+            return Outcome("reinforced", await self._reinforce(old, evidence, now, sim), old, sim)
+        new = self._build(statement, extracted["type"], evidence, tags + extracted["tags"], now)
+        await self._write_new(new, vector, now=now)
+        return Outcome("created", new, None, neighbours[0][1] if neighbours else 0.0)
+
+    def _build(
+        self,
+        statement: str,
+        kind: str,
+        evidence: str,
+        tags: list[str],
+        now: float,
+        supersedes: str | None = None,
+    ) -> MemoryDoc:
+        topic = list(dict.fromkeys([*tags, *keyword_tags(statement)]))[:8]
+        doc = base_record(
+            "belief",
+            statement,
+            max_bytes=self.layer.settings.max_content_bytes,
+            source="agent",
+            tags=topic,
+            score=self.settings.initial_confidence,
+            timestamp=now,
+            record_id=new_id(),
+        )
+        doc.update(
+            {
+                "type": kind,
+                "confidence": self.settings.initial_confidence,
+                "reinforced_at": now,
+                "status": "active",
+                "evidence": [evidence],
+                "supersedes": supersedes,
+                "superseded_by": None,
+                "session": "",
+            }
+        )
+        return doc
+
+    def _event(self, m: Mutation, belief_id: str, kind: str, now: float, **detail: Any) -> None:
+        event = {"type": kind, "at": now, **detail}
+        m.rpush(self.keys.belief_history(belief_id), json.dumps(event, ensure_ascii=False))
+
+    async def _write_new(
+        self,
+        doc: MemoryDoc,
+        vector: list[float] | None,
+        now: float,
+        superseding: MemoryDoc | None = None,
+        similarity: float = 0.0,
+    ) -> None:
+        if vector is not None:
+            doc["embedding"] = vector
+        m = self.layer.put(Mutation(), self.keys.belief(doc["id"]), doc)
+        count_ops(m, self.keys, [doc])
+        self._event(
+            m,
+            doc["id"],
+            "create",
+            now,
+            evidence=doc["evidence"],
+            confidence=doc["confidence"],
+            supersedes=doc["supersedes"],
+        )
+        if superseding is not None:
+            await self._supersede_quotes(m, superseding, doc)
+            self._status_ops(m, superseding, "invalidated")
+            key = self.keys.belief(superseding["id"])
+            m.json_set(key, doc["id"], "$.superseded_by")
+            self._event(
+                m,
+                superseding["id"],
+                "contradict",
+                now,
+                by=doc["id"],
+                evidence=doc["evidence"],
+                similarity=round(similarity, 4),
+            )
+        await self.layer.store.apply(m, "belief.create")
+
+    async def _supersede_quotes(self, m: Mutation, old: MemoryDoc, new: MemoryDoc) -> None:
+        """Mark what still states ``old`` superseded by ``new``, in the same change.
+
+        The daily entries ``remember`` logged it from, and long-term notes, digests and
+        daily entries that quote it (they hold every word of it that the new belief
+        changed, and most of the rest), get ``status: superseded``: search and context
+        leave them out from now on, and a rollback restores them with the belief.
+        """
+        quoted = await self.quoting(old, str(new["content"]))
+        if not quoted:
+            return
+        pipe = self.layer.client.pipeline(transaction=False)
+        for key in quoted:
+            pipe.exists(self.keys.vector(key))
+        for key, has_vector in zip(quoted, await pipe.execute(), strict=True):
+            m.json_set(key, "superseded", "$.status")
+            m.json_set(key, new["id"], "$.superseded_by")
+            if has_vector:
+                refilter(m, self.keys, key, status="superseded")
+
+    async def states_superseded(self, text_: str) -> bool:
+        """Whether ``text_`` states a belief that a later one replaced."""
+        search = MemorySearch(self.layer)
+        hits = await search.search(text_, kind="belief", include_inactive=True, limit=20)
+        replaced = [h.key for h in hits if h.doc.get("status") == "invalidated"]
+        for doc in await self.layer.get_docs(replaced, (*BELIEF_FIELDS, "kind")):
+            if doc is None:
+                continue
+            successor = doc.get("superseded_by")
+            if doc.get("kind") != "belief" or doc.get("status") != "invalidated" or not successor:
+                continue
+            new = (await self.layer.get_docs([self.keys.belief(str(successor))], ("content",)))[0]
+            change = Change.between(str(doc["content"]), str(new["content"])) if new else None
+            if change is not None and change.quoted_by(text_):
+                return True
+        return False
+
+    async def quoting(self, old: MemoryDoc, new_statement: str) -> list[str]:
+        """Keys of the entries and notes that state ``old`` (see :meth:`_supersede_quotes`)."""
+        change = Change.between(str(old["content"]), new_statement)
+        candidates = [self.keys.daily_entry(e) for e in old.get("evidence", [])]
+        if change.changed:  # inactive ones are left out below, as search does
+            query = TextQuery(
+                " ".join(query_tokens(str(old["content"]))),
+                "content",
+                filter_expression=Tag("kind") == ["longterm", "daily"],
+                num_results=50,
+                stopwords=None,
+            )
+            query.no_content()
+            try:
+                rows = await self.index.search(query.query, query_params=query.params)
+                candidates += [row.id for row in rows.docs]
+            except (RedisSearchError, ResponseError) as e:
+                log.warning("could not look for notes quoting a superseded belief", error=str(e))
+        docs = await self.layer.get_docs(candidates, ("content", "status"))
+        out = []
+        for key, doc in zip(candidates, docs, strict=True):
+            if doc is None or doc.get("status") in INACTIVE:
+                continue
+            if change.quoted_by(str(doc.get("content", ""))):
+                out.append(key)
+        return list(dict.fromkeys(out))
+
+    def _status_ops(self, m: Mutation, doc: MemoryDoc, status: str) -> None:
+        key = self.keys.belief(doc["id"])
+        m.json_set(key, status, "$.status")
+        if self.layer.embedder is not None:
+            refilter(m, self.keys, key, status=status)
+        if doc.get("status") == "active":  # the memory index counts active beliefs
+            count_ops(m, self.keys, [{"kind": "belief", "tags": doc.get("tags", [])}], sign=-1)
+
+    async def _reinforce(
+        self, doc: MemoryDoc, evidence: str, now: float, similarity: float
+    ) -> MemoryDoc:
+        confidence = min(1.0, self.effective(doc, now) + self.settings.reinforce_step)
+        key = self.keys.belief(doc["id"])
+        m = Mutation()
+        m.json_set(key, round(confidence, 6), "$.confidence")
+        m.json_set(key, round(confidence, 6), "$.score")
+        m.json_set(key, now, "$.reinforced_at")
+        m.json_set(key, [*doc.get("evidence", []), evidence], "$.evidence")
+        self._event(
+            m,
+            doc["id"],
+            "reinforce",
+            now,
+            evidence=[evidence],
+            confidence=round(confidence, 6),
+            similarity=round(similarity, 4),
+        )
+        await self.layer.store.apply(m, "belief.reinforce")
+        return {
+            **doc,
+            "confidence": confidence,
+            "reinforced_at": now,
+            "evidence": [*doc.get("evidence", []), evidence],
+        }
+
+    async def forget(self, id_or_prefix: str, now: float | None = None) -> MemoryDoc:
+        """Soft-delete a belief (status ``forgotten``); it never reaches a context again.
+
+        Raises:
+            InvalidOperationError: the belief is not active.
+        """
+        doc = await self.get(id_or_prefix)
+        if doc.get("status") != "active":
+            raise InvalidOperationError(f"belief {doc['id']} is {doc.get('status')}, not active")
+        when = now or time.time()
+        m = Mutation()
+        self._status_ops(m, doc, "forgotten")
+        self._event(m, doc["id"], "forget", when)
+        await self.layer.store.apply(m, "belief.forget")
+        return {**doc, "status": "forgotten"}
+
+    async def prune(self, threshold: float | None = None, now: float | None = None) -> list[str]:
+        """Mark active beliefs under ``threshold`` effective confidence ``pruned``."""
+        limit = self.settings.prune_below if threshold is None else threshold
+        if not 0 <= limit <= 1:
+            raise InvalidOperationError("the threshold is a confidence between 0 and 1")
+        when = now or time.time()
+        doomed = [b for b in await self.select("active", when) if b["effective_confidence"] < limit]
+        for start in range(0, len(doomed), 200):
+            m = Mutation()
+            for doc in doomed[start : start + 200]:
+                self._status_ops(m, doc, "pruned")
+                self._event(
+                    m, doc["id"], "prune", when, effective_confidence=doc["effective_confidence"]
+                )
+            await self.layer.store.apply(m, "belief.prune")
+        return [d["id"] for d in doomed]
+
+    async def reflect(self, now: float | None = None) -> Reflection:
+        """Near-duplicate clusters and stale beliefs (a report; nothing changes)."""
+        when = now or time.time()
+        active = await self.select("active", when)
+        clusters: list[list[str]] = []
+        seen: set[str] = set()
+        for doc in active:
+            if doc["id"] in seen:
+                continue
+            vector = await self.layer.embed(str(doc["content"]))
+            near = [
+                d["id"]
+                for d, sim in await self.similar(str(doc["content"]), vector, 10)
+                if d["id"] != doc["id"] and sim > 0.9 and d["id"] not in seen
+            ]
+            if near:
+                clusters.append([doc["id"], *near])
+                seen.update([doc["id"], *near])
+        stale = [d["id"] for d in active if d["effective_confidence"] < self.settings.uncertain_at]
+        return Reflection(duplicates=clusters, stale=stale, active=len(active))
+
+    async def stats(self, now: float | None = None) -> dict[str, object]:
+        """Counts by status and type, mean effective confidence, open questions."""
+        every = await self.select(None, now)
+        active = [b for b in every if b.get("status") == "active"]
+        by_status = {s: sum(1 for b in every if b.get("status") == s) for s in STATUSES}
+        by_type = {t: sum(1 for b in active if b.get("type") == t) for t in TYPES}
+        mean = sum(b["effective_confidence"] for b in active) / len(active) if active else 0.0
+        tiers = self.settings
+        return {
+            "total": len(every),
+            "by_status": by_status,
+            "active_by_type": by_type,
+            "mean_effective_confidence": round(mean, 4),
+            "in_context": sum(1 for b in active if b["effective_confidence"] >= tiers.context_at),
+            "uncertain": sum(
+                1
+                for b in active
+                if tiers.uncertain_at <= b["effective_confidence"] < tiers.context_at
+            ),
+            "open_questions": sum(
+                1 for b in active if b["effective_confidence"] < tiers.uncertain_at
+            ),
+        }

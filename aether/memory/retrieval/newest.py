@@ -1,0 +1,106 @@
+"""Newest statement first: when results disagree about the same thing, the newer leads.
+
+The belief lifecycle supersedes extracted facts, but most of what an agent remembers is
+raw text: chat turns, notes. When two results of one search are about the same thing
+and state different values of it (a number, a date, a name), the newer one is what
+holds now, so it ranks directly above the older one, and the older one is marked
+(``SearchHit.earlier``) so a context can show it as an earlier statement.
+
+"About the same thing", without an LLM, is judged on the sentence of each result that
+best matches the query (a long message says many things; only one is the answer): both
+sentences contain most of the query's meaningful words (:data:`QUERY_COVERAGE`) and are
+near-duplicates of each other (:data:`SHARED_WORDS`, Jaccard over their words outside
+the stopwords). "Different values": each of the two sentences holds a number or a
+capitalised name the other does not. These are properties of the two texts and the query
+alone, not of any dataset.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from aether.memory.retrieval.wording import coverage, sentences, words
+
+if TYPE_CHECKING:
+    from aether.memory.retrieval.search import SearchHit
+
+__all__ = ["newest_first", "values_of"]
+
+QUERY_COVERAGE = 0.5
+"""Share of the query's meaningful words each of the two results must contain."""
+SHARED_WORDS = 0.2
+"""Jaccard similarity of the two sentences' meaningful words (near-duplicate phrasing)."""
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?:\s?%|\s?[a-zA-Z]{1,4}\b)?")
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w.+-]+")
+
+
+def values_of(text: str) -> set[str]:
+    """The numbers (with a unit when one follows) and mid-sentence capitalised names.
+
+    A name has two letters or more ("I" is no name).
+    """
+    numbers = {" ".join(m.split()).lower() for m in _NUMBER.findall(text)}
+    return numbers | {m.lower() for m in _NAME.findall(text)}
+
+
+def _same_thing(a: set[str], b: set[str]) -> bool:
+    union = a | b
+    return bool(union) and len(a & b) / len(union) >= SHARED_WORDS
+
+
+def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]:
+    """``hits`` (best first) with each older statement placed after a newer disagreeing one.
+
+    Args:
+        hits: ranked results.
+        query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
+
+    Returns:
+        The same hits; an older hit that a newer one contradicts is marked ``earlier``
+        and follows it.
+    """
+    # a sentence never covers more of the query than its whole text: skip the rest
+    best = [
+        _best_sentence(h.content, query) if _coverage_of(h) >= QUERY_COVERAGE else "" for h in hits
+    ]
+    vocabulary = [words(sentence) for sentence in best]
+    values = [values_of(sentence) for sentence in best]
+    about = [coverage(query, w) >= QUERY_COVERAGE for w in vocabulary]
+    order = list(range(len(hits)))
+    earlier: set[int] = set()
+    for i in range(len(hits)):
+        for j in range(len(hits)):
+            if i == j or not (about[i] and about[j]):
+                continue
+            if _timestamp(hits[j]) <= _timestamp(hits[i]):
+                continue  # j must be newer than i
+            if not (values[i] - values[j] and values[j] - values[i]):
+                continue
+            if not _same_thing(vocabulary[i], vocabulary[j]):
+                continue
+            earlier.add(i)
+            at_i, at_j = order.index(i), order.index(j)
+            if at_j > at_i:  # the newer one moves directly above the older
+                order.pop(at_j)
+                order.insert(at_i, j)
+    return [replace(hits[k], earlier=True) if k in earlier else hits[k] for k in order]
+
+
+def _best_sentence(text: str, query: Sequence[str]) -> str:
+    """The sentence of ``text`` that contains the most of the query's words (the first)."""
+    found = sentences(text) or [text]
+    return max(found, key=lambda s: coverage(query, words(s)))
+
+
+def _coverage_of(hit: SearchHit) -> float:
+    """What search measured of the hit's coverage (a neighbour without one: full)."""
+    return hit.coverage if hit.coverage is not None else 1.0
+
+
+def _timestamp(hit: SearchHit) -> float:
+    return float(hit.doc.get("timestamp", 0) or 0)

@@ -1,0 +1,172 @@
+"""The full-text index ``ns:memory:idx`` (redisvl), created idempotently.
+
+One JSON index over every memory kind (daily entries, long-term memories, beliefs,
+events, decisions, failures): content TEXT (weight 2.0, stemmed),
+kind/source/tags/session/status/scope/pattern/hash TAG, timestamp/score NUMERIC
+sortable. Vectors live in their own hashes and index (``aether.memory.storage.vectors``). When
+the wanted schema changes, the index is rebuilt over the same documents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from redis.asyncio import Redis
+from redisvl.index import AsyncSearchIndex
+from redisvl.query import BaseQuery
+
+from aether.codec import text
+from aether.keys import Keyspace
+from aether.memory.storage.records import memory_prefixes
+
+log = structlog.get_logger(__name__)
+
+# Tags may hold spaces and commas; no tag holds a control character, so this separator
+# never splits one.
+TAG_SEPARATOR = "\x1f"
+
+
+def search_command(index: AsyncSearchIndex, query: BaseQuery) -> list[Any]:
+    """The ``FT.SEARCH`` command of a redisvl query, to send in a pipeline.
+
+    The query string and its parameters are redisvl's (escaped, never raw user text);
+    the reply is left raw, which is cheaper to read than redis-py's documents
+    (:func:`search_results` reads it).
+    """
+    args: list[Any] = ["FT.SEARCH", index.name, *query.query.get_args()]
+    if query.params:
+        args += ["PARAMS", 2 * len(query.params)]
+        for name, value in query.params.items():
+            args += [name, value]
+    return args
+
+
+def search_results(reply: Any, *, scores: bool, fields: bool) -> list[tuple[str, float, Any]]:
+    """(id, score, returned fields) of a raw ``FT.SEARCH`` reply, best first.
+
+    A RESP3 reply (what redis-py speaks by default) is a map; a RESP2 one a flat list
+    whose shape depends on ``WITHSCORES`` (``scores``) and on returned fields (``fields``).
+    The score is 0.0 without ``WITHSCORES``; the fields are a map of bytes.
+    """
+    if isinstance(reply, dict):
+        return [
+            (
+                text(row[b"id"]),
+                float(row.get(b"score", 0.0)),
+                row.get(b"extra_attributes", {}),
+            )
+            for row in reply[b"results"]
+        ]
+    step = 1 + scores + fields
+    out = []
+    for at in range(1, len(reply), step):
+        score = float(reply[at + 1]) if scores else 0.0
+        pairs = reply[at + step - 1] if fields else []
+        out.append((text(reply[at]), score, dict(zip(pairs[::2], pairs[1::2], strict=True))))
+    return out
+
+
+def schema(keys: Keyspace) -> dict[str, Any]:
+    """The redisvl schema of the memory index."""
+    fields: list[dict[str, Any]] = [
+        {"name": "content", "type": "text", "path": "$.content", "attrs": {"weight": 2.0}},
+        {"name": "kind", "type": "tag", "path": "$.kind"},
+        {"name": "source", "type": "tag", "path": "$.source"},
+        {"name": "tags", "type": "tag", "path": "$.tags[*]", "attrs": {"separator": TAG_SEPARATOR}},
+        {"name": "session", "type": "tag", "path": "$.session"},
+        {"name": "status", "type": "tag", "path": "$.status"},
+        {"name": "scope", "type": "tag", "path": "$.scope"},
+        {"name": "pattern", "type": "tag", "path": "$.pattern"},
+        {"name": "hash", "type": "tag", "path": "$.hash"},
+        {
+            "name": "timestamp",
+            "type": "numeric",
+            "path": "$.timestamp",
+            "attrs": {"sortable": True},
+        },
+        {"name": "score", "type": "numeric", "path": "$.score", "attrs": {"sortable": True}},
+    ]
+    return {
+        "index": {
+            "name": keys.memory_index(),
+            "prefix": memory_prefixes(keys),
+            "storage_type": "json",
+        },
+        "fields": fields,
+    }
+
+
+def search_index(client: Redis, keys: Keyspace) -> AsyncSearchIndex:
+    """The index object (not created)."""
+    return AsyncSearchIndex.from_dict(schema(keys), redis_client=client)
+
+
+async def ensure_index(
+    client: Redis,
+    keys: Keyspace,
+    percent: Callable[[float], None] | None = None,
+) -> AsyncSearchIndex:
+    """Create the index if missing, rebuild it if its schema changed; idempotent.
+
+    Args:
+        client: the namespace's client.
+        keys: the namespace's keyspace.
+        percent: told how much of the existing documents a new index has scanned (0-100).
+    """
+    return await ensure_schema(client, schema(keys), keys.memory_index_schema(), percent)
+
+
+async def ensure_schema(
+    client: Redis,
+    wanted: dict[str, Any],
+    fingerprint_key: str,
+    percent: Callable[[float], None] | None = None,
+) -> AsyncSearchIndex:
+    """Create the index ``wanted`` describes, or rebuild it when its schema changed.
+
+    The schema's fingerprint is kept at ``fingerprint_key``; a rebuild keeps the
+    documents (they are indexed again).
+    """
+    fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+    index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
+    exists = await index.exists()
+    current = await client.get(fingerprint_key)
+    if exists and current is not None and text(current) == fingerprint:
+        return index
+    if exists:
+        log.info("index schema changed; rebuilding", index=index.name)
+        await index.delete(drop=False)
+    await index.create(overwrite=False)
+    await client.set(fingerprint_key, fingerprint)
+    await wait_indexed(index, percent)
+    return index
+
+
+async def wait_indexed(
+    index: AsyncSearchIndex,
+    percent: Callable[[float], None] | None = None,
+    timeout_s: float = 120.0,
+) -> None:
+    """Wait while a new index scans the documents that existed before it.
+
+    Documents written after creation are indexed as they are written; those already
+    there are scanned in the background, and a search meanwhile would miss them.
+    """
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        info = await index.info()
+        if percent is not None:
+            percent(100.0 * float(info.get("percent_indexed", 1) or 0))
+        if not int(float(info.get("indexing", 0) or 0)):
+            return
+        await asyncio.sleep(0.05)
+    log.warning(
+        "the memory index is still scanning documents; searches may miss some", index=index.name
+    )
