@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -153,7 +154,7 @@ class ContextSettings(ModelWindow):
 
 
 class BeliefSettings(BaseModel):
-    """The belief lifecycle (seeds 001 and 004)."""
+    """The belief lifecycle (docs/design.md, "Beliefs")."""
 
     half_life_days: float = Field(default=30.0, gt=0, description="confidence decay at read")
     initial_confidence: float = Field(default=0.6, gt=0, le=1)
@@ -167,9 +168,32 @@ class BeliefSettings(BaseModel):
     prune_below: float = Field(default=0.1, ge=0, le=1, description="maintenance prunes below")
 
 
+class LLMSettings(BaseModel):
+    """The chat model: an OpenAI-compatible endpoint (unset = no LLM)."""
+
+    base_url: str | None = Field(
+        default=None, description="an OpenAI-compatible chat endpoint; unset = no LLM"
+    )
+    model: str | None = Field(default=None, description="the chat model's name")
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
+    max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
+    breaker_failures: int = Field(
+        default=3, ge=1, description="failed LLM calls in a row that open the circuit breaker"
+    )
+    breaker_cooldown_s: float = Field(
+        default=30.0, gt=0, description="while open, LLM calls fail at once for this long"
+    )
+    price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M prompt tokens")
+    price_out_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M completion tokens")
+
+
 class EmbeddingSettings(BaseModel):
     """The vector half of hybrid search."""
 
+    provider: Literal["local", "openai", "none"] = Field(
+        default="local", description="local = all-MiniLM-L6-v2 offline; none = full-text only"
+    )
     model: str | None = Field(default=None, description="openai: the model name")
     base_url: str | None = Field(default=None, description="openai: an OpenAI-compatible URL")
     api_key: SecretStr | None = None
@@ -225,6 +249,69 @@ class LogSettings(BaseModel):
     file_backups: int = Field(default=5, ge=0)
 
 
+RENAMED: dict[str, tuple[str, str]] = {
+    "embeddings": ("embedding", "provider"),
+    **{
+        f"llm_{name}": ("llm", name)
+        for name in (
+            "base_url",
+            "model",
+            "api_key",
+            "timeout_s",
+            "max_retries",
+            "breaker_failures",
+            "breaker_cooldown_s",
+            "price_in_per_mtok",
+            "price_out_per_mtok",
+        )
+    },
+}
+"""Settings of older releases (flat) and where they live now (group, field). Their old
+environment names (``AETHER_EMBEDDINGS``, ``AETHER_LLM_MODEL``...) and flat keys in the
+TOML file or in code are still read, after the new ones, with a deprecation notice."""
+
+
+def deprecated_in_use(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(old, new) environment names of the renamed settings set in ``environ``."""
+    environ = os.environ if environ is None else environ
+    return [
+        (f"AETHER_{old.upper()}", f"AETHER_{group.upper()}__{field.upper()}")
+        for old, (group, field) in RENAMED.items()
+        if f"AETHER_{old.upper()}" in environ
+    ]
+
+
+def _nest_renamed(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with flat renamed keys moved into their groups (a new-style value wins)."""
+    out = dict(data)
+    for old, (group, field) in RENAMED.items():
+        if old in out:
+            value = out.pop(old)
+            nested = out.get(group)
+            nested = dict(nested) if isinstance(nested, Mapping) else {}
+            nested.setdefault(field, value)
+            out[group] = nested
+    return out
+
+
+class RenamedEnvironment(PydanticBaseSettingsSource):
+    """The old environment names of renamed settings (:data:`RENAMED`), below the new ones."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: :meth:`__call__` reads every old name at once."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """The old names' values, nested where the settings live now."""
+        return _nest_renamed(
+            {
+                old: os.environ[f"AETHER_{old.upper()}"]
+                for old in RENAMED
+                if f"AETHER_{old.upper()}" in os.environ
+            }
+        )
+
+
 class Settings(BaseSettings):
     """The effective configuration of one aether process."""
 
@@ -254,31 +341,12 @@ class Settings(BaseSettings):
     qdrant_search: bool = Field(
         default=False, description="search vectors in Qdrant instead of the Redis index"
     )
-    embeddings: Literal["local", "openai", "none"] = Field(
-        default="local", description="local = all-MiniLM-L6-v2 offline; none = full-text only"
-    )
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     identity_dir: Path | None = Field(
         default=None, description="identity markdown for the first boot (unset = the default)"
     )
-    llm_base_url: str | None = Field(
-        default=None, description="an OpenAI-compatible chat endpoint; unset = no LLM"
-    )
-    llm_model: str | None = Field(default=None, description="the chat model's name")
-    llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(default=60.0, gt=0, description="per LLM request")
-    llm_max_retries: int = Field(default=3, ge=0, description="with exponential backoff")
-    llm_breaker_failures: int = Field(
-        default=3, ge=1, description="failed LLM calls in a row that open the circuit breaker"
-    )
-    llm_breaker_cooldown_s: float = Field(
-        default=30.0, gt=0, description="while open, LLM calls fail at once for this long"
-    )
-    llm_price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M prompt tokens")
-    llm_price_out_per_mtok: float = Field(
-        default=0.0, ge=0, description="USD per 1M completion tokens"
-    )
+    llm: LLMSettings = Field(default_factory=lambda: LLMSettings())
     archetype: Literal["general", "coding"] = Field(
         default="general", description="the domain: extractors and context strategy"
     )
@@ -289,6 +357,26 @@ class Settings(BaseSettings):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: Any) -> Any:
+        return _nest_renamed(data) if isinstance(data, dict) else data
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied (not validated, as pydantic's).
+
+        A group given as a mapping (``{"llm": {"model": "m"}}``) updates only those fields
+        of the group; an old flat name (``"embeddings"``, ``"llm_model"``) lands in its
+        group, so code written for an older release keeps working.
+        """
+        changes: dict[str, Any] = {}
+        for key, value in _nest_renamed(dict(update or {})).items():
+            current = getattr(self, key, None)
+            if isinstance(value, Mapping) and isinstance(current, BaseModel):
+                value = current.model_copy(update=dict(value))
+            changes[key] = value
+        return super().model_copy(update=changes, deep=deep)
 
     @field_validator("namespace")
     @classmethod
@@ -312,7 +400,11 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Constructor arguments, then environment, then the optional TOML file."""
         toml_path = Path(os.environ.get("AETHER_CONFIG_FILE", str(DEFAULT_CONFIG_FILE)))
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [
+            init_settings,
+            env_settings,
+            RenamedEnvironment(settings_cls),
+        ]
         if toml_path.is_file():
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
         return tuple(sources)
@@ -332,8 +424,8 @@ class Settings(BaseSettings):
         data = self.model_dump(mode="json")
         if self.embedding.api_key is not None:
             data["embedding"]["api_key"] = "***"
-        if self.llm_api_key is not None:
-            data["llm_api_key"] = "***"
+        if self.llm.api_key is not None:
+            data["llm"]["api_key"] = "***"
         if self.mcp.token is not None:
             data["mcp"]["token"] = "***"
         for name in ("redis_url", "postgres_dsn", "mongo_url"):

@@ -95,7 +95,7 @@ class LLMError(AetherError):
 
 
 class LLMNotConfiguredError(LLMError):
-    """No LLM is configured (``AETHER_LLM_BASE_URL`` and ``AETHER_LLM_MODEL``)."""
+    """No LLM is configured (``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL``)."""
 
 
 # what "Redis is away" looks like from redis-py (BusyLoadingError is a ConnectionError)

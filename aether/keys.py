@@ -185,7 +185,7 @@ class Keyspace:
         """Name (key prefix) of redisvl's embeddings cache; entries have a 30-day TTL."""
         return self._k("embcache")
 
-    # relational memory (seeds 000 and 003)
+    # relational memory (docs/design.md, "Entity graph and events")
     def event(self, event_id: str) -> str:
         """JSON: an event (type, actor, content, outcome, parent, duration, keywords, scope)."""
         return self._k("event", event_id)

@@ -270,7 +270,7 @@ def _ranked(hits: list[SearchHit], key_to_id: dict[str, int]) -> list[int]:
 
 async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-beam-"))
-    base = Settings(home=home, embeddings=embeddings)  # type: ignore[arg-type]
+    base = Settings(home=home, embedding={"provider": embeddings})  # type: ignore[arg-type]
     aether, bm25, cosine = Tally(), Tally(), Tally()
     with_embedding: list[float] = []
     without_embedding: list[float] = []

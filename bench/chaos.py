@@ -88,14 +88,14 @@ def _daemon_env(home: Path, llm: ScriptedOpenAI, fsync: str) -> dict[str, str]:
         {
             "AETHER_HOME": str(home),
             "AETHER_NAMESPACE": NAMESPACE,
-            "AETHER_EMBEDDINGS": "none",
+            "AETHER_EMBEDDING__PROVIDER": "none",
             "AETHER_CONFIG_FILE": str(home / "none.toml"),
             "AETHER_REDIS_APPENDFSYNC": fsync,
             "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
             "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
-            "AETHER_LLM_BASE_URL": llm.base_url,
-            "AETHER_LLM_MODEL": "scripted",
-            "AETHER_LLM_MAX_RETRIES": "0",
+            "AETHER_LLM__BASE_URL": llm.base_url,
+            "AETHER_LLM__MODEL": "scripted",
+            "AETHER_LLM__MAX_RETRIES": "0",
         }
     )
     return env
@@ -218,7 +218,9 @@ async def soak(cycles: int, fsync: str, seed: int, max_seconds: float) -> dict[s
     """Run the soak in a fresh temporary home; returns the report."""
     rng = random.Random(seed)
     home = Path(tempfile.mkdtemp(prefix="aether-chaos-"))
-    settings = Settings(home=home, namespace=NAMESPACE, redis_appendfsync=fsync, embeddings="none")
+    settings = Settings(
+        home=home, namespace=NAMESPACE, redis_appendfsync=fsync, embedding={"provider": "none"}
+    )
     keys = Keyspace(NAMESPACE)
     server = EmbeddedRedis(settings)
     server.start()

@@ -66,7 +66,7 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
     home = Path(tempfile.mkdtemp(prefix="aether-context-"))
     base = Settings(
         home=home,
-        embeddings=embeddings,
+        embedding={"provider": embeddings},
         redis_appendfsync="always",  # type: ignore[arg-type]
         context=ContextSettings(window_tokens=window),
     )

@@ -8,7 +8,7 @@ agents run 32 at a time in one process. Printed per mode (``cluster``, ``standal
 the write throughput of the whole fleet (entries/s, wall clock), each agent's own write
 rate (median), search p50/p99 over all agents' searches, and, for the cluster, how
 evenly agents, keys and memory spread over the shards. Full-text search only
-(``AETHER_EMBEDDINGS=none``): the embedding model is shared by a fleet and is the
+(``AETHER_EMBEDDING__PROVIDER=none``): the embedding model is shared by a fleet and is the
 same cost on either topology.
 
 Usage: python bench/fleet.py [--sizes 10,100,1000] [--entries 20]
@@ -130,10 +130,10 @@ def spread(cluster: LocalCluster, namespaces: list[str]) -> list[dict[str, Any]]
 async def main(sizes: list[int], entries: int) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-fleet-"))
     cluster = LocalCluster(home / "cluster").start()
-    standalone = Settings(home=home / "standalone", embeddings="none")
+    standalone = Settings(home=home / "standalone", embedding={"provider": "none"})
     clustered = Settings(
         home=home / "c",
-        embeddings="none",
+        embedding={"provider": "none"},
         redis_url=cluster.url,  # type: ignore[arg-type]
         redis_cluster=True,
     )

@@ -152,7 +152,7 @@ async def load(layer: MemoryLayer, sample: dict[str, Any]) -> dict[str, str]:
 async def run(path: Path, embeddings: str) -> dict[str, Any]:
     data = json.loads(path.read_text())
     home = Path(tempfile.mkdtemp(prefix="aether-locomo-"))
-    base = Settings(home=home, embeddings=embeddings)  # type: ignore[arg-type]
+    base = Settings(home=home, embedding={"provider": embeddings})  # type: ignore[arg-type]
     recalls: dict[int, list[float]] = {k: [] for k in KS}
     by_category: dict[int, list[float]] = {c: [] for c in CATEGORIES}
     top10_tokens: list[int] = []

@@ -195,7 +195,7 @@ async def search_latency(
 
 async def main(quick: bool) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="aether-bench-mem-"))
-    settings = Settings(home=workdir, embeddings="none")
+    settings = Settings(home=workdir, embedding={"provider": "none"})
     client = await connect(settings)
     n_entries = 20_000 if quick else 100_000
     try:

@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent.parent
 
 async def run(root: Path) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-repo-"))
-    settings = Settings(home=home, embeddings="none", namespace="bench")
+    settings = Settings(home=home, embedding={"provider": "none"}, namespace="bench")
     client = await connect(settings)
     try:
         repos = Repositories(MemoryLayer.open(settings, client))

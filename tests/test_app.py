@@ -22,7 +22,7 @@ def test_the_package_exports_its_public_api() -> None:
 
 
 async def test_open_wires_every_part_over_one_client(settings: Settings) -> None:
-    s = settings.model_copy(update={"embeddings": "none"})
+    s = settings.model_copy(update={"embedding": {"provider": "none"}})
     with ScriptedOpenAI(responder=lambda body: completion("all done")) as llm:
         async with Aether.open(s, actor="agent") as agent:
             assert await agent.client.exists(agent.keys.memory_index_schema()) == 1  # ready

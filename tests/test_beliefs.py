@@ -46,13 +46,12 @@ async def _beliefs(
     settings: Settings, client: Redis, base_url: str | None = None, llm: LLMClient | None = None
 ) -> Beliefs:
     if base_url is None:
-        s = settings.model_copy(update={"embeddings": "none"})
+        s = settings.model_copy(update={"embedding": {"provider": "none"}})
     else:
         s = settings.model_copy(
             update={
-                "embeddings": "openai",
                 "embedding": settings.embedding.model_copy(
-                    update={"model": "bow", "base_url": base_url, "dims": 256}
+                    update={"provider": "openai", "model": "bow", "base_url": base_url, "dims": 256}
                 ),
             }
         )
@@ -277,7 +276,9 @@ async def test_the_memory_index_stays_within_budget_at_10k_beliefs(
 
 
 async def test_tasks(settings: Settings, client: Redis) -> None:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    layer = MemoryLayer.open(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client
+    )
     tasks = Tasks(layer)
     low = await tasks.add("water the plants", priority=5)
     high = await tasks.add("renew the TLS certificate", priority=1, due="2026-12-01")
@@ -296,7 +297,7 @@ async def test_tasks(settings: Settings, client: Redis) -> None:
 
 
 def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -57,7 +57,7 @@ async def agents(cluster: LocalCluster, tmp_path: Path) -> AsyncIterator[tuple[A
     names = _namespaces_on_two_shards(cluster)
     opened = []
     for name in names:
-        settings = _settings(cluster, tmp_path, name, embeddings="local")
+        settings = _settings(cluster, tmp_path, name, embedding={"provider": "local"})
         agent = Aether(settings, await connect(settings))
         await agent.ready()
         opened.append(agent)
@@ -245,7 +245,9 @@ async def test_a_key_already_migrated_is_read_through_ask_then_moved(
 async def test_a_primary_killed_and_restarted_loses_no_acknowledged_write(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    settings = _settings(cluster, tmp_path, f"{{r{uuid.uuid4().hex[:8]}}}", embeddings="none")
+    settings = _settings(
+        cluster, tmp_path, f"{{r{uuid.uuid4().hex[:8]}}}", embedding={"provider": "none"}
+    )
     agent = Aether(settings, await connect(settings))
     try:
         await agent.ready()

@@ -32,7 +32,7 @@ NONSENSE = ("quantum chromodynamics zebra", "zzzz qqqq", "xkcd vbnm qwpo")
 @pytest.fixture
 async def text_only(settings: Settings, client: Redis) -> tuple[Settings, MemoryLayer]:
     """Settings without embeddings, and a memory layer on them with its index."""
-    s = settings.model_copy(update={"embeddings": "none"})
+    s = settings.model_copy(update={"embedding": {"provider": "none"}})
     layer = MemoryLayer.open(s, client)
     await MemorySearch(layer).ensure_index()
     return s, layer
@@ -52,7 +52,7 @@ def test_a_superseded_fact_never_comes_back_through_maintenance(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
     """The 12 TB -> 16 TB case, as a user meets it: remember, maintain, preview."""
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     first = json.loads(_cli(env, "remember", "The NAS has 12 TB of disks", "--json").stdout)
     note = json.loads(
         _cli(

@@ -90,7 +90,7 @@ def test_a_person_never_lives_in_a_thing() -> None:
 
 
 async def test_each_clause_goes_through_the_lifecycle_on_its_own(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}  # no LLM either: the deterministic path
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}  # no LLM either: the deterministic path
 
     async def cli(*args: str) -> str:
         done = await asyncio.to_thread(run_cli, env, *args)

@@ -119,3 +119,66 @@ def test_the_readme_never_hard_codes_the_default_home() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert "~/.local/share/aether/run" not in readme
     assert "aether redis cli XADD aether:inbox" in readme
+
+
+def test_llm_and_embedding_settings_are_groups_and_the_old_names_still_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AETHER_LLM__MODEL", "new-model")
+    monkeypatch.setenv("AETHER_LLM__MAX_RETRIES", "1")
+    monkeypatch.setenv("AETHER_EMBEDDING__PROVIDER", "none")
+    s = load_settings()
+    assert (s.llm.model, s.llm.max_retries, s.embedding.provider) == ("new-model", 1, "none")
+    # the old flat environment names are read, below the new ones
+    monkeypatch.setenv("AETHER_LLM_MODEL", "old-model")
+    monkeypatch.setenv("AETHER_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("AETHER_EMBEDDINGS", "openai")
+    s = load_settings()
+    assert s.llm.model == "new-model" and s.embedding.provider == "none"
+    assert s.llm.base_url == "http://127.0.0.1:9/v1"
+    monkeypatch.delenv("AETHER_EMBEDDING__PROVIDER")
+    monkeypatch.delenv("AETHER_LLM__MODEL")
+    s = load_settings()
+    assert s.llm.model == "old-model" and s.embedding.provider == "openai"
+    # old flat keys in code and in the TOML file land in their groups too
+    assert Settings(llm_timeout_s=5, embeddings="local").llm.timeout_s == 5  # type: ignore[call-arg]
+    copied = s.model_copy(update={"llm_model": "m", "embedding": {"provider": "none"}})
+    assert copied.llm.model == "m" and copied.llm.base_url == s.llm.base_url
+    assert copied.embedding.provider == "none" and s.embedding.provider == "openai"
+    toml = tmp_path / "flat.toml"
+    toml.write_text('llm_model = "from-toml"\nembeddings = "none"\n')
+    for name in ("AETHER_LLM_MODEL", "AETHER_EMBEDDINGS"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AETHER_CONFIG_FILE", str(toml))
+    s = load_settings()
+    assert s.llm.model == "from-toml" and s.embedding.provider == "none"
+    with pytest.raises(ConfigError, match="provider"):
+        load_settings(embedding={"provider": "gpu"})
+
+
+def test_an_old_environment_name_gets_a_deprecation_notice(tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
+    env |= {"AETHER_HOME": str(tmp_path), "AETHER_EMBEDDINGS": "none", "AETHER_LLM_MODEL": "m"}
+    done = subprocess.run(
+        [sys.executable, "-m", "aether", "config", "show", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["embedding"]["provider"] == "none" and shown["llm"]["model"] == "m"
+    assert "AETHER_EMBEDDINGS is deprecated: use AETHER_EMBEDDING__PROVIDER" in done.stderr
+    assert "AETHER_LLM_MODEL is deprecated: use AETHER_LLM__MODEL" in done.stderr
+    new = {k: v for k, v in env.items() if k not in ("AETHER_EMBEDDINGS", "AETHER_LLM_MODEL")}
+    quiet = subprocess.run(
+        [sys.executable, "-m", "aether", "config", "show", "--json"],
+        env=new | {"AETHER_EMBEDDING__PROVIDER": "none"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert quiet.returncode == 0 and "deprecated" not in quiet.stderr

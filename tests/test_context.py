@@ -160,7 +160,9 @@ async def test_llm_summary_falls_back_to_extractive_when_the_model_fails() -> No
 async def test_memory_index_is_kept_on_write_and_rolls_back(
     settings: Settings, client: Redis, checkpoints: Checkpoints
 ) -> None:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    layer = MemoryLayer.open(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client
+    )
     await MemorySearch(layer).ensure_index()
     daily, longterm = DailyLog(layer), LongTermMemory(layer)
     await daily.log("docker restart policy is on-failure", tags=["docker", "ops"])
@@ -182,7 +184,9 @@ async def test_memory_index_is_kept_on_write_and_rolls_back(
 
 
 async def test_memory_index_stays_within_budget(settings: Settings, client: Redis) -> None:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    layer = MemoryLayer.open(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client
+    )
     m = Mutation()
     from aether.memory.tiers.memory_index import count_ops
 
@@ -201,7 +205,9 @@ async def test_memory_index_stays_within_budget(settings: Settings, client: Redi
 
 
 async def _seed_memory(settings: Settings, client: Redis) -> MemoryLayer:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    layer = MemoryLayer.open(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client
+    )
     await MemorySearch(layer).ensure_index()
     await IdentityStore(layer.store, Checkpoints(client, layer.keys)).ensure(default_identity_dir())
     daily = DailyLog(layer)
@@ -272,7 +278,7 @@ async def test_assembly_includes_recent_history_of_a_session(
 
 
 def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -47,7 +47,7 @@ from tests.conftest import dump_state
 
 
 async def _daemon(settings: Settings, client: Redis, llm: LLMClient | None) -> Daemon:
-    parts = Parts(settings.model_copy(update={"embeddings": "none"}), client)
+    parts = Parts(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
     await parts.search.ensure_index()
     daemon = Daemon(parts, llm)
     await daemon.runtime("main").identity.ensure(default_identity_dir())
@@ -156,7 +156,7 @@ async def _old_day(layer: MemoryLayer, days_ago: int, n: int) -> list[dict[str, 
 async def test_maintenance_compresses_prunes_fixes_ttls_and_reflects(
     settings: Settings, client: Redis, keys: Keyspace
 ) -> None:
-    s = settings.model_copy(update={"embeddings": "none"})
+    s = settings.model_copy(update={"embedding": {"provider": "none"}})
     layer = MemoryLayer.open(s, client)
     await MemorySearch(layer).ensure_index()
     checkpoints = Checkpoints(client, keys, keep=3)
@@ -210,7 +210,9 @@ def date_of(doc: dict[str, Any]) -> Any:
 async def test_maintenance_runs_never_overlap(
     settings: Settings, client: Redis, keys: Keyspace
 ) -> None:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    layer = MemoryLayer.open(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client
+    )
     await client.set(keys.job_lock("maintenance.running"), "someone", ex=30)
     with pytest.raises(ConcurrentAdminError):
         await MaintenanceEngine(layer, Checkpoints(client, keys)).run()
@@ -250,10 +252,10 @@ def model() -> Iterator[tuple[ScriptedOpenAI, SlowModel]]:
 def _env(cli_env: dict[str, str], server: ScriptedOpenAI) -> dict[str, str]:
     return {
         **cli_env,
-        "AETHER_EMBEDDINGS": "none",
-        "AETHER_LLM_BASE_URL": server.base_url,
-        "AETHER_LLM_MODEL": "scripted",
-        "AETHER_LLM_MAX_RETRIES": "0",
+        "AETHER_EMBEDDING__PROVIDER": "none",
+        "AETHER_LLM__BASE_URL": server.base_url,
+        "AETHER_LLM__MODEL": "scripted",
+        "AETHER_LLM__MAX_RETRIES": "0",
         "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
         "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
     }
@@ -490,14 +492,14 @@ def _poll_status(env: dict[str, str], pid: int) -> Any:
 
 
 def test_send_says_when_no_daemon_runs(cli_env: dict[str, str]) -> None:
-    out = _cli({**cli_env, "AETHER_EMBEDDINGS": "none"}, "send", "anyone?")
+    out = _cli({**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}, "send", "anyone?")
     assert out.returncode == 1 and "not running" in out.stderr
-    empty = _cli({**cli_env, "AETHER_EMBEDDINGS": "none"}, "send", "  ")
+    empty = _cli({**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}, "send", "  ")
     assert empty.returncode == 1 and "empty" in empty.stderr
 
 
 def test_maintenance_cli(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     dry = _cli(env, "maintenance", "run", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     assert json.loads(dry.stdout)["dry_run"] is True

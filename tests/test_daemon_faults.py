@@ -53,7 +53,7 @@ def _env(home: Path, llm: ScriptedOpenAI | None = None) -> dict[str, str]:
         {
             "AETHER_HOME": str(home),
             "AETHER_NAMESPACE": f"faults{uuid.uuid4().hex[:6]}",
-            "AETHER_EMBEDDINGS": "none",
+            "AETHER_EMBEDDING__PROVIDER": "none",
             "AETHER_CONFIG_FILE": str(home / "none.toml"),
             "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
             "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
@@ -63,9 +63,9 @@ def _env(home: Path, llm: ScriptedOpenAI | None = None) -> dict[str, str]:
     if llm is not None:
         env.update(
             {
-                "AETHER_LLM_BASE_URL": llm.base_url,
-                "AETHER_LLM_MODEL": "scripted",
-                "AETHER_LLM_MAX_RETRIES": "0",
+                "AETHER_LLM__BASE_URL": llm.base_url,
+                "AETHER_LLM__MODEL": "scripted",
+                "AETHER_LLM__MAX_RETRIES": "0",
             }
         )
     return env
@@ -315,7 +315,7 @@ def test_send_to_a_refused_llm_gets_the_error_quickly(home: Path, tmp_path: Path
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     env = _env(home)
-    env.update({"AETHER_LLM_BASE_URL": dead, "AETHER_LLM_MODEL": "m"})  # default retries
+    env.update({"AETHER_LLM__BASE_URL": dead, "AETHER_LLM__MODEL": "m"})  # default retries
     log = tmp_path / "daemon.log"
     proc = _up(env, log)
     try:

@@ -15,7 +15,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "aether"
 
 # lowest first; a module may import from its own rank or a lower one
 LAYERS: list[set[str]] = [
-    {"errors", "ids", "files", "config", "keys", "logging", "messages", "codec", "tokens", "testing"},
+    {
+        "errors",
+        "ids",
+        "files",
+        "config",
+        "keys",
+        "logging",
+        "messages",
+        "codec",
+        "tokens",
+        "testing",
+    },
     {"server"},
     {"store"},
     {"checkpoints", "registry"},
@@ -83,3 +94,19 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     bad.write_text("def f():\n    from aether.runtime.agent import AgentRuntime\n")
     assert _imports(bad) == [(2, "aether.runtime.agent")]
     assert RANK[_unit("aether.runtime.agent")] > RANK["memory"]
+
+
+def test_docstrings_point_to_the_repository_not_to_seed_documents() -> None:
+    """The seed documents are not in the repository: a pointer to one leads nowhere."""
+    import re
+
+    pointers = [
+        f"aether/{path.relative_to(PACKAGE)}"
+        for path in PACKAGE.rglob("*.py")
+        if re.search(r"\bseeds? 00\d", path.read_text())
+    ]
+    assert pointers == []
+    design = (PACKAGE.parent / "docs" / "design.md").read_text()
+    for path in PACKAGE.rglob("*.py"):
+        for section in re.findall(r'docs/design\.md, "([^"]+)"', path.read_text()):
+            assert f"## {section}\n" in design, (path, section)

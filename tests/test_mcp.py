@@ -60,7 +60,7 @@ def _error(result: Any) -> dict[str, Any]:
 
 
 async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -141,7 +141,9 @@ def _free_port() -> int:
 async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: Redis) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
-    wired = Aether(settings.model_copy(update={"embeddings": "none"}), client, actor="mcp")
+    wired = Aether(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client, actor="mcp"
+    )
     await wired.identity.ensure(default_identity_dir())
     assert isinstance(wired.memory, MemoryLayer)
     port = _free_port()

@@ -237,9 +237,14 @@ async def test_embeddings_none_and_missing_openai_config(
 ) -> None:
     from aether.errors import ConfigError
 
-    assert make_embedder(settings.model_copy(update={"embeddings": "none"}), client, keys) is None
+    assert (
+        make_embedder(settings.model_copy(update={"embedding": {"provider": "none"}}), client, keys)
+        is None
+    )
     with pytest.raises(ConfigError, match="AETHER_EMBEDDING__MODEL"):
-        make_embedder(settings.model_copy(update={"embeddings": "openai"}), client, keys)
+        make_embedder(
+            settings.model_copy(update={"embedding": {"provider": "openai"}}), client, keys
+        )
 
 
 async def test_import_export_round_trip_and_duplicates(
@@ -281,7 +286,7 @@ async def test_import_bad_file_writes_nothing(
 
 
 def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     logged = _aether(env, "memory", "log", "Shipped release v3 to production", "--tag", "a, b")
     assert logged.returncode == 0, logged.stderr
     found = _aether(env, "memory", "search", "release @shipped (v3)", "--json")
@@ -365,9 +370,13 @@ async def test_openai_embeddings_through_the_real_client(
     with ScriptedOpenAI(dims=64) as server:
         configured = settings.model_copy(
             update={
-                "embeddings": "openai",
                 "embedding": settings.embedding.model_copy(
-                    update={"model": "text-embedding-test", "base_url": server.base_url, "dims": 64}
+                    update={
+                        "provider": "openai",
+                        "model": "text-embedding-test",
+                        "base_url": server.base_url,
+                        "dims": 64,
+                    }
                 ),
             }
         )

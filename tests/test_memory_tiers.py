@@ -205,7 +205,7 @@ async def test_chat_list_shows_when_each_session_last_spoke(
         await chats.append("work", "assistant", "hi", timestamp=WHEN.timestamp() + 90)
     finally:
         await client.aclose()
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     listed = json.loads(
         (await asyncio.to_thread(run_cli, env, "memory", "chat", "list", "--json")).stdout
     )

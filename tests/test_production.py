@@ -145,7 +145,7 @@ def test_the_compose_wiring_against_local_services(
     wired.update(
         {
             "AETHER_HOME": str(tmp_path),
-            "AETHER_EMBEDDINGS": "none",
+            "AETHER_EMBEDDING__PROVIDER": "none",
             "AETHER_MCP__PORT": str(mcp_port),
             "AETHER_MCP__HOST": "127.0.0.1",
             "AETHER_NAMESPACE": f"compose{uuid.uuid4().hex[:6]}",
@@ -293,9 +293,8 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
     ) as server:
         s = settings.model_copy(
             update={
-                "embeddings": "none",
-                "llm_price_in_per_mtok": 2.0,
-                "llm_price_out_per_mtok": 8.0,
+                "embedding": {"provider": "none"},
+                "llm": {"price_in_per_mtok": 2.0, "price_out_per_mtok": 8.0},
             }
         )
         opened = open_registry(s, client)
@@ -321,11 +320,10 @@ async def _search_layer(
 ) -> MemoryLayer:
     s = settings.model_copy(
         update={
-            "embeddings": "openai",
             "qdrant_path": tmp_path / "qdrant",
             "qdrant_search": qdrant_search,
             "embedding": settings.embedding.model_copy(
-                update={"model": "bow", "base_url": base_url, "dims": 64}
+                update={"provider": "openai", "model": "bow", "base_url": base_url, "dims": 64}
             ),
         }
     )
@@ -393,7 +391,7 @@ def test_docs_keep_a_scaling_note() -> None:
 
 
 def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -83,7 +83,7 @@ async def _journal(client: Redis, keys: Keyspace) -> list[object]:
 async def test_reads_between_a_rollback_and_its_undo_change_nothing(
     cli_env: dict[str, str], client: Redis, keys: Keyspace, tmp_path: Path
 ) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     run = asyncio.to_thread
     await run(_ok, env, "identity", "bootstrap")
     # the first memories arrive in one command, so the checkpoint's state is one that

@@ -56,7 +56,9 @@ def test_total():
 
 
 async def _layer(settings: Settings, client: Redis) -> MemoryLayer:
-    layer = MemoryLayer.open(settings.model_copy(update={"embeddings": "none"}), client)
+    layer = MemoryLayer.open(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client
+    )
     await MemorySearch(layer).ensure_index()
     return layer
 
@@ -323,7 +325,7 @@ async def test_repository_index_queries_and_reindex(
 
 
 def test_repo_and_graph_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     _project(tmp_path)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:

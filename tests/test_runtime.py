@@ -67,14 +67,20 @@ def server() -> Iterator[ScriptedOpenAI]:
 def configured(settings: Settings, server: ScriptedOpenAI, **context: Any) -> Settings:
     return settings.model_copy(
         update={
-            "embeddings": "openai",
             "embedding": settings.embedding.model_copy(
-                update={"model": "bow", "base_url": server.base_url, "dims": 64}
+                update={
+                    "provider": "openai",
+                    "model": "bow",
+                    "base_url": server.base_url,
+                    "dims": 64,
+                }
             ),
-            "llm_base_url": server.base_url,
-            "llm_model": "scripted",
-            "llm_max_retries": 0,
-            "llm_timeout_s": 10,
+            "llm": {
+                "base_url": server.base_url,
+                "model": "scripted",
+                "max_retries": 0,
+                "timeout_s": 10,
+            },
             "context": ContextSettings(**{"window_tokens": 4096, **context}),
         }
     )
@@ -175,9 +181,9 @@ async def test_the_window_survives_a_restart(
 async def test_step_without_an_llm_is_a_clear_error_and_writes_nothing(
     settings: Settings, client: Redis
 ) -> None:
-    s = settings.model_copy(update={"embeddings": "none"})
+    s = settings.model_copy(update={"embedding": {"provider": "none"}})
     rt = Aether(s, client).runtime("quiet")
-    with pytest.raises(LLMNotConfiguredError, match="AETHER_LLM_BASE_URL"):
+    with pytest.raises(LLMNotConfiguredError, match="AETHER_LLM__BASE_URL"):
         await rt.step("hello")
     assert await client.exists(rt.layer.keys.chat_messages("quiet")) == 0
     await rt.identity.ensure(default_identity_dir())
@@ -354,7 +360,7 @@ async def test_the_scripted_model_runs_as_a_program_for_trying_the_daemon() -> N
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}/v1" in first
-        assert "AETHER_LLM_MODEL=scripted" in proc.stdout.readline()
+        assert "AETHER_LLM__MODEL=scripted" in proc.stdout.readline()
         llm = LLMClient(f"http://127.0.0.1:{port}/v1", "scripted", max_retries=0)
         reply = await llm.chat([{"role": "user", "content": "Is anyone there?"}])
         assert reply.content == '(scripted model) I heard: "Is anyone there?"'

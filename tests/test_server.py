@@ -227,7 +227,7 @@ def test_builtin_cli_escapes_binary_values_on_a_terminal(
 
 def test_up_leaves_redis_running_unless_asked_to_stop_it(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "AETHER_HOME": str(tmp_path / "h")}
-    env["AETHER_EMBEDDINGS"] = "none"
+    env["AETHER_EMBEDDING__PROVIDER"] = "none"
     try:
         for flags, running_after in (((), True), (("--stop-redis",), False)):
             proc = subprocess.Popen(

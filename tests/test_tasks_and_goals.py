@@ -69,7 +69,7 @@ def test_the_rules_order_overdue_due_soon_priority_goal_mentioned_oldest() -> No
 async def test_tasks_and_goals_are_journaled_and_refuse_bad_input(
     settings: Settings, client: Redis
 ) -> None:
-    parts = Parts(settings.model_copy(update={"embeddings": "none"}), client)
+    parts = Parts(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
     goal = await parts.goals.add("a quiet homelab")
     task = await parts.tasks.add("replace the fan", 2, "2026-12-01", goal=goal.id[:6])
     assert task.goal == goal.id and task.due == "2026-12-01"
@@ -119,7 +119,7 @@ def _json(env: dict[str, str], *args: str) -> Any:
 
 
 def test_the_cli_plans_work_with_goals_and_suggests_what_next(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     assert _cli(env, "identity", "bootstrap").returncode == 0
     goal = _json(env, "goal", "add", "move to the new NAS", "--notes", "by year end")
     today = datetime.now(UTC).date()
@@ -176,10 +176,10 @@ def test_suggest_asks_the_model_and_falls_back_to_the_rules(cli_env: dict[str, s
     with ScriptedOpenAI(responder=ranking) as server:
         env = {
             **cli_env,
-            "AETHER_EMBEDDINGS": "none",
-            "AETHER_LLM_BASE_URL": server.base_url,
-            "AETHER_LLM_MODEL": "scripted",
-            "AETHER_LLM_MAX_RETRIES": "0",
+            "AETHER_EMBEDDING__PROVIDER": "none",
+            "AETHER_LLM__BASE_URL": server.base_url,
+            "AETHER_LLM__MODEL": "scripted",
+            "AETHER_LLM__MAX_RETRIES": "0",
         }
         first = _json(env, "task", "add", "first by the rules", "-p", "1")
         second = _json(env, "task", "add", "second by the rules", "-p", "2")
@@ -194,7 +194,7 @@ def test_suggest_asks_the_model_and_falls_back_to_the_rules(cli_env: dict[str, s
 
 
 async def test_mcp_serves_the_task_and_goal_tools(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "AETHER_EMBEDDINGS": "none"}
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -256,10 +256,8 @@ async def test_the_agent_plans_with_its_task_tools_over_simulated_days(
     with ScriptedOpenAI(responder=responder) as server:
         s = settings.model_copy(
             update={
-                "embeddings": "none",
-                "llm_base_url": server.base_url,
-                "llm_model": "scripted",
-                "llm_max_retries": 0,
+                "embedding": {"provider": "none"},
+                "llm": {"base_url": server.base_url, "model": "scripted", "max_retries": 0},
             }
         )
         wired = Aether(s, client)

@@ -1,11 +1,11 @@
 """Context assembly: what the model is sent for one query, each section within its budget.
 
 Sections, in the order they are filled: the identity system prompt, the memory index
-(seed 004: the topics memory holds), the recent history of the session, then relevant
+(the topics memory holds), the recent history of the session, then relevant
 memories, which also get whatever the other sections leave unused. Memories come from
-hybrid search and are ranked as in seed 000's scoring: relevance, recency with
-exponential decay, importance (a belief's confidence, else the entry's score), times an
-outcome factor (success 1.2, failure 0.8).
+hybrid search and are ranked as docs/design.md ("Context assembly and scoring") says:
+relevance, recency with exponential decay, importance (a belief's confidence, else the
+entry's score), times an outcome factor (success 1.2, failure 0.8).
 
 Two ways to budget (see :class:`Budgets`): standalone (``aether context preview``, MCP,
 benchmarks) splits ``max_tokens`` itself; inside the agent runtime the model's window
@@ -179,7 +179,7 @@ def score_memory(
 ) -> ScoredMemory | None:
     """Seed 000's scoring of one search hit.
 
-    A belief's importance is its effective confidence (seed 004's tiers: from 0.8 it is
+    A belief's importance is its effective confidence (the confidence tiers: from 0.8 it is
     known, from 0.5 it enters marked uncertain, below it is an open question). An open
     question enters only when it is the best match for the query, marked as a question to
     confirm: a fact told once and never repeated decays under 0.5 in eight days, and

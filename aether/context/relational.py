@@ -1,8 +1,8 @@
-"""The archetype's part of a context (seeds 000 and 003).
+"""The archetype's part of a context (docs/design.md, "Archetypes").
 
 Known failure patterns, recent events, salient entities and the relations around them.
 The memory budget is split as the archetype's strategy says (recent / semantic /
-entities / relations); each part is ranked with seed 000's scoring: recency
+entities / relations); each part is ranked with the archetype's scoring: recency
 ``exp(-age_hours / 24)``, relevance (the share of the query's words an item holds) and
 salience, times 1.2 for a success and 0.8 for a failure. What a part leaves unused goes
 to the semantic part (hybrid search), which the assembler fills last.

@@ -28,7 +28,7 @@ try:  # typer >= 0.22 vendors click as typer._click; older versions use click it
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from aether.config import LogFormat, load_settings
+from aether.config import LogFormat, deprecated_in_use, load_settings
 from aether.errors import AetherError, IdentityError, describe, error_code
 from aether.files import PRIVATE_UMASK
 from aether.interfaces import (
@@ -208,6 +208,10 @@ def root(
     configure_logging(
         settings, console_level="INFO" if long_running else None, log_format=log_format
     )
+    for old, new in deprecated_in_use():
+        structlog.get_logger("aether.config").warning(
+            f"{old} is deprecated: use {new} (the old name is read until a later release)"
+        )
     ctx.obj = AppState(settings=settings, json=json_ or json_requested.get())
 
 

@@ -1,4 +1,4 @@
-"""The maintenance engine (seed 002's ``run_maintenance``, plus seed 004's reflection).
+"""The maintenance engine: compression, pruning, learning and reflection (docs/design.md).
 
 Steps, in order, each reporting what it did (or, with ``dry_run``, would do):
 

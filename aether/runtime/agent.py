@@ -1,4 +1,6 @@
-"""The agent runtime (seed 002's AgentRuntimeV2): one conversational step at a time.
+"""The agent runtime: one conversational step at a time.
+
+Why: docs/design.md, "Agent runtime, registry and ledger".
 
 ``step(message)``: the user's message goes to the chat session; the context is
 assembled (identity, memory index, relevant memories, the session window); the
@@ -91,7 +93,7 @@ class AgentRuntime:
         self.assembler = parts.context
         self.chats = ChatSessions(self.layer)
         self.episodes = Episodes(self.layer)
-        self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm_model)
+        self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm.model)
         summarizer: Summarizer = LLMSummarizer(llm) if llm else ExtractiveSummarizer()
         self._summarizer = summarizer
         self.toolbox = Toolbox()
@@ -264,8 +266,8 @@ class AgentRuntime:
     async def _ledger_llm(self, model: str, completion: Completion, duration_ms: float) -> None:
         prices = self.settings
         cost = (
-            completion.prompt_tokens * prices.llm_price_in_per_mtok
-            + completion.completion_tokens * prices.llm_price_out_per_mtok
+            completion.prompt_tokens * prices.llm.price_in_per_mtok
+            + completion.completion_tokens * prices.llm.price_out_per_mtok
         ) / 1e6
         await self._ledger_append(
             "llm_call",

@@ -54,7 +54,7 @@ CLAIM_EVERY_S = 30.0
 OPEN_TASKS_SHOWN = 10
 RETRY_PAUSE_S = 2.0
 NO_LLM = (
-    "no LLM configured: restart the daemon with AETHER_LLM_BASE_URL and AETHER_LLM_MODEL set; "
+    "no LLM configured: restart the daemon with AETHER_LLM__BASE_URL and AETHER_LLM__MODEL set; "
     "the message is stored"
 )
 

@@ -1,7 +1,7 @@
 """The LLM client: any OpenAI-compatible chat endpoint through the ``openai`` package.
 
-Configured by ``AETHER_LLM_BASE_URL``, ``AETHER_LLM_MODEL`` and ``AETHER_LLM_API_KEY``
-(``AETHER_LLM_TIMEOUT_S``, ``AETHER_LLM_MAX_RETRIES``). Timeouts and retries are the
+Configured by ``AETHER_LLM__BASE_URL``, ``AETHER_LLM__MODEL`` and ``AETHER_LLM__API_KEY``
+(``AETHER_LLM__TIMEOUT_S``, ``AETHER_LLM__MAX_RETRIES``). Timeouts and retries are the
 openai client's own: connection errors, 408, 409, 429 and 5xx are retried with
 exponential backoff and jitter; what still fails becomes an :class:`LLMError`.
 """
@@ -145,20 +145,20 @@ class LLMClient:
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMClient | None:
         """The configured client, or ``None`` when no LLM is configured."""
-        if not settings.llm_base_url or not settings.llm_model:
+        if not settings.llm.base_url or not settings.llm.model:
             return None
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
         breaker = CircuitBreaker(
-            settings.llm_base_url,
-            settings.llm_breaker_failures,
-            settings.llm_breaker_cooldown_s,
+            settings.llm.base_url,
+            settings.llm.breaker_failures,
+            settings.llm.breaker_cooldown_s,
         )
         return cls(
-            settings.llm_base_url,
-            settings.llm_model,
+            settings.llm.base_url,
+            settings.llm.model,
             key,
-            settings.llm_timeout_s,
-            settings.llm_max_retries,
+            settings.llm.timeout_s,
+            settings.llm.max_retries,
             breaker,
         )
 
@@ -167,8 +167,8 @@ class LLMClient:
         """``client``, or a clear error when no LLM is configured."""
         if client is None:
             raise LLMNotConfiguredError(
-                "no LLM configured: set AETHER_LLM_BASE_URL and AETHER_LLM_MODEL "
-                "(and AETHER_LLM_API_KEY when the endpoint needs one)"
+                "no LLM configured: set AETHER_LLM__BASE_URL and AETHER_LLM__MODEL "
+                "(and AETHER_LLM__API_KEY when the endpoint needs one)"
             )
         return client
 

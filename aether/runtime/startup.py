@@ -113,7 +113,7 @@ async def _serve(
     supervisor = Supervisor(parts.client, health, stop, recover)
     health.llm = llm.breaker if llm is not None else None
     supervisor.start("beat", lambda: keep_alive(lease, health, stop))
-    if layer.embedder is not None and settings.embeddings == "local" and not stop.is_set():
+    if layer.embedder is not None and settings.embedding.provider == "local" and not stop.is_set():
         # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not
         # held up by it (asyncio's own worker threads are waited for at exit)
         loader = threading.Thread(target=preload_local_model, name="model-load", daemon=True)
@@ -138,7 +138,7 @@ async def _serve(
         agent=identity.agent.get("name"),
         redis="external" if settings.redis_url else "embedded",
         embeddings=layer.embedder.model_name if layer.embedder else "none",
-        llm=settings.llm_model or "none",
+        llm=settings.llm.model or "none",
         mcp=f"{settings.mcp.host}:{settings.mcp.port}/mcp" if http else "off",
         instance=lease.holder.instance,
     )

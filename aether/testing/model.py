@@ -4,7 +4,7 @@ Real HTTP on 127.0.0.1, spoken to by the real ``openai`` client: the tests' mode
 way to try the daemon without an LLM::
 
     python -m aether.testing.model --port 8900
-    AETHER_LLM_BASE_URL=http://127.0.0.1:8900/v1 AETHER_LLM_MODEL=scripted aether up
+    AETHER_LLM__BASE_URL=http://127.0.0.1:8900/v1 AETHER_LLM__MODEL=scripted aether up
 
 Embeddings are deterministic bag-of-words vectors (texts sharing words are close); chat
 completions pop the next scripted reply (run as a program: it says what it heard).
@@ -151,7 +151,7 @@ class ScriptedOpenAI:
 
     @property
     def base_url(self) -> str:
-        """The OpenAI-compatible endpoint (``AETHER_LLM_BASE_URL``)."""
+        """The OpenAI-compatible endpoint (``AETHER_LLM__BASE_URL``)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> ScriptedOpenAI:
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with ScriptedOpenAI(dims=384, responder=echo, port=args.port) as server:
         print(f"scripted model at {server.base_url}", flush=True)
-        print(f"  AETHER_LLM_BASE_URL={server.base_url} AETHER_LLM_MODEL=scripted", flush=True)
+        print(f"  AETHER_LLM__BASE_URL={server.base_url} AETHER_LLM__MODEL=scripted", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             server.wait()
 

@@ -63,7 +63,7 @@ class Agent:
             {
                 "AETHER_HOME": str(self.home),
                 "AETHER_NAMESPACE": self.namespace,
-                "AETHER_EMBEDDINGS": "none",
+                "AETHER_EMBEDDING__PROVIDER": "none",
                 "AETHER_CONFIG_FILE": str(self.home / "no-such-config.toml"),
             }
         )
@@ -73,7 +73,7 @@ class Agent:
     @property
     def settings(self) -> Settings:
         """The agent's settings (as the CLI builds them)."""
-        return Settings(home=self.home, namespace=self.namespace, embeddings="none")
+        return Settings(home=self.home, namespace=self.namespace, embedding={"provider": "none"})
 
     def __call__(self, *args: str, **env: str) -> Outcome:
         """Run ``aether ARGS`` in-process; no traceback may reach the output."""

@@ -152,7 +152,7 @@ def test_status_reports_the_security_block(private_home: Path) -> None:
 
 def test_status_warns_about_wide_files_and_exposed_mcp(private_home: Path) -> None:
     log_file = private_home / "logs" / "aether.log"
-    settings = Settings(home=private_home, namespace="perm", embeddings="none")
+    settings = Settings(home=private_home, namespace="perm", embedding={"provider": "none"})
     exposed = settings.model_copy(
         update={"mcp": settings.mcp.model_copy(update={"port": 8765, "host": "0.0.0.0"})}
     )

@@ -1,4 +1,6 @@
-"""Repository intelligence (seed 003): a map of a repository's files and their imports.
+"""Repository intelligence: a map of a repository's files and their imports.
+
+Why: docs/design.md, "Repository intelligence".
 
 ``index(root)`` lists the repository's files (``git ls-files`` when it is a git
 checkout, else a walk that skips VCS, virtual-env and build folders), keeps those in a

@@ -1,4 +1,4 @@
-"""Beliefs and their lifecycle (seed 001's belief plugin, seed 004's tiers and supersede).
+"""Beliefs and their lifecycle (docs/design.md, "Beliefs").
 
 A belief is a JSON document ``ns:belief:<id>`` in the memory index: a statement, its
 type (fact or insight), a base confidence with the time it was last reinforced, a status
@@ -14,7 +14,7 @@ fact), then compares each with the 5 most similar active beliefs:
 - similarity > 0.85 otherwise: the old belief is reinforced (confidence up, decay reset);
 - else a new belief is created.
 
-The contradiction check runs for near-duplicates too (a departure from seed 001's order):
+The contradiction check runs for near-duplicates too (before the reinforcement check):
 "I like coffee" and "I don't like coffee" are more than 0.85 similar, and reinforcing one
 with the other would be wrong. Nothing is overwritten: every change is appended to the
 belief's history, ``ns:beliefs:history:<id>``.

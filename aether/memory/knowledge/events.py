@@ -1,4 +1,4 @@
-"""Events (seed 000's episodic memory): what happened, with causal chains and outcomes.
+"""Events (episodic memory): what happened, with causal chains and outcomes.
 
 An event is a JSON document ``ns:event:<id>`` in the memory index (its ``content`` is
 its searchable text; ``payload`` keeps structured data such as a file's path and text)

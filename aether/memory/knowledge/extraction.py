@@ -1,4 +1,4 @@
-"""What a conversation turn holds: facts, entities and relations (seed 000's extractors).
+"""What a conversation turn holds: facts, entities and relations (docs/design.md, "Extraction").
 
 One shape for both extractors: :class:`Extraction`, a pydantic model that is also the JSON
 schema the LLM answers in (one structured call per batch of turns, see

@@ -1,4 +1,4 @@
-"""Entities and relations (seed 000's semantic and relational memory), in Redis.
+"""Entities and relations (docs/design.md, "Entity graph and events"), in Redis.
 
 An entity is a hash ``ns:entity:<id>`` whose id derives from (scope, type, name), so
 recording the same thing twice updates one entity: mention count, last seen, salience.
@@ -252,7 +252,7 @@ class Graph:
         A stored relation of the same source and type as one of ``relations`` whose
         target is named in a ``replaced`` statement (and not the new target) is taken out
         of the traversal sets; its hash stays, ``status: superseded`` with ``valid_to``:
-        the graph supersedes, never overwrites (seed 004). Returns how many.
+        the graph supersedes, never overwrites. Returns how many.
         """
         if not relations or not replaced:
             return 0

@@ -159,7 +159,7 @@ def make_embedder(
             ``DaemonEmbedder`` so that a running daemon's loaded model answers instead of
             a model load (the memory layer never imports the runtime).
     """
-    choice = settings.embeddings
+    choice = settings.embedding.provider
     inner: Embedder
     if choice == "none":
         return None
@@ -181,7 +181,9 @@ def make_embedder(
     else:
         cfg = settings.embedding
         if not cfg.model or not cfg.dims:
-            raise ConfigError("AETHER_EMBEDDINGS=openai needs AETHER_EMBEDDING__MODEL and __DIMS")
+            raise ConfigError(
+                "AETHER_EMBEDDING__PROVIDER=openai needs AETHER_EMBEDDING__MODEL and __DIMS"
+            )
         key = cfg.api_key.get_secret_value() if cfg.api_key else None
         inner = OpenAIEmbedder(cfg.model, cfg.base_url, key, cfg.dims)
     return CachedEmbedder(inner, client, keys)

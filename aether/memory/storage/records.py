@@ -176,7 +176,7 @@ class Belief(MemoryRecord, total=False):
 
 
 class Event(MemoryRecord, total=False):
-    """Something that happened in a session (seeds 000 and 003)."""
+    """Something that happened in a session (docs/design.md, "Entity graph and events")."""
 
     type: str
     actor: str

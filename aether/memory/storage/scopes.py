@@ -1,4 +1,6 @@
-"""Memory scopes (seed 003): global, session, workspace, repository.
+"""Memory scopes: global, session, workspace, repository.
+
+Why: docs/design.md, "Decisions, failures and scopes".
 
 A scope is written ``global`` or ``<kind>:<id>`` (``repository:aether``,
 ``session:main``). Events, entities, decisions and failures carry one; queries filter

@@ -1,4 +1,4 @@
-"""Decision and failure memory (seed 003).
+"""Decision and failure memory (docs/design.md, "Decisions, failures and scopes").
 
 A decision (``ns:decision:<id>``) records what was chosen and why, and later how it
 turned out. A failure (``ns:failure:<id>``) records an error with its pattern key; the

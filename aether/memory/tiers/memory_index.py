@@ -1,4 +1,6 @@
-"""The memory index (seed 004): a compact table of the topics memory holds.
+"""The memory index: a compact table of the topics memory holds.
+
+Why: docs/design.md, "The memory index".
 
 "The agent doesn't know what it doesn't know": without a list of what memory holds it
 either searches blindly or misses what is there. The table (tag, how many memories,

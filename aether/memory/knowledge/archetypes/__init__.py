@@ -1,4 +1,7 @@
-"""Archetypes: what an agent's domain adds to the memory framework (seed 000)."""
+"""Archetypes: what an agent's domain adds to the memory framework.
+
+Why: docs/design.md, "Archetypes".
+"""
 
 from __future__ import annotations
 

@@ -16,7 +16,9 @@ BUDGET_PARTS = ("recent", "semantic", "entities", "relations")
 
 @dataclass(frozen=True)
 class ContextStrategy:
-    """How context assembly weighs and budgets memory for this domain (seed 000).
+    """How context assembly weighs and budgets memory for this domain.
+
+    Why: docs/design.md, "Archetypes".
 
     ``budget`` gives each part a percentage of the memory budget: recent events,
     semantic (hybrid search) hits, salient entities, relations around them.

@@ -1,4 +1,4 @@
-"""The coding archetype (seed 000's primary one): files, symbols, imports, calls, tests.
+"""The coding archetype (the primary one): files, symbols, imports, calls, tests.
 
 From ``file_read``/``file_write``/``file_edit`` events whose payload holds ``path`` and
 ``text`` it extracts the file, its functions and classes (named ``path:Class.method``,
