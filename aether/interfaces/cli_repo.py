@@ -7,13 +7,22 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from typing_extensions import TypedDict
 
 from aether.interfaces.cli_memory import memory
-from aether.interfaces.common import emit, group, progress_bar, run, state, wants_json
+from aether.interfaces.common import (
+    arguments,
+    call,
+    emit,
+    group,
+    progress_bar,
+    run,
+    state,
+    wants_json,
+)
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.code.repository import IndexReport, Repositories
-from aether.memory.knowledge.graph import Entity, Graph
+from aether.memory.knowledge.graph import Entity
+from aether.operations import graph as graph_ops
 from aether.operations import ranges
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")
@@ -126,12 +135,7 @@ def repo_affected(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> 
 @graph_app.command("find")
 def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
     """Entities whose name or alias starts with a word of QUERY."""
-    st = state(ctx)
-
-    async def body() -> list[Entity]:
-        async with memory(st) as layer:
-            return await Graph(layer).find(query, limit=20)
-
+    found = call(ctx, graph_ops.graph_find, arguments(ctx, graph_ops.FindArgs, query=query))
     columns: list[Column[Entity]] = [
         Column("id", lambda d: d["id"], whole=True),
         Column("type", lambda d: d["type"]),
@@ -139,19 +143,8 @@ def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
         Column("mentions", lambda d: d.get("mention_count", 0), justify="right"),
         Column("salience", lambda d: f"{d.get('salience', 0):.2f}", justify="right"),
     ]
-    emit_table(
-        run(ctx, body), wants_json(ctx, json_), columns, empty=f"no entity matches {query!r}"
-    )
-
-
-class RelationRow(TypedDict):
-    """One relation an expansion reached, endpoints by name."""
-
-    source: str
-    type: str
-    target: str
-    weight: float
-    hop: int
+    empty = f"no entity matches {query!r}"
+    emit_table(found.entities, wants_json(ctx, json_), columns, empty=empty)
 
 
 @graph_app.command("expand")
@@ -162,20 +155,9 @@ def graph_expand(
     json_: JsonOpt = False,
 ) -> None:
     """The relations within DEPTH hops of the entities QUERY finds."""
-    st = state(ctx)
-
-    async def body() -> list[RelationRow]:
-        async with memory(st) as layer:
-            graph = Graph(layer)
-            seeds = [d["id"] for d in await graph.find(query, limit=5)]
-            found = await graph.expand(seeds, depth=depth)
-            names = {eid: node["name"] for eid, node in found.nodes.items()}
-            return [
-                RelationRow(source=names.get(s, s), type=t, target=names.get(d, d), weight=w, hop=h)
-                for s, t, d, w, h in found.edges
-            ]
-
-    columns: list[Column[RelationRow]] = [
+    args = arguments(ctx, graph_ops.ExpandArgs, query=query, depth=depth)
+    found = call(ctx, graph_ops.graph_expand, args)
+    columns: list[Column[graph_ops.RelationRow]] = [
         Column("hop", lambda e: e["hop"], justify="right"),
         Column("source", lambda e: e["source"]),
         Column("relation", lambda e: e["type"]),
@@ -183,4 +165,4 @@ def graph_expand(
         Column("weight", lambda e: f"{e['weight']:g}", justify="right"),
     ]
     empty = f"no relations around {query!r}"
-    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty=empty)
+    emit_table(found.relations, wants_json(ctx, json_), columns, empty=empty)

@@ -11,7 +11,7 @@ from aether.interfaces.tables import Column, emit_table
 from aether.memory.tiers.tasks import Suggestion, Task, TaskStatus
 from aether.operations import ranges
 from aether.operations import tasks as ops
-from aether.operations.checkpoints import NoArgs
+from aether.operations.base import NoArgs
 
 task_app = group("Tasks, optionally towards goals (open ones feed the heartbeat).")
 goal_app = group("Goals: larger objectives that tasks roll up to.")

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from aether.operations import checkpoints, graph, identity, memory, tasks
-from aether.operations.base import REGISTRY, Caller, Operation, operation
+from aether.operations.base import REGISTRY, Caller, NoArgs, Operation, operation
 from aether.operations.parts import Parts
 
 __all__ = [
     "REGISTRY",
     "Caller",
+    "NoArgs",
     "Operation",
     "Parts",
     "agent_operations",

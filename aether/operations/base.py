@@ -35,6 +35,7 @@ from aether.operations.parts import Parts
 __all__ = [
     "REGISTRY",
     "Caller",
+    "NoArgs",
     "Operation",
     "compact_schema",
     "operation",
@@ -43,6 +44,10 @@ __all__ = [
 
 A = TypeVar("A", bound=BaseModel)
 R = TypeVar("R")
+
+
+class NoArgs(BaseModel):
+    """The arguments of an operation that takes none."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aether.operations.base import Caller, operation
+from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 
 __all__ = ["checkpoint_create", "checkpoint_list", "checkpoint_rollback"]
@@ -26,10 +26,6 @@ async def checkpoint_create(parts: Parts, caller: Caller, args: CreateArgs) -> d
     """
     cp = await parts.checkpoints.create(label=args.label, reason=caller.actor, actor=caller.actor)
     return cp.to_dict()
-
-
-class NoArgs(BaseModel):
-    """No arguments."""
 
 
 class CheckpointList(BaseModel):

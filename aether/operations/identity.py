@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from aether.operations.base import Caller, operation
-from aether.operations.checkpoints import NoArgs
+from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import MAX_TOKENS
 

@@ -11,8 +11,7 @@ from pydantic import BaseModel, Field
 
 from aether.errors import InvalidOperationError, LLMError
 from aether.memory.tiers.tasks import Goal, Suggestion, Task, TaskStatus, suggestion_order
-from aether.operations.base import Caller, operation
-from aether.operations.checkpoints import NoArgs
+from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import PRIORITY
 

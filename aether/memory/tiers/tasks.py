@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from datetime import date
-from typing import Literal, get_args
+from typing import Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -70,6 +70,9 @@ class Goal(BaseModel):
     done_at: float | None = None
 
 
+R = TypeVar("R", Task, Goal)
+
+
 def check_title(title: str, what: str = "task") -> str:
     """The title stripped.
 
@@ -117,10 +120,11 @@ def parse_due(due: str | None) -> str | None:
         raise InvalidOperationError(f"due {due[:40]!r}: use YYYY-MM-DD") from e
 
 
-class _Hash:
+class _Records(Generic[R]):
     """Records of one pydantic model kept as JSON in one journaled hash."""
 
     what = "record"
+    model: type[R]
 
     def __init__(self, layer: MemoryLayer, key: str) -> None:
         self.layer = layer
@@ -130,18 +134,40 @@ class _Hash:
         raw = await self.layer.client.hgetall(self.key)
         return {text(k): text(v) for k, v in raw.items()}
 
-    async def _write(self, record: Task | Goal, reason: str) -> None:
+    async def _write(self, record: R, reason: str) -> None:
         m = Mutation().hset(self.key, {record.id: record.model_dump_json()})
         await self.layer.store.apply(m, reason)
 
-    async def _resolve(self, id_or_prefix: str) -> str:
-        return resolve_prefix(list(await self._raw()), id_or_prefix, self.what)
+    async def get(self, id_or_prefix: str) -> R:
+        """One record by id or unique prefix.
+
+        Raises:
+            NotFoundError / AmbiguousIdError: no such record, or several match.
+        """
+        found = resolve_prefix(list(await self._raw()), id_or_prefix, self.what)
+        return self.model.model_validate_json(text(await self.layer.client.hget(self.key, found)))
+
+    async def _set_status(self, id_or_prefix: str, status: TaskStatus, now: float | None) -> R:
+        """Mark a record done (at ``now``) or open again; journaled as ``<what>.done|reopen``.
+
+        Raises:
+            NotFoundError / AmbiguousIdError: no such record, or several match.
+            InvalidOperationError: it already has that status.
+        """
+        record = await self.get(id_or_prefix)
+        if record.status == status:
+            raise InvalidOperationError(f"{self.what} {record.id} is already {status}")
+        done_at = (now or time.time()) if status == "done" else None
+        record = record.model_copy(update={"status": status, "done_at": done_at})
+        await self._write(record, f"{self.what}.{'done' if status == 'done' else 'reopen'}")
+        return record
 
 
-class Goals(_Hash):
+class Goals(_Records[Goal]):
     """The goals of one namespace."""
 
     what = "goal"
+    model = Goal
 
     def __init__(self, layer: MemoryLayer) -> None:
         super().__init__(layer, layer.keys.goals())
@@ -156,16 +182,6 @@ class Goals(_Hash):
         """Goals of one status (``None``: all)."""
         _check_status(status)
         return [g for g in await self.all() if status is None or g.status == status]
-
-    async def get(self, id_or_prefix: str) -> Goal:
-        """One goal by id or unique prefix.
-
-        Raises:
-            NotFoundError / AmbiguousIdError: no such goal, or several match.
-        """
-        goal_id = await self._resolve(id_or_prefix)
-        raw = await self.layer.client.hget(self.key, goal_id)
-        return Goal.model_validate_json(text(raw))
 
     async def add(self, title: str, notes: str = "", now: float | None = None) -> Goal:
         """Add an open goal.
@@ -189,18 +205,14 @@ class Goals(_Hash):
             NotFoundError / AmbiguousIdError: no such goal, or several match.
             InvalidOperationError: it is already done.
         """
-        goal = await self.get(id_or_prefix)
-        if goal.status == "done":
-            raise InvalidOperationError(f"goal {goal.id} is already done")
-        goal = goal.model_copy(update={"status": "done", "done_at": now or time.time()})
-        await self._write(goal, "goal.done")
-        return goal
+        return await self._set_status(id_or_prefix, "done", now)
 
 
-class Tasks(_Hash):
+class Tasks(_Records[Task]):
     """The task list of one namespace."""
 
     what = "task"
+    model = Task
 
     def __init__(self, layer: MemoryLayer) -> None:
         super().__init__(layer, layer.keys.tasks())
@@ -226,16 +238,6 @@ class Tasks(_Hash):
             for t in await self.all()
             if (status is None or t.status == status) and (goal_id is None or t.goal == goal_id)
         ]
-
-    async def get(self, id_or_prefix: str) -> Task:
-        """One task by id or unique prefix.
-
-        Raises:
-            NotFoundError / AmbiguousIdError: no such task, or several match.
-        """
-        task_id = await self._resolve(id_or_prefix)
-        raw = await self.layer.client.hget(self.key, task_id)
-        return Task.model_validate_json(text(raw))
 
     async def _goal_id(self, goal: str | None) -> str | None:
         if goal is None or not goal.strip():
@@ -317,12 +319,7 @@ class Tasks(_Hash):
             NotFoundError / AmbiguousIdError: no such task, or several match.
             InvalidOperationError: it is already done.
         """
-        task = await self.get(id_or_prefix)
-        if task.status == "done":
-            raise InvalidOperationError(f"task {task.id} is already done")
-        task = task.model_copy(update={"status": "done", "done_at": now or time.time()})
-        await self._write(task, "task.done")
-        return task
+        return await self._set_status(id_or_prefix, "done", now)
 
     async def reopen(self, id_or_prefix: str) -> Task:
         """Open a done task again.
@@ -331,12 +328,7 @@ class Tasks(_Hash):
             NotFoundError / AmbiguousIdError: no such task, or several match.
             InvalidOperationError: it is open.
         """
-        task = await self.get(id_or_prefix)
-        if task.status == "open":
-            raise InvalidOperationError(f"task {task.id} is open")
-        task = task.model_copy(update={"status": "open", "done_at": None})
-        await self._write(task, "task.reopen")
-        return task
+        return await self._set_status(id_or_prefix, "open", None)
 
 
 DUE_SOON_DAYS = 3
