@@ -86,14 +86,16 @@ def cli_env(redis_home: Path, namespace: str) -> dict[str, str]:
 dump_state = state_image  # the tests' name for the rollback contract's image
 
 
-def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run ``aether ARGS`` as a person would: a subprocess, no stdin, output captured."""
     return subprocess.run(
         [sys.executable, "-m", "aether", *args],
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
         stdin=subprocess.DEVNULL,
     )

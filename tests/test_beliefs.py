@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +26,7 @@ from aether.memory.tiers.tasks import Tasks
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
 from aether.testing.model import ScriptedOpenAI, completion
+from tests.conftest import run_cli
 
 T0 = 1_790_000_000.0
 DAY = 86_400.0
@@ -300,13 +300,8 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aether", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+
+        return run_cli(env, *args)
 
     first = json.loads(cli("remember", "The NAS has 8 TB of disks", "--json").stdout)
     assert first["beliefs"][0]["action"] == "created"

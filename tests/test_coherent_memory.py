@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import dump_state
+from tests.conftest import dump_state, run_cli
 
 NONSENSE = ("quantum chromodynamics zebra", "zzzz qqqq", "xkcd vbnm qwpo")
 
@@ -39,13 +38,7 @@ async def text_only(settings: Settings, client: Redis) -> tuple[Settings, Memory
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return run_cli(env, *args, timeout=180)
 
 
 def test_a_superseded_fact_never_comes_back_through_maintenance(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
 from aether.testing.model import ScriptedOpenAI
 from aether.tokens import count_message, count_messages, count_tokens
+from tests.conftest import run_cli
 
 UTC = ZoneInfo("UTC")
 
@@ -281,13 +281,8 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aether", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+
+        return run_cli(env, *args)
 
     assert cli("memory", "log", "The VPN config lives in vault path ops/vpn").returncode == 0
     out = cli("context", "preview", "where is the VPN config?", "--max-tokens", "600", "--json")

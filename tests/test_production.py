@@ -37,7 +37,7 @@ from aether.registry.factory import open_registry
 from aether.registry.model import new_entry
 from aether.server.embedded import EmbeddedRedis
 from aether.testing.model import ScriptedOpenAI
-from tests.conftest import PG_DSN
+from tests.conftest import PG_DSN, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "compose" / "docker-compose.yml"
@@ -157,13 +157,8 @@ def test_the_compose_wiring_against_local_services(
     assert check == "aether status"
 
     def aether(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aether", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+
+        return run_cli(env, *args)
 
     assert aether("status").returncode == 1  # the health check fails while it is down
     synced = aether("archive", "sync", "--json")
@@ -394,13 +389,8 @@ def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> Non
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aether", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+
+        return run_cli(env, *args)
 
     assert cli("tools", "list").returncode == 2  # nothing registered yet
     assert cli("ledger", "list").returncode == 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.decisions import DecisionMemory, FailureMemory
 from aether.memory.tiers.patterns import pattern_key
 from aether.store.journal import entries_after
+from tests.conftest import run_cli
 
 SERVICE = """\
 from .models import Invoice
@@ -329,13 +329,8 @@ def test_repo_and_graph_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     _project(tmp_path)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aether", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+
+        return run_cli(env, *args)
 
     indexed = cli("repo", "index", str(tmp_path), "--json")
     assert indexed.returncode == 0, indexed.stderr
