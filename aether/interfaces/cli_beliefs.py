@@ -12,6 +12,8 @@ import typer
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
     AppState,
+    arguments,
+    call,
     emit,
     group,
     human,
@@ -24,8 +26,9 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.knowledge.beliefs import Beliefs, BeliefStatus, Reflection, RememberSummary
+from aether.memory.knowledge.beliefs import Beliefs, BeliefStatus, Reflection
 from aether.memory.storage.records import MemoryDoc
+from aether.operations import memory as memory_ops
 from aether.operations import ranges
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
@@ -74,13 +77,8 @@ def remember(
 
     Each belief in TEXT is created, or reinforces or supersedes one already held.
     """
-    st = state(ctx)
-
-    async def body() -> RememberSummary:
-        async with beliefs(st) as b:
-            return (await b.remember(text, tags=tag)).summary()
-
-    data = run(ctx, body)
+    args = arguments(ctx, memory_ops.ContentArgs, content=text, tags=tag, source="user")
+    data = call(ctx, memory_ops.memory_remember, args, llm=True)
     emit(
         data,
         wants_json(ctx, json_),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 import typer
@@ -12,6 +12,9 @@ from aether.checkpoints.manager import Checkpoints
 from aether.checkpoints.model import Checkpoint, Diff
 from aether.interfaces.common import (
     AppState,
+    arguments,
+    call,
+    call_in_zone,
     confirm,
     emit,
     fail,
@@ -27,7 +30,8 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.operations import ranges
+from aether.operations import NoArgs, ranges
+from aether.operations import checkpoints as cp_ops
 
 app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
 archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
@@ -51,35 +55,24 @@ def create(
     json_: JsonOpt = False,
 ) -> None:
     """Take a checkpoint of the agent's state (O(1), on disk when it returns)."""
-    st = state(ctx)
-
-    async def body() -> Checkpoint:
-        async with redis_client(st.settings) as client:
-            return await _manager(st, client).create(label=label, reason=reason, actor="cli")
-
-    cp = run(ctx, body)
-    emit(cp.to_dict(), wants_json(ctx, json_), lambda: print(cp.id))
+    args = arguments(ctx, cp_ops.CreateArgs, label=label, reason=reason)
+    cp = call(ctx, cp_ops.checkpoint_create, args)
+    emit(cp, wants_json(ctx, json_), lambda: print(cp["id"]))
 
 
 @app.command("list")
 def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """List kept checkpoints, newest first (exit 2 when there are none)."""
-    st = state(ctx)
-
-    async def body() -> tuple[list[Checkpoint], ZoneInfo]:
-        async with redis_client(st.settings) as client:
-            return await _manager(st, client).list(), await read_operator_zone(client, st.keys)
-
-    cps, zone = run(ctx, body)
-    columns: list[Column[Checkpoint]] = [
-        Column("id", lambda c: c.id, whole=True),
-        Column("created", lambda c: local_time(c.created.timestamp(), zone), whole=True),
-        Column("reason", lambda c: c.reason),
-        Column("label", lambda c: c.label),
-        Column("actor", lambda c: c.actor),
+    found, zone = call_in_zone(ctx, cp_ops.checkpoint_list, NoArgs())
+    columns: list[Column[dict[str, Any]]] = [
+        Column("id", lambda c: c["id"], whole=True),
+        Column("created", lambda c: local_time(c["created_at"], zone), whole=True),
+        Column("reason", lambda c: c["reason"]),
+        Column("label", lambda c: c["label"]),
+        Column("actor", lambda c: c["actor"]),
     ]
-    data = [c.to_dict() for c in cps]
-    emit_table(cps, wants_json(ctx, json_), columns, data=data, empty="no checkpoints yet")
+    cps = found.checkpoints
+    emit_table(cps, wants_json(ctx, json_), columns, empty="no checkpoints yet")
 
 
 @app.command()
@@ -184,11 +177,7 @@ def rollback(
     target, entries = run(ctx, preview)
     confirm(f"Roll back {plural(entries, 'journal entry')} to {target}?", yes, as_json)
 
-    async def body() -> dict[str, object]:
-        async with redis_client(st.settings) as client:
-            return (await _manager(st, client).rollback_to(target, actor="cli")).to_dict()
-
-    result = run(ctx, body)
+    result = call(ctx, cp_ops.checkpoint_rollback, cp_ops.RollbackArgs(id=target))
     emit(
         result,
         as_json,

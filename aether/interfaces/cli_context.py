@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from aether.context.assembly import ScoredMemory
 from aether.interfaces.cli_identity import identity_dir
 from aether.interfaces.common import (
+    arguments,
     console,
     emit,
     group,
@@ -18,19 +18,10 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, print_table
-from aether.operations import ranges
+from aether.operations import Caller, ranges
+from aether.operations import identity as identity_ops
 
 app = group("The context layer: preview an assembled context.")
-
-
-def _scored(memory: ScoredMemory) -> dict[str, Any]:
-    return {
-        "key": memory.key,
-        "score": memory.score,
-        "relevance": memory.relevance,
-        "recency": memory.recency,
-        "importance": memory.importance,
-    }
 
 
 @app.command()
@@ -46,23 +37,16 @@ def preview(
     """Assemble the context for QUERY and show each section with its token count."""
     st = state(ctx)
 
+    args = arguments(
+        ctx, identity_ops.ContextArgs, query=query, max_tokens=max_tokens, session=session
+    )
+
     async def body() -> dict[str, Any]:
         async with open_aether(st) as agent:
-            await agent.identity.ensure(identity_dir(st), actor="cli")
-            assembler = agent.context
-            assembled = await assembler.assemble(query, max_tokens, session=session)
-            return {
-                "query": query,
-                "max_tokens": max_tokens,
-                "tokens": assembled.tokens,
-                "sections": [
-                    {"name": s.name, "tokens": s.tokens, "budget": s.budget, "items": s.items}
-                    for s in assembled.sections()
-                ],
-                "memories": [_scored(m) for m in assembled.chosen],
-                "messages": assembled.messages(),
-                "text": assembled.text(),
-            }
+            await agent.identity.ensure(identity_dir(st), actor="cli")  # first use: bootstrap
+            found = await identity_ops.context_assemble(agent, Caller("cli"), args)
+            data: dict[str, Any] = found.model_dump()
+            return data
 
     data = run(ctx, body)
 

@@ -17,6 +17,9 @@ from aether.errors import InvalidOperationError
 from aether.interfaces.common import (
     EXIT_USAGE,
     AppState,
+    arguments,
+    call,
+    call_in_zone,
     confirm,
     emit,
     fail,
@@ -34,9 +37,7 @@ from aether.interfaces.tables import Column, emit_table
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import (
-    DailyEntry,
     Kind,
-    LongTermRecord,
     MemoryDoc,
     Source,
     public,
@@ -47,6 +48,7 @@ from aether.memory.tiers.episodes import Episode, Episodes
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
 from aether.messages import ChatMessage
+from aether.operations import memory as ops
 from aether.operations import ranges
 
 app = group("Memory: daily logs, long-term, search, chat, import, export.")
@@ -141,14 +143,11 @@ def log_(
     json_: JsonOpt = False,
 ) -> None:
     """Write a daily log entry."""
-    st = state(ctx)
-
-    async def body() -> DailyEntry:
-        async with memory(st) as layer:
-            return await DailyLog(layer).log(content, source, tags or [], score, session)
-
-    doc = run(ctx, body)
-    emit(public(doc), wants_json(ctx, json_), lambda: print(doc["id"]))
+    args = arguments(
+        ctx, ops.LogArgs, content=content, source=source, tags=tags, score=score, session=session
+    )
+    doc = call(ctx, ops.memory_log, args)
+    emit(doc, wants_json(ctx, json_), lambda: print(doc["id"]))
 
 
 @app.command()
@@ -196,7 +195,6 @@ def search(
     A result must share a meaningful word with QUERY or be close to it in meaning; beliefs
     that no longer hold are left out unless --include-inactive.
     """
-    st = state(ctx)
     as_json = wants_json(ctx, json_)
     if not query.strip():  # a usage error, like a bad option (64), not "nothing found" (2)
         fail("the query is empty: say what to look for", as_json, EXIT_USAGE, "invalid")
@@ -205,21 +203,19 @@ def search(
     except InvalidOperationError as e:
         fail(f"--since: {e}", as_json, EXIT_USAGE, "invalid")
 
-    async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
-        async with memory(st) as layer:
-            hits = await MemorySearch(layer).search(
-                query,
-                kind=kind,
-                source=source,
-                tags=tags or None,
-                since=since_at,
-                limit=limit,
-                include_inactive=include_inactive,
-            )
-            zone = await read_operator_zone(layer.client, layer.keys)
-            return [{**h.doc, "relevance": h.relevance} for h in hits], zone
-
-    hits, zone = run(ctx, body)
+    args = arguments(
+        ctx,
+        ops.SearchArgs,
+        query=query,
+        kind=kind,
+        source=source,
+        tags=tags or None,
+        since=since_at.timestamp() if since_at else None,
+        limit=limit,
+        include_inactive=include_inactive,
+    )
+    found, zone = call_in_zone(ctx, ops.memory_search, args)
+    hits = [{k: v for k, v in hit.items() if k != "key"} for hit in found.results]
     columns: list[Column[Mapping[str, object]]] = [
         Column("relevance", lambda h: f"{h['relevance']:.3f}", justify="right"),
         Column("kind", lambda h: h.get("kind")),
@@ -330,14 +326,9 @@ def longterm_add(
     json_: JsonOpt = False,
 ) -> None:
     """Store a long-term memory."""
-    st = state(ctx)
-
-    async def body() -> LongTermRecord:
-        async with memory(st) as layer:
-            return await LongTermMemory(layer).add(content, "user", tags or [], score)
-
-    doc = run(ctx, body)
-    emit(public(doc), wants_json(ctx, json_), lambda: print(doc["id"]))
+    args = arguments(ctx, ops.NoteArgs, content=content, source="user", tags=tags, score=score)
+    doc = call(ctx, ops.memory_note, args)
+    emit(doc, wants_json(ctx, json_), lambda: print(doc["id"]))
 
 
 @longterm_app.command("list")
@@ -394,28 +385,16 @@ def scratch_set(
     ttl: Annotated[int | None, ranges.TTL_S.option("--ttl", help="Seconds (default 3600).")] = None,
 ) -> None:
     """Write a scratchpad."""
-    st = state(ctx)
-
-    async def body() -> None:
-        async with memory(st) as layer:
-            await Scratchpads(layer).set(pad_id, value, ttl)
-
-    run(ctx, body)
+    call(ctx, ops.scratchpad_set, arguments(ctx, ops.PadSetArgs, id=pad_id, value=value, ttl_s=ttl))
 
 
 @scratch_app.command("get")
 def scratch_get(ctx: typer.Context, pad_id: str) -> None:
     """Print a scratchpad (exit 2 when missing or expired)."""
-    st = state(ctx)
-
-    async def body() -> str | None:
-        async with memory(st) as layer:
-            return await Scratchpads(layer).get(pad_id)
-
-    value = run(ctx, body)
-    if value is None:
-        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", st.json)
-    print(value)
+    pad = call(ctx, ops.scratchpad_get, arguments(ctx, ops.PadArgs, id=pad_id))
+    if pad.value is None:
+        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", state(ctx).json)
+    print(pad.value)
 
 
 @scratch_app.command("delete")

@@ -160,16 +160,24 @@ def call(ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False)
 
     An ``AetherError`` becomes one line (or JSON) and exit 1.
     """
+    return call_in_zone(ctx, op, args, llm=llm)[0]
+
+
+def call_in_zone(
+    ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False
+) -> tuple[T, ZoneInfo]:
+    """:func:`call`, and the operator's time zone (for the times a command prints)."""
     st = state(ctx)
 
-    async def body() -> T:
+    async def body() -> tuple[T, ZoneInfo]:
         from aether.operations import Caller
         from aether.runtime.llm import LLMClient
 
         model = LLMClient.from_settings(st.settings) if llm else None
         try:
             async with open_aether(st) as agent:
-                return await op(agent, Caller("cli", llm=model), args)
+                result = await op(agent, Caller("cli", llm=model), args)
+                return result, await read_operator_zone(agent.client, agent.keys)
         finally:
             if model is not None:
                 await model.aclose()

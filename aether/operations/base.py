@@ -38,6 +38,7 @@ __all__ = [
     "NoArgs",
     "Operation",
     "compact_schema",
+    "not_for_agent",
     "operation",
     "problems",
 ]
@@ -121,14 +122,35 @@ class Operation(Generic[A, R]):
             return self.brief(result)
         return json.dumps(self.dump(result), ensure_ascii=False, separators=(",", ":"))
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self, *, agent: bool = False) -> dict[str, Any]:
         """The JSON schema of its arguments, compact (:func:`compact_schema`).
 
         The arguments model's own docstring is left out: the tool's description says it.
+        With ``agent``, the arguments marked :func:`not_for_agent` are left out too.
         """
         schema: dict[str, Any] = compact_schema(self.arguments.model_json_schema())
         schema.pop("description", None)
+        properties: dict[str, Any] = schema.get("properties", {})
+        for name in [n for n, p in properties.items() if p.pop(NOT_FOR_AGENT, False) and agent]:
+            del properties[name]
         return schema
+
+    def agent_arguments(self) -> set[str]:
+        """The arguments the agent may set."""
+        return set(self.schema(agent=True).get("properties", {}))
+
+
+NOT_FOR_AGENT = "x-not-for-agent"
+"""A JSON-schema mark on an argument the agent's tool leaves out (its default applies)."""
+
+
+def not_for_agent() -> dict[str, Any]:
+    """``json_schema_extra`` of an argument only people and MCP clients set.
+
+    The agent writes as itself (``source`` is ``agent``), in its own session, and asks for
+    what a model needs; every argument it is shown costs tokens on every call.
+    """
+    return {NOT_FOR_AGENT: True}
 
 
 def problems(error: ValidationError, limit: int = 5) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import Caller, NoArgs, not_for_agent, operation
 from aether.operations.parts import Parts
 
 __all__ = ["checkpoint_create", "checkpoint_list", "checkpoint_rollback"]
@@ -16,6 +16,12 @@ class CreateArgs(BaseModel):
     """Arguments of ``checkpoint_create``."""
 
     label: str = Field(default="", max_length=200, description="A name to find it by later.")
+    reason: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Why it is taken (default: who takes it).",
+        json_schema_extra=not_for_agent(),
+    )
 
 
 @operation(read_only=False, brief=lambda r: f"checkpoint {r['id']} created")
@@ -24,7 +30,8 @@ async def checkpoint_create(parts: Parts, caller: Caller, args: CreateArgs) -> d
 
     checkpoint_rollback returns to it. Returns its ``id``.
     """
-    cp = await parts.checkpoints.create(label=args.label, reason=caller.actor, actor=caller.actor)
+    reason = args.reason or caller.actor
+    cp = await parts.checkpoints.create(label=args.label, reason=reason, actor=caller.actor)
     return cp.to_dict()
 
 

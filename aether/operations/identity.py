@@ -42,19 +42,34 @@ class ContextArgs(BaseModel):
 
 
 class ContextSection(BaseModel):
-    """One section of an assembled context and its budget."""
+    """One section of an assembled context: its tokens, its budget, how many items."""
 
     name: str
     tokens: int
     budget: int
+    items: int
+
+
+class ChosenMemory(BaseModel):
+    """A memory the context holds, and why: its score and the parts of it."""
+
+    key: str
+    score: float
+    relevance: float
+    recency: float
+    importance: float
 
 
 class Assembled(BaseModel):
-    """An assembled context: its messages, tokens, and tokens per section."""
+    """An assembled context: its messages and text, tokens per section, the memories chosen."""
 
+    query: str
+    max_tokens: int
     tokens: int
     sections: list[ContextSection]
+    memories: list[ChosenMemory]
     messages: list[dict[str, Any]]
+    text: str
 
 
 @operation(read_only=True, agent=False)
@@ -66,9 +81,23 @@ async def context_assemble(parts: Parts, caller: Caller, args: ContextArgs) -> A
     """
     ctx = await parts.context.assemble(args.query, args.max_tokens, session=args.session)
     return Assembled(
+        query=args.query,
+        max_tokens=args.max_tokens,
         tokens=ctx.tokens,
         sections=[
-            ContextSection(name=s.name, tokens=s.tokens, budget=s.budget) for s in ctx.sections()
+            ContextSection(name=s.name, tokens=s.tokens, budget=s.budget, items=s.items)
+            for s in ctx.sections()
+        ],
+        memories=[
+            ChosenMemory(
+                key=m.key,
+                score=m.score,
+                relevance=m.relevance,
+                recency=m.recency,
+                importance=m.importance,
+            )
+            for m in ctx.chosen
         ],
         messages=[dict(m) for m in ctx.messages()],
+        text=ctx.text(),
     )

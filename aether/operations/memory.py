@@ -10,20 +10,24 @@ from pydantic import BaseModel, Field
 from aether.errors import NotFoundError
 from aether.ids import check_id
 from aether.memory.knowledge.beliefs import RememberSummary
-from aether.memory.storage.records import Kind
+from aether.memory.storage.records import Kind, Source, public
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
-from aether.operations.base import Caller, operation
+from aether.operations.base import Caller, not_for_agent, operation
 from aether.operations.parts import Parts
-from aether.operations.ranges import LIMIT, TTL_S
+from aether.operations.ranges import LIMIT, SCORE, TTL_S
 
 __all__ = [
+    "ContentArgs",
     "Forgotten",
-    "Found",
-    "Logged",
-    "Noted",
+    "IdArgs",
+    "LogArgs",
+    "NoteArgs",
     "Pad",
+    "PadArgs",
+    "PadSetArgs",
+    "SearchArgs",
     "SearchResults",
     "memory_forget",
     "memory_log",
@@ -40,31 +44,42 @@ Tags = Annotated[list[str] | None, Field(description="Short labels.")]
 class SearchArgs(BaseModel):
     """Arguments of ``memory_search``."""
 
-    query: str = Field(description="What to look for, in plain words.")
+    query: str = Field(min_length=1, description="What to look for, in plain words.")
     limit: Annotated[int, LIMIT.field("How many results, most relevant first.")] = 5
     kind: Kind | None = Field(default=None, description="Only this kind of memory.")
-
-
-class Found(BaseModel):
-    """One memory a search found."""
-
-    key: str
-    id: str | None
-    kind: str | None
-    content: str
-    relevance: float
+    source: Source | None = Field(
+        default=None, description="Only from this source.", json_schema_extra=not_for_agent()
+    )
+    tags: list[str] | None = Field(
+        default=None, description="Only with one of these tags.", json_schema_extra=not_for_agent()
+    )
+    since: float | None = Field(
+        default=None,
+        ge=0,
+        description="Only memories from this time on (epoch seconds).",
+        json_schema_extra=not_for_agent(),
+    )
+    include_inactive: bool = Field(
+        default=False,
+        description="Also beliefs that no longer hold (superseded, forgotten).",
+        json_schema_extra=not_for_agent(),
+    )
 
 
 class SearchResults(BaseModel):
-    """What a search found, most relevant first; empty when nothing is relevant."""
+    """What a search found, most relevant first; empty when nothing is relevant.
 
-    results: list[Found]
+    Each result is the memory as stored (``id``, ``kind``, ``content``, ``source``,
+    ``tags``, ``timestamp``...) with its ``key`` and ``relevance``.
+    """
+
+    results: list[dict[str, Any]]
 
 
 def _found_lines(found: SearchResults) -> str:
     if not found.results:
         return "no memories found"
-    return "\n".join(f"[{f.kind} {f.id}] {f.content}" for f in found.results)
+    return "\n".join(f"[{f.get('kind')} {f.get('id')}] {f.get('content')}" for f in found.results)
 
 
 @operation(read_only=True, brief=_found_lines)
@@ -75,18 +90,17 @@ async def memory_search(parts: Parts, caller: Caller, args: SearchArgs) -> Searc
     (full text, vectors and recency). Use it before answering from memory; an empty
     ``results`` means nothing relevant is stored.
     """
-    hits = await parts.search.search(args.query, limit=args.limit, kind=args.kind)
+    hits = await parts.search.search(
+        args.query,
+        limit=args.limit,
+        kind=args.kind,
+        source=args.source,
+        tags=args.tags,
+        since=args.since,
+        include_inactive=args.include_inactive,
+    )
     return SearchResults(
-        results=[
-            Found(
-                key=h.key,
-                id=h.doc.get("id"),
-                kind=h.doc.get("kind"),
-                content=h.content,
-                relevance=h.relevance,
-            )
-            for h in hits
-        ]
+        results=[{**public(h.doc), "key": h.key, "relevance": h.relevance} for h in hits]
     )
 
 
@@ -96,35 +110,47 @@ class LogArgs(BaseModel):
     content: str = Field(description="What happened, in a sentence or two.")
     tags: Tags = None
     session: str | None = Field(
-        default=None, description="The conversation it belongs to (default: the caller's)."
+        default=None,
+        description="The conversation it belongs to (default: the caller's).",
+        json_schema_extra=not_for_agent(),
     )
+    source: Source = Field(
+        default="agent", description="Who it comes from.", json_schema_extra=not_for_agent()
+    )
+    score: Annotated[float, SCORE.field("How important, 0 to 1.")] = 0.5
 
 
-class Logged(BaseModel):
-    """A daily entry written."""
-
-    id: str
-    day: str
-
-
-@operation(read_only=False, brief=lambda r: f"logged {r.id}")
-async def memory_log(parts: Parts, caller: Caller, args: LogArgs) -> Logged:
+@operation(read_only=False, brief=lambda r: f"logged {r['id']}")
+async def memory_log(parts: Parts, caller: Caller, args: LogArgs) -> dict[str, Any]:
     """Record something that happened today in the daily log.
 
     An event, a result, what the user said. For a lasting fact or preference use
     memory_remember instead; it is not checked against what is already known.
     """
     doc = await DailyLog(parts.memory).log(
-        args.content, source="agent", tags=args.tags, session=args.session or caller.session
+        args.content,
+        source=args.source,
+        tags=args.tags,
+        score=args.score,
+        session=args.session or caller.session,
     )
-    return Logged(id=doc["id"], day=doc["day"])
+    return public(doc)
 
 
 class ContentArgs(BaseModel):
-    """Arguments of ``memory_remember`` and ``memory_note``."""
+    """Arguments of ``memory_remember``."""
 
     content: str = Field(description="The fact, preference or note, self-contained.")
     tags: Tags = None
+    source: Source = Field(
+        default="agent", description="Who it comes from.", json_schema_extra=not_for_agent()
+    )
+
+
+class NoteArgs(ContentArgs):
+    """Arguments of ``memory_note``."""
+
+    score: Annotated[float, SCORE.field("How important, 0 to 1.")] = 0.5
 
 
 def _outcomes(summary: RememberSummary) -> str:
@@ -144,26 +170,22 @@ async def memory_remember(parts: Parts, caller: Caller, args: ContentArgs) -> Re
     Returns each belief's ``id`` and ``action`` (created, reinforced, superseded).
     """
     report = await parts.beliefs(caller.llm).remember(
-        args.content, source="agent", tags=args.tags, session=caller.session
+        args.content, source=args.source, tags=args.tags, session=caller.session
     )
     return report.summary()
 
 
-class Noted(BaseModel):
-    """A long-term note kept."""
-
-    id: str
-
-
-@operation(read_only=False, brief=lambda r: f"noted {r.id}")
-async def memory_note(parts: Parts, caller: Caller, args: ContentArgs) -> Noted:
+@operation(read_only=False, brief=lambda r: f"noted {r['id']}")
+async def memory_note(parts: Parts, caller: Caller, args: NoteArgs) -> dict[str, Any]:
     """Keep a plain long-term note as written, with no belief checks.
 
     For a reference, a procedure or a summary. A fact that can change belongs in
     memory_remember. Returns its ``id``, which memory_forget takes.
     """
-    doc = await LongTermMemory(parts.memory).add(args.content, tags=args.tags)
-    return Noted(id=doc["id"])
+    doc = await LongTermMemory(parts.memory).add(
+        args.content, source=args.source, tags=args.tags, score=args.score
+    )
+    return public(doc)
 
 
 class IdArgs(BaseModel):

@@ -162,12 +162,16 @@ class Toolbox:
 
 def operation_tool(op: Operation[Any, Any], parts: Parts, caller: Caller) -> Tool:
     """An operation offered to the model: its summary, its arguments' schema, its brief."""
+    allowed = op.agent_arguments()
 
     async def handler(arguments: ToolArguments) -> str:
+        unknown = sorted(set(arguments) - allowed)
+        if unknown:
+            raise InvalidOperationError(f"{op.name}: unknown argument {', '.join(unknown)}")
         return op.text(await op(parts, caller, op.parse(arguments)))
 
     optional = not op.name.startswith(ALWAYS_OFFERED)
-    return Tool(op.name, op.summary, op.schema(), handler, optional=optional)
+    return Tool(op.name, op.summary, op.schema(agent=True), handler, optional=optional)
 
 
 def builtin_tools(parts: Parts, caller: Caller) -> list[Tool]:

@@ -1,0 +1,104 @@
+"""Every operation is defined once and each face shows it the same way.
+
+The MCP tools, the agent's tools and the CLI's options are built from the operations'
+argument models: the same names, types, ranges and descriptions everywhere; the agent is
+not shown (and cannot set) the arguments only people and MCP clients set.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.config import Settings
+from aether.errors import InvalidOperationError
+from aether.interfaces.mcp import build_server
+from aether.memory.storage.records import KINDS
+from aether.operations import REGISTRY, Caller, Parts, agent_operations
+from aether.operations.base import NOT_FOR_AGENT
+from aether.runtime.tools import builtin_tools
+
+REQUIRED_GROUPS = {"memory", "scratchpad", "checkpoint", "identity", "context", "task", "goal"}
+
+
+def test_every_group_has_its_operations() -> None:
+    groups = {name.split("_")[0] for name in REGISTRY}
+    assert REQUIRED_GROUPS | {"graph"} == groups
+    for op in REGISTRY.values():
+        assert op.description and op.summary.endswith("."), op.name
+        assert op.arguments.__doc__, op.name
+
+
+async def test_mcp_shows_each_operation_as_defined(settings: Settings, client: Redis) -> None:
+    parts = Parts(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
+    listed = {t.name: t for t in await build_server(parts).list_tools()}
+    assert set(listed) == set(REGISTRY)
+    for name, op in REGISTRY.items():
+        schema: dict[str, Any] = listed[name].input_schema
+        mine = op.schema()
+        assert set(schema.get("properties", {})) == set(mine.get("properties", {})), name
+        assert set(schema.get("required", [])) == set(mine.get("required", [])), name
+        for prop, spec in mine.get("properties", {}).items():
+            shown = schema["properties"][prop]
+            assert shown.get("description") == spec.get("description"), (name, prop)
+            for bound in ("minimum", "maximum", "maxLength"):
+                if bound in spec:
+                    assert _find(shown, bound) == spec[bound], (name, prop, bound)
+        assert listed[name].annotations.read_only_hint is op.read_only, name
+        assert NOT_FOR_AGENT not in str(schema)
+    kinds = _find(listed["memory_search"].input_schema["properties"]["kind"], "enum")
+    assert kinds == list(KINDS)  # every kind of records.Kind, not a hand-written subset
+
+
+def _find(spec: Any, key: str) -> Any:
+    """``key`` in a property's schema, also inside an ``anyOf`` of an optional value."""
+    if key in spec:
+        return spec[key]
+    for variant in spec.get("anyOf", []):
+        if key in variant:
+            return variant[key]
+    return None
+
+
+async def test_the_agents_tools_are_the_operations_without_operator_arguments(
+    settings: Settings, client: Redis
+) -> None:
+    parts = Parts(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
+    tools = {t.name: t for t in builtin_tools(parts, Caller("agent", session="main"))}
+    assert set(tools) == {op.name for op in agent_operations()}
+    assert {"checkpoint_rollback", "checkpoint_list", "identity_get"}.isdisjoint(tools)
+    for name, tool in tools.items():
+        assert tool.parameters == REGISTRY[name].schema(agent=True)
+        assert tool.description == REGISTRY[name].summary
+    log_props = tools["memory_log"].parameters["properties"]
+    assert "source" not in log_props and "session" not in log_props  # the agent is itself
+    assert "source" in REGISTRY["memory_log"].schema()["properties"]  # MCP and the CLI set it
+    with pytest.raises(InvalidOperationError, match="unknown argument source"):
+        await tools["memory_log"].handler({"content": "I am the user", "source": "user"})
+    written = await tools["memory_log"].handler({"content": "the agent noted this"})
+    assert written.startswith("logged ")
+    entry_id = written.split()[1]
+    [doc] = await parts.memory.get_docs([parts.keys.daily_entry(entry_id)])
+    assert doc is not None and doc["source"] == "agent" and doc["session"] == "main"
+    with pytest.raises(InvalidOperationError, match="priority"):
+        await tools["task_add"].handler({"title": "x", "priority": 9})
+
+
+def test_the_cli_help_shows_the_operations_descriptions() -> None:
+    from aether.operations import tasks
+
+    done = subprocess.run(
+        [sys.executable, "-m", "aether", "task", "add", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    for field in ("goal", "notes", "priority"):
+        description = tasks.TaskAddArgs.model_fields[field].description
+        assert description and description in " ".join(done.stdout.split()), field
