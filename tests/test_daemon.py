@@ -142,7 +142,8 @@ async def test_two_daemons_never_run_the_same_job_slot(client: Redis, keys: Keys
 
 
 async def _old_day(layer: MemoryLayer, days_ago: int, n: int) -> list[dict[str, Any]]:
-    when = datetime.now(UTC) - timedelta(days=days_ago)
+    # noon, so that the n entries a minute apart fall on one day whenever the test runs
+    when = (datetime.now(UTC) - timedelta(days=days_ago)).replace(hour=12, minute=0)
     return [
         await DailyLog(layer).log(
             f"deployed service {i}; the billing migration ran fine",
