@@ -14,7 +14,7 @@ from aether.config import MemorySettings, Settings
 from aether.context.assembly import ScoredMemory, memory_line
 from aether.keys import Keyspace
 from aether.memory.retrieval.newest import values_of
-from aether.memory.retrieval.search import MemorySearch, _rank_scores, passes_floor
+from aether.memory.retrieval.search import MemorySearch, _fused, _rank_scores, passes_floor
 from aether.memory.retrieval.wording import coverage, words
 from aether.memory.storage.conversation import (
     MAX_PASSAGES,
@@ -82,6 +82,23 @@ def test_rank_fusion_gives_rank_one_full_marks_and_falls_with_rank() -> None:
         "y": scores["b"],
         "z": scores["c"],
     }
+
+
+def test_a_word_match_weighs_as_much_as_the_share_of_the_query_it_holds() -> None:
+    # "partial" has the higher BM25 score (one rare word, many times) but holds one of the
+    # query's four words; "whole" holds all four
+    ranked = {"text": [("partial", 9.0), ("whole", 6.0), ("weak", 1.0)]}
+    covered = {"partial": 0.25, "whole": 1.0, "weak": 1.0}
+    for fusion in ("minmax", "rrf"):
+        fused, ranks = _fused(ranked, {"text": 1.0}, covered, fusion)
+        assert fused["whole"] > fused["partial"], fusion
+        assert ranks["partial"] == {"text": 1} and ranks["whole"] == {"text": 2}
+    fused, _ = _fused(ranked, {"text": 1.0}, {}, "minmax")
+    assert fused == {"partial": 0.0, "whole": 0.0, "weak": 0.0}  # no coverage: no weight
+    both = {**ranked, "vector": [("weak", 0.8), ("other", 0.7)]}
+    fused, ranks = _fused(both, {"text": 0.65, "vector": 0.35}, covered, "minmax")
+    assert fused["other"] == 0.0 and ranks["other"] == {"vector": 2}  # the vector list's own
+    assert fused["weak"] == 0.35  # scaled 1.0 in the vector list, 0.0 in the text list
 
 
 def test_coverage_counts_the_query_words_a_memory_holds() -> None:

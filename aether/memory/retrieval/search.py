@@ -10,6 +10,9 @@ decay is mixed in:
 - ``rrf``: reciprocal-rank fusion (:func:`_rank_scores`): ranks mean the same on any
   data, where raw BM25 and cosine scores do not; set alpha to 0.5 with it.
 
+Either way a word match's scaled score is weighted by the square root of its coverage,
+the share of the query's meaningful words it holds (:func:`_fused`).
+
 On long technical chats (BEAM) the two are within 0.02 recall@10 of each other with rrf
 ahead, on short social chat (LoCoMo) minmax is 0.02 ahead (README, Benchmarks): neither
 wins both, so the default stays the one that costs neither benchmark anything.
@@ -198,6 +201,35 @@ def _rank_scores(rows: list[tuple[str, float]]) -> dict[str, float]:
     return scores
 
 
+def _fused(
+    ranked: dict[str, list[tuple[str, float]]],
+    weights: dict[str, float],
+    covered: dict[str, float],
+    fusion: str,
+) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+    """The fused score of every candidate, and its rank in each list.
+
+    Each list is scaled (:func:`_min_max` or :func:`_rank_scores`) and weighted; a word
+    match's scaled score is then multiplied by the square root of its coverage, the share
+    of the query's meaningful words it holds. Scaling alone hands the best word match
+    full marks however little of the query it matches (one rare shared word of a long
+    question); coverage means the same on any data, so the product says how strongly
+    *and* how fully a memory matches. The square root keeps a short paraphrase that
+    shares few of a question's words in play: coverage itself cost LoCoMo recall@5
+    0.02 for BEAM's +0.03 at recall@10 (README, Benchmarks).
+    """
+    fused: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, rows in ranked.items():
+        scaled = _rank_scores(rows) if fusion == "rrf" else _min_max(rows)
+        for key, norm in scaled.items():
+            share = math.sqrt(covered.get(key, 0.0)) if name == "text" else 1.0
+            fused[key] = fused.get(key, 0.0) + weights[name] * norm * share
+        for rank, (key, _) in enumerate(rows, 1):
+            ranks.setdefault(key, {})[name] = rank
+    return fused, ranks
+
+
 class MemorySearch:
     """Search across daily entries, long-term memories and beliefs.
 
@@ -345,31 +377,22 @@ class MemorySearch:
         weights = {"text": 1.0 - self.alpha, "vector": self.alpha}
         if len(ranked) == 1:
             weights = dict.fromkeys(ranked, 1.0)
-        fused: dict[str, float] = {}
-        ranks: dict[str, dict[str, int]] = {}
-        for name, rows in ranked.items():
-            scaled = _rank_scores(rows) if settings.fusion == "rrf" else _min_max(rows)
-            for key, norm in scaled.items():
-                fused[key] = fused.get(key, 0.0) + weights[name] * norm
-            for rank, (key, _) in enumerate(rows, 1):
-                ranks.setdefault(key, {})[name] = rank
-        similarity = dict(ranked.get("vector", []))
-        floor = settings.min_similarity
-        for key in list(fused):  # the absolute gate: a word match, or similar enough
-            if "text" not in ranks[key] and similarity.get(key, -1.0) < floor:
-                del fused[key]
-        if not fused:
+        candidates = list(dict.fromkeys(key for rows in ranked.values() for key, _ in rows))
+        if not candidates:
             return []
         # whole documents in one JSON.MGET: cheaper than reading a few paths twice
-        read = dict(zip(fused, await self.layer.get_docs(list(fused)), strict=True))
-        # a word match counts when it covers enough of the query (read only where needed:
-        # tokenising every long candidate costs more than the search itself)
-        covered: dict[str, float] = {}
-        for key in list(fused):
-            if similarity.get(key, -1.0) >= floor or settings.min_coverage <= 0:
+        read = dict(zip(candidates, await self.layer.get_docs(candidates), strict=True))
+        # how much of the query each word match holds: it weighs the match (see _fused)
+        covered = {key: _coverage(tokens, read[key]) for key, _ in ranked.get("text", [])}
+        similarity = dict(ranked.get("vector", []))
+        fused, ranks = _fused(ranked, weights, covered, settings.fusion)
+        floor = settings.min_similarity
+        for key in list(fused):  # the absolute gate: similar enough, or a word match that
+            if similarity.get(key, -1.0) >= floor:  # covers enough of the query
                 continue
-            covered[key] = _coverage(tokens, read[key])
-            if covered[key] < settings.min_coverage:
+            if "text" not in ranks[key] or (
+                settings.min_coverage > 0 and covered.get(key, 0.0) < settings.min_coverage
+            ):
                 del fused[key]
         if not fused:
             return []

@@ -47,7 +47,8 @@ for the memory."""
 NEIGHBOUR_SHARE = (0.4, 0.2)
 """The share of a hit's relevance its neighbours at distance 1 and 2 receive."""
 TAG_BOOST = 0.2
-"""Added to a memory tagged with a word of the query."""
+"""Added to a memory tagged with a word of the query, as a share of the best candidate's
+relevance: a lift on the scale of this query's scores, whatever the fusion's scale."""
 
 
 PASSAGE_OVERLAP = 200
@@ -125,13 +126,14 @@ async def in_context(
         return scores
     words = set(tokens)
     boosted = dict(scores)
+    lift = TAG_BOOST * max(scores.values())
     turns: list[tuple[str, str, str, str]] = []  # key, id, day, session
     for key in scores:
         meta = docs[key]
         if meta is None:
             continue
         if words & {str(t).lower() for t in meta.get("tags", [])}:
-            boosted[key] += TAG_BOOST
+            boosted[key] += lift
         if meta.get("kind") == "daily" and meta.get("session") and meta.get("day"):
             turns.append((key, str(meta["id"]), str(meta["day"]), str(meta["session"])))
     if not turns:
