@@ -299,6 +299,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                 else None
             )
             ids = [m.id for m in msgs]
+            asked_at = max(m.timestamp for m in msgs) + 60  # asked at the chat's end
             for q in questions(root / chat):
                 embed_ms = 0.0
                 if layer.embedder is not None:  # the searches below find it in the cache
@@ -309,13 +310,14 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                 per_k = {}
                 for k in KS:  # each k asked for as a caller would: limit=k
                     t = time.perf_counter()
-                    hits = await search.search(q.text, limit=k)
+                    hits = await search.search(q.text, limit=k, now=asked_at)
                     searched = (time.perf_counter() - t) * 1000
                     with_embedding.append(searched + embed_ms)
                     without_embedding.append(searched)
                     per_k[k] = _ranked(hits, key_to_id)
                 aether.add(q, per_k[25], per_k)
-                unfloored.append((q, await open_search.search(q.text, limit=25), key_to_id))
+                found = await open_search.search(q.text, limit=25, now=asked_at)
+                unfloored.append((q, found, key_to_id))
                 bm25.add(q, [ids[i] for i in lexical.rank(q.text)])
     finally:
         await client.aclose()

@@ -167,6 +167,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             search = MemorySearch(layer)
             await search.ensure_index()
             key_to_dia = await load(layer, sample)
+            asked_at = max(ts for _, _, ts in turns(sample)) + 60  # asked at the chat's end
             unfloored_layer = MemoryLayer.open(
                 settings.model_copy(
                     update={
@@ -183,17 +184,18 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             for question, evidence, category in questions(sample):
                 for k in KS:  # each k asked for as a caller would: limit=k
                     t = time.perf_counter()
-                    hits = await search.search(question, limit=k)
+                    hits = await search.search(question, limit=k, now=asked_at)
                     latencies.append((time.perf_counter() - t) * 1000)
                     found = {key_to_dia.get(h.key) for h in hits}
                     recalls[k].append(len(evidence & found) / len(evidence))
                     if k == 10:
                         by_category[category].append(recalls[k][-1])
                         top10_tokens.append(sum(count_tokens(h.content) for h in hits))
-                asked.append((await unfloored.search(question, limit=25), evidence))
-            nonsense = [await unfloored.search(q, limit=10) for q in NONSENSE]
+                found = await unfloored.search(question, limit=25, now=asked_at)
+                asked.append((found, evidence))
+            nonsense = [await unfloored.search(q, limit=10, now=asked_at) for q in NONSENSE]
             for query in NONSENSE:
-                nonsense_answered += bool(await search.search(query, limit=10))
+                nonsense_answered += bool(await search.search(query, limit=10, now=asked_at))
             tables.append((len(asked), floor_table(asked, nonsense, key_to_dia)))
     finally:
         await client.aclose()
