@@ -102,3 +102,33 @@ def test_the_cli_help_shows_the_operations_descriptions() -> None:
     for field in ("goal", "notes", "priority"):
         description = tasks.TaskAddArgs.model_fields[field].description
         assert description and description in " ".join(done.stdout.split()), field
+
+
+def test_the_cli_forgets_any_kind_of_memory_as_mcp_and_the_agent_do(
+    cli_env: dict[str, str],
+) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
+
+    def ok(*args: str) -> Any:
+        done = run_cli(env, *args, "--json")
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return json.loads(done.stdout)
+
+    entry = ok("memory", "log", "the heron came back to the pond")
+    note = ok("memory", "longterm", "add", "herons nest in colonies")
+    belief = ok("remember", "The pond is 3 metres deep")["beliefs"][0]["id"]
+    checkpoint = ok("checkpoint", "create", "--label", "before forgetting")["id"]
+    assert ok("memory", "forget", entry["id"]) == {"forgotten": entry["id"], "kind": "daily"}
+    assert ok("memory", "forget", note["id"])["kind"] == "longterm"
+    assert ok("memory", "forget", belief)["kind"] == "belief"
+    missing = run_cli(env, "memory", "forget", entry["id"])
+    assert missing.returncode == 1 and "no memory" in missing.stderr
+    assert run_cli(env, "memory", "forget", "../x").returncode == 1  # a bad id, refused
+    assert run_cli(env, "memory", "search", "heron").returncode == 2  # forgotten: not found
+    ok("checkpoint", "rollback", checkpoint, "--yes")
+    found = ok("memory", "search", "heron")
+    assert {entry["id"], note["id"]} <= {hit["id"] for hit in found}

@@ -151,6 +151,21 @@ def log_(
 
 
 @app.command()
+def forget(ctx: typer.Context, memory_id: str, json_: JsonOpt = False) -> None:
+    """Forget one belief, long-term note or daily entry by its id (a rollback restores it).
+
+    A belief is kept in its history but never recalled again; a note or an entry is
+    deleted.
+    """
+    done = call(ctx, ops.memory_forget, arguments(ctx, ops.IdArgs, id=memory_id))
+    emit(
+        done.model_dump(),
+        wants_json(ctx, json_),
+        lambda: print(f"forgot {done.kind} {done.forgotten}"),
+    )
+
+
+@app.command()
 def day(
     ctx: typer.Context,
     when: Annotated[str | None, typer.Argument(help="YYYY-MM-DD (default: today, UTC).")] = None,
