@@ -41,7 +41,7 @@ from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import dump_state
+from tests.conftest import dump_state, run_cli
 
 # ---------------------------------------------------------------- in-process parts
 
@@ -263,13 +263,7 @@ def _env(cli_env: dict[str, str], server: ScriptedOpenAI) -> dict[str, str]:
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli(env, *args, timeout=timeout)
 
 
 def _start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:

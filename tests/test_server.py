@@ -25,6 +25,7 @@ from aether.keys import Keyspace
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
+from tests.conftest import run_cli
 
 
 def _free_port() -> int:
@@ -36,14 +37,7 @@ def _free_port() -> int:
 def _aether(
     env: dict[str, str], *args: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aether", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_cli(env, *args, timeout=timeout)
 
 
 @pytest.fixture

@@ -160,16 +160,24 @@ def call(ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False)
 
     An ``AetherError`` becomes one line (or JSON) and exit 1.
     """
-    return call_in_zone(ctx, op, args, llm=llm)[0]
+    return _call_operation(ctx, op, args, llm=llm, zone=False)[0]
 
 
 def call_in_zone(
     ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False
 ) -> tuple[T, ZoneInfo]:
     """:func:`call`, and the operator's time zone (for the times a command prints)."""
+    result, zone = _call_operation(ctx, op, args, llm=llm, zone=True)
+    return result, zone or _UTC
+
+
+def _call_operation(
+    ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool, zone: bool
+) -> tuple[T, ZoneInfo | None]:
+    """Run ``op`` as the CLI; with ``zone``, also read the operator's time zone."""
     st = state(ctx)
 
-    async def body() -> tuple[T, ZoneInfo]:
+    async def body() -> tuple[T, ZoneInfo | None]:
         from aether.operations import Caller
         from aether.runtime.llm import LLMClient
 
@@ -177,6 +185,8 @@ def call_in_zone(
         try:
             async with open_aether(st) as agent:
                 result = await op(agent, Caller("cli", llm=model), args)
+                if not zone:
+                    return result, None
                 return result, await read_operator_zone(agent.client, agent.keys)
         finally:
             if model is not None:

@@ -19,6 +19,7 @@ it and prints its result. Adding an operation is one definition plus one line pe
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import time
@@ -114,7 +115,7 @@ class Operation(Generic[A, R]):
 
     def dump(self, result: R) -> Any:
         """The result as plain JSON data."""
-        return TypeAdapter(self.result).dump_python(result, mode="json")
+        return _adapter(self.result).dump_python(result, mode="json")
 
     def text(self, result: R) -> str:
         """The result as the model reads it."""
@@ -151,6 +152,12 @@ def not_for_agent() -> dict[str, Any]:
     what a model needs; every argument it is shown costs tokens on every call.
     """
     return {NOT_FOR_AGENT: True}
+
+
+@functools.cache
+def _adapter(result_type: Any) -> TypeAdapter[Any]:
+    """The (costly to build) pydantic adapter of one result type, built once."""
+    return TypeAdapter(result_type)
 
 
 def problems(error: ValidationError, limit: int = 5) -> str:
