@@ -186,6 +186,11 @@ class LLMSettings(BaseModel):
     )
     price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M prompt tokens")
     price_out_per_mtok: float = Field(default=0.0, ge=0, description="USD per 1M completion tokens")
+    daily_budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="USD per UTC day (ledger); past it the agent pauses (unset = no cap)",
+    )
 
 
 class EmbeddingSettings(BaseModel):
@@ -225,6 +230,37 @@ class DaemonSettings(BaseModel):
         default=60.0, gt=0, description="take over messages another consumer left this long"
     )
     outbox_maxlen: int = Field(default=10_000, ge=100)
+
+
+class ToolSettings(BaseModel):
+    """The agent's tools: the operator's policy, approvals, budgets and caps ("Tools")."""
+
+    allow: str = Field(default="", description="tool-name globs always allowed (comma-separated)")
+    ask: str = Field(default="", description="tool-name globs that need an operator's approval")
+    deny: str = Field(default="", description="tool-name globs never run")
+    approval_timeout_s: float = Field(
+        default=600.0, gt=0, description="an unanswered approval request is denied after this"
+    )
+    max_calls: int = Field(default=20, ge=1, description="tool calls per message and per heartbeat")
+    repeat_limit: int = Field(
+        default=3, ge=2, description="the same call with the same arguments this often is stopped"
+    )
+    max_failures: int = Field(
+        default=3, ge=1, description="failed tool calls in a row that end the turn"
+    )
+    output_chars: int = Field(
+        default=16_000, ge=256, description="a tool's output is cut to this many characters"
+    )
+    read_bytes: int = Field(default=256 * 1024, ge=1024, description="read_file and grep, per file")
+    write_bytes: int = Field(default=1024 * 1024, ge=1, description="write_file and edit_file")
+    bash_timeout_s: float = Field(
+        default=30.0, gt=0, le=3600, description="bash: the process group is killed after this"
+    )
+    mcp_timeout_s: float = Field(default=60.0, gt=0, description="one MCP tool call")
+
+    def patterns(self, decision: Literal["allow", "ask", "deny"]) -> list[str]:
+        """The globs of one decision, as a list."""
+        return [p.strip() for p in getattr(self, decision).split(",") if p.strip()]
 
 
 class McpSettings(BaseModel):
@@ -354,6 +390,15 @@ class Settings(BaseSettings):
     beliefs: BeliefSettings = Field(default_factory=BeliefSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    workspace: Path | None = Field(
+        default=None,
+        description="the file tools' and bash's only directory (unset = $AETHER_HOME/workspace)",
+    )
+    mcp_servers: Path | None = Field(
+        default=None,
+        description='a JSON file of MCP servers whose tools the agent may use ("mcpServers")',
+    )
+    tools: ToolSettings = Field(default_factory=ToolSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     log: LogSettings = Field(default_factory=LogSettings)
@@ -413,6 +458,11 @@ class Settings(BaseSettings):
     def redis_dir(self) -> Path:
         """Data directory of the embedded Redis server."""
         return self.home / "redis"
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The agent's workspace: ``workspace`` or ``$AETHER_HOME/workspace``."""
+        return self.workspace if self.workspace is not None else self.home / "workspace"
 
     @property
     def log_dir(self) -> Path:

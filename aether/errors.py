@@ -94,6 +94,10 @@ class LLMError(AetherError):
         self.retryable = retryable
 
 
+class ToolUnavailableError(AetherError):
+    """A tool's server (an MCP server the agent uses) is down or restarting; try later."""
+
+
 class LLMNotConfiguredError(LLMError):
     """No LLM is configured (``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL``)."""
 
@@ -131,7 +135,7 @@ def error_code(error: BaseException) -> tuple[str, bool]:
     """
     table: list[tuple[type[BaseException] | tuple[type[BaseException], ...], str, bool]] = [
         ((ConcurrentAdminError, BusyError), "busy", True),
-        (UnavailableError, "unavailable", True),
+        ((UnavailableError, ToolUnavailableError), "unavailable", True),
         (CapacityError, "capacity", False),
         (AmbiguousIdError, "ambiguous", False),
         (NotFoundError, "not_found", False),

@@ -157,6 +157,14 @@ class Keyspace:
         """STREAM: the agent ledger, append-only (actions, LLM calls, tokens, cost)."""
         return self._k("ledger")
 
+    def approval(self, approval_id: str) -> str:
+        """HASH with TTL (30 days): one tool call waiting for (or given) an operator's decision."""
+        return self._k("approval", approval_id)
+
+    def approvals(self) -> str:
+        """ZSET: approval request ids by the time they were asked (trimmed to 30 days)."""
+        return self._k("approvals")
+
     def scratchpad(self, pad_id: str) -> str:
         """STRING with TTL (default 3600 s): ephemeral working memory."""
         return self._k("scratchpad", pad_id)

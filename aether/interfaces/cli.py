@@ -32,6 +32,7 @@ from aether.config import LogFormat, deprecated_in_use, load_settings
 from aether.errors import AetherError, IdentityError, describe, error_code
 from aether.files import PRIVATE_UMASK
 from aether.interfaces import (
+    cli_approvals,
     cli_beliefs,
     cli_checkpoint,
     cli_context,
@@ -181,6 +182,7 @@ cli_beliefs.register(app)
 cli_tasks.register(app)
 cli_repo.register(app)
 cli_registry.register(app)
+cli_approvals.register(app)
 
 
 @app.callback()

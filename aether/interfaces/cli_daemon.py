@@ -7,6 +7,8 @@ import contextlib
 import json
 import re
 import signal
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
@@ -237,6 +239,7 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
                 "outbox": await client.xlen(keys.outbox()),
                 "last_maintenance": epoch(last.get("at")),
                 "security": await security_report(st.settings, client),
+                "mcp": (health or {}).get("mcp", []) if holder else [],
             }
         finally:
             await client.aclose()
@@ -282,6 +285,15 @@ def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
     )
     for warning in sec["warnings"]:
         print(f"  warning: {warning}")
+    for server in data.get("mcp", []):
+        line = f"mcp server {server['name']} ({server['transport']}): {server['state']}"
+        line += f" since {when(server['since'])}, {plural(server['tools'], 'tool')}"
+        if server["restarts"]:
+            line += f", {plural(server['restarts'], 'restart')}"
+        print(
+            line
+            + (f"; {server['error']}" if server["error"] and server["state"] != "ready" else "")
+        )
 
 
 async def _daemon_present(client: Redis, keys: Keyspace, wait_s: float) -> bool:
@@ -320,6 +332,7 @@ def send(
 
     async def body() -> dict[str, str] | None:
         from aether.ids import check_id
+        from aether.registry.approvals import Approvals
         from aether.runtime.inbox import Inbox, wait_for_reply
         from aether.runtime.lease import LEASE_S
 
@@ -331,7 +344,25 @@ def send(
             if not await client.exists(st.keys.daemon_health()):
                 log.info("the daemon is starting; the message waits in its inbox")
             message_id = await Inbox(client, st.keys).send(message, session)
-            return await wait_for_reply(client, st.keys, message_id, timeout)
+            approvals = Approvals(client, st.keys)
+            told: set[str] = set()
+
+            async def approval_pending() -> bool:
+                waiting = await approvals.pending(session or st.settings.daemon.session)
+                for request in waiting:
+                    if request.id not in told:
+                        told.add(request.id)
+                        print(
+                            f"waiting: the agent asks to run {request.tool}; answer with "
+                            f"'aether approvals approve {request.id}' or 'aether approvals "
+                            f"deny {request.id}' (denied in "
+                            f"{max(0, request.expires_at - time.time()):.0f} s otherwise)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                return bool(waiting)
+
+            return await wait_for_reply(client, st.keys, message_id, timeout, approval_pending)
 
     reply = run(ctx, body)
     if reply is None:

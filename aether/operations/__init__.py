@@ -3,14 +3,15 @@
 The agent's tools, the MCP server and the CLI are faces over these: each operation is
 an async function with a pydantic arguments model and a typed result, working on the
 :class:`Parts` of one namespace. Groups: :mod:`.memory`, :mod:`.checkpoints`,
-:mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`.
+:mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`,
+:mod:`.approvals` (the operator's answers to the agent's tool calls).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aether.operations import checkpoints, graph, identity, memory, tasks
+from aether.operations import approvals, checkpoints, graph, identity, memory, tasks
 from aether.operations.base import REGISTRY, Caller, NoArgs, Operation, operation
 from aether.operations.parts import Parts
 
@@ -21,6 +22,7 @@ __all__ = [
     "Operation",
     "Parts",
     "agent_operations",
+    "approvals",
     "checkpoints",
     "graph",
     "identity",

@@ -25,6 +25,7 @@ from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.vector_layout import migrate_vectors
 from aether.memory.tiers.tasks import Goals, Tasks
 from aether.messages import TextModel
+from aether.registry.approvals import Approvals
 
 __all__ = ["Parts"]
 
@@ -47,6 +48,7 @@ class Parts:
         context: the context assembler.
         tasks: the task list.
         goals: the goals tasks roll up to.
+        approvals: tool calls waiting for the operator's decision.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class Parts:
         self.tasks = Tasks(self.memory)
         self.goals: Goals = self.tasks.goals
         self.graph = Graph(self.memory)
+        self.approvals = Approvals(client, self.keys)
         self._index_ready = False
 
     async def ready(self, *, migrate: bool = True) -> None:

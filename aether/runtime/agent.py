@@ -27,6 +27,7 @@ from aether.context.session import EnforceReport, SessionWindow
 from aether.errors import InvalidOperationError
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
+from aether.memory.knowledge.archetypes import archetype
 from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.toolcache import ToolSchemaCache
@@ -34,7 +35,11 @@ from aether.messages import ChatMessage, ToolSchema
 from aether.operations import Caller, Parts
 from aether.registry.model import AgentLedger, new_entry
 from aether.runtime.llm import Completion, LLMClient, ToolCall
-from aether.runtime.tools import Tool, Toolbox, ToolRun, builtin_tools
+from aether.runtime.tools import Tool, Toolbox, ToolRun, Workspace, builtin_tools
+from aether.runtime.tools.calls import ToolCaller, TurnGuard
+from aether.runtime.tools.policy import Policy, autonomy_mode
+from aether.runtime.tools.selection import ToolRanker
+from aether.runtime.tools.workspace import workspace_tools
 from aether.tokens import count_message, count_tool_schemas
 
 log = structlog.get_logger(__name__)
@@ -67,6 +72,7 @@ class AgentRuntime:
         ledger: where each model call (tokens, cost) and tool call is recorded, if anywhere.
         clock: the time messages are stamped with (default: the wall clock; a simulation
             injects its own).
+        on_approval: told (request id, tool) when a call waits for the operator.
     """
 
     def __init__(
@@ -78,6 +84,7 @@ class AgentRuntime:
         actor: str = "agent",
         ledger: AgentLedger | None = None,
         clock: Callable[[], float] = time.time,
+        on_approval: Callable[[str, str], None] | None = None,
     ) -> None:
         self.parts = parts
         self.ledger = ledger
@@ -101,6 +108,18 @@ class AgentRuntime:
         caller = Caller("agent", session=self.session, llm=llm, clock=clock)
         for tool in builtin_tools(parts, caller):
             self.toolbox.register(tool)
+        self.memory_tools = frozenset(self.toolbox.names())
+        self.workspace = Workspace(settings.workspace_dir, settings.tools)
+        for name, description, parameters, handler in workspace_tools(
+            self.workspace, archetype(settings.archetype).tools
+        ):
+            tool = Tool(name, description, parameters, handler, optional=True, server="workspace")
+            self.toolbox.register(tool)
+        self.tool_caller = ToolCaller(
+            self.toolbox, parts.approvals, settings.tools, self.session, on_approval
+        )
+        self._ranker = ToolRanker(parts.memory.embedder)
+        self._offered: list[ToolSchema] | None = None
         self._cached_schemas: list[ToolSchema] | None = None
 
     def register_tool(self, tool: Tool) -> None:
@@ -124,8 +143,40 @@ class AgentRuntime:
         return int(self.window.window_tokens * self.window.tools_share)
 
     def tool_schemas(self) -> list[ToolSchema]:
-        """The tools a request declares: within :attr:`tools_budget`."""
+        """The tools a request declares: within :attr:`tools_budget`.
+
+        The last turn's choice (:meth:`choose_tools`) once there is one.
+        """
+        if self._offered is not None:
+            return self._offered
         return self.toolbox.offered(self.tools_budget)
+
+    async def choose_tools(self, message: str) -> list[ToolSchema]:
+        """The tools a turn about ``message`` is offered.
+
+        All when they fit in their share, else the memory tools and the optional ones most
+        relevant to it (``aether.runtime.tools.selection``).
+        """
+        budget = self.tools_budget
+        if self.toolbox.fits(budget):
+            self._offered = self.toolbox.schemas()
+        else:
+            optional = [
+                t for n in self.toolbox.names() if (t := self.toolbox.get(n)) and t.optional
+            ]
+            ranking = await self._ranker.rank(optional, message)
+            self._offered = self.toolbox.offered(budget, ranking)
+        return self._offered
+
+    async def policy(self) -> Policy:
+        """The operator's tool policy with the agent profile's autonomy mode."""
+        identity = await self.identity.load()
+        try:
+            mode = autonomy_mode(identity.agent.get("autonomy_mode"))
+        except InvalidOperationError as e:
+            log.warning("unknown autonomy mode; acting as supervised", error=str(e))
+            mode = "supervised"
+        return Policy(self.settings.tools, mode, self.memory_tools)
 
     async def session_window(self) -> SessionWindow:
         """The session's window (the operator's time zone read from the identity)."""
@@ -193,7 +244,9 @@ class AgentRuntime:
         if ref is None or await self.chats.find_ref(self.session, ref) is None:
             await self.chats.append(self.session, "user", message, ref=ref, timestamp=self.clock())
         result = StepResult(reply="", session=self.session)
-        schemas = self.tool_schemas()
+        schemas = await self.choose_tools(message)
+        policy = await self.policy()
+        guard = TurnGuard.of(self.settings.tools)
         if schemas != self._cached_schemas:
             await ToolSchemaCache(self.layer).set(self.session, schemas)
             self._cached_schemas = schemas
@@ -206,7 +259,7 @@ class AgentRuntime:
             fixed = ctx.fixed_tokens + count_tool_schemas(schemas)
             result.context_tokens = ctx.tokens + count_tool_schemas(schemas)
             result.memories = len(ctx.chosen)
-            last = round_ == rounds - 1
+            last = round_ == rounds - 1 or guard.stop is not None
             started = time.perf_counter()
             completion = await llm.chat(
                 ctx.messages(), tools=None if last else schemas or None, max_tokens=reserve
@@ -214,16 +267,18 @@ class AgentRuntime:
             result.llm_calls += 1
             await self._ledger_llm(llm.model, completion, (time.perf_counter() - started) * 1000)
             if completion.tool_calls and not last:
-                runs = [await self.toolbox.run(call) for call in completion.tool_calls]
+                runs = [
+                    await self.tool_caller.run(call, policy, guard)
+                    for call in completion.tool_calls
+                ]
                 await self._record_tools(completion.content, completion.tool_calls, runs)
                 for run in runs:
-                    await self._ledger_append(
-                        "tool_call",
-                        summary=run.name,
-                        duration_ms=run.duration_ms,
-                        detail={"arguments": run.arguments, "success": run.success},
-                    )
+                    await self._ledger_tool(run)
                 result.tool_runs += runs
+                if guard.stop is not None:
+                    log.warning(
+                        "the turn's tools are stopped", session=self.session, why=guard.stop
+                    )
                 continue
             result.reply = completion.content
             break
@@ -263,6 +318,26 @@ class AgentRuntime:
             self.session, content, parts, results, timestamp=self.clock()
         )
 
+    async def _ledger_tool(self, run: ToolRun) -> None:
+        """A ``tool_call`` entry: what ran where, how it ended, who allowed it, what changed."""
+        changed = ", ".join(f"{c['action']} {c['path']}" for c in run.changes[:3])
+        more = f" (+{len(run.changes) - 3} more)" if len(run.changes) > 3 else ""
+        await self._ledger_append(
+            "tool_call",
+            summary=f"{run.name}: {run.outcome}" + (f"; {changed}{more}" if changed else ""),
+            duration_ms=run.duration_ms,
+            detail={
+                "tool": run.name,
+                "server": run.server,
+                "arguments": _clipped(run.arguments),
+                "outcome": run.outcome,
+                "success": run.success,
+                "approval": run.approval,
+                "changes": run.changes[:100],
+                "output": run.output[:500],
+            },
+        )
+
     async def _ledger_llm(self, model: str, completion: Completion, duration_ms: float) -> None:
         prices = self.settings
         cost = (
@@ -290,3 +365,11 @@ class AgentRuntime:
         result.actions += report.actions
         result.checkpoints += report.checkpoints
         result.reports.append(report)
+
+
+def _clipped(arguments: dict[str, object], limit: int = 2000) -> dict[str, object]:
+    """Arguments for the ledger: long values (a file's whole content) cut to ``limit``."""
+    return {
+        k: v[:limit] + f"[+{len(v) - limit} chars]" if isinstance(v, str) and len(v) > limit else v
+        for k, v in arguments.items()
+    }

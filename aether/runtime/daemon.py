@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import time
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -44,7 +46,10 @@ from aether.runtime.agent import AgentRuntime
 from aether.runtime.health import Health
 from aether.runtime.inbox import Inbox, InboxMessage
 from aether.runtime.llm import LLMClient
+from aether.runtime.spend import over_budget
 from aether.runtime.supervisor import OUTAGE, Supervisor
+from aether.runtime.tools import Tool
+from aether.runtime.tools.mcp_servers import SEPARATOR, ServerLink, load_servers
 
 log = structlog.get_logger(__name__)
 
@@ -77,9 +82,20 @@ class Daemon:
             layer's embedder is loaded once, here.
         llm: the model, or ``None``.
         consumer: its name in the inbox's consumer group (unique per instance).
+        health: where it reports the spending cap and its MCP servers (one is made when
+            none is given).
+
+    Raises:
+        ConfigError: ``AETHER_MCP_SERVERS`` names a missing or malformed file.
     """
 
-    def __init__(self, parts: Parts, llm: LLMClient | None, consumer: str | None = None) -> None:
+    def __init__(
+        self,
+        parts: Parts,
+        llm: LLMClient | None,
+        consumer: str | None = None,
+        health: Health | None = None,
+    ) -> None:
         self.parts = parts
         self.settings = settings = parts.settings
         self.layer = layer = parts.memory
@@ -99,18 +115,60 @@ class Daemon:
         self._supervisor: Supervisor | None = None
         self._to_learn: asyncio.Queue[str] = asyncio.Queue()
         self.learner = ConversationLearner(layer, parts.beliefs(llm), llm)
+        self.health = health or Health(ready=True)
+        servers = load_servers(settings.mcp_servers) if settings.mcp_servers else {}
+        self.mcp_links = {
+            name: ServerLink(name, config, settings.log_dir, self._offer_server_tools)
+            for name, config in servers.items()
+        }
+        self.health.mcp = lambda: [link.status() for link in self.mcp_links.values()]
 
     def runtime(self, session: str) -> AgentRuntime:
-        """The runtime of one chat session (made once)."""
+        """The runtime of one chat session (made once, with the MCP tools known so far)."""
         if session not in self._runtimes:
-            self._runtimes[session] = AgentRuntime(
+            rt = AgentRuntime(
                 self.parts,
                 session=session,
                 llm=self.llm,
                 actor="daemon",
                 ledger=self.services.ledger,
             )
+            for link in self.mcp_links.values():
+                for tool in self._server_tools(link):
+                    rt.toolbox.register(tool, replace=True)
+            self._runtimes[session] = rt
         return self._runtimes[session]
+
+    def _server_tools(self, link: ServerLink) -> list[Tool]:
+        """An MCP server's tools as the agent's: ``NAME__TOOL``, calling through the link."""
+        out: list[Tool] = []
+        timeout = self.settings.tools.mcp_timeout_s
+        for listed in link.tools:
+            name = f"{link.name}{SEPARATOR}{listed.name}"
+            schema = dict(listed.input_schema or {})
+            schema.setdefault("type", "object")
+            if len(name) > 64 or schema.get("type") != "object":
+                log.warning("mcp tool skipped: name or schema unusable", tool=name[:80])
+                continue
+
+            async def handler(arguments: dict[str, object], tool: str = listed.name) -> str:
+                return await link.call(tool, dict(arguments), timeout)
+
+            description = (listed.description or listed.name).strip()[:1024]
+            out.append(Tool(name, description, schema, handler, optional=True, server=link.name))
+        return out
+
+    async def _offer_server_tools(self, link: ServerLink) -> None:
+        """A server listed its tools: offer them in every session, record them."""
+        tools = self._server_tools(link)
+        for rt in self._runtimes.values():
+            for tool in tools:
+                rt.toolbox.register(tool, replace=True)
+        try:
+            for tool in tools:
+                await self.services.registry.register(tool.name, tool.description, tool.parameters)
+        except AetherError as e:
+            log.warning("tool registry unavailable; tools not recorded", error=str(e))
 
     async def recover(self) -> None:
         """Re-create what a Redis restart may have lost: the library, group and index."""
@@ -156,6 +214,10 @@ class Daemon:
         events = supervisor.start("events", lambda: self._listen(stop))
         inbox = supervisor.start("inbox", lambda: self._serve_inbox(stop))
         learning = supervisor.start("learn", lambda: self._learn(stop))
+        servers = [
+            supervisor.start(f"mcp:{name}", functools.partial(link.run, stop))
+            for name, link in self.mcp_links.items()
+        ]
         try:
             await stop.wait()
         finally:
@@ -163,7 +225,7 @@ class Daemon:
             await self._finish(inbox)
             with contextlib.suppress(*OUTAGE):
                 await self.inbox.leave()
-            for task in (events, learning):
+            for task in (events, learning, *servers):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -255,6 +317,11 @@ class Daemon:
                     ref=message.id,
                 )
             return await self._reply(message, "", session, error=NO_LLM)
+        paused = await self.over_budget()
+        if paused is not None:
+            if await rt.chats.find_ref(session, message.id) is None:
+                await rt.chats.append(session, "user", message.content, ref=message.id)
+            return await self._reply(message, "", session, error=paused)
         attempts = self._attempts.get(message.id, 0) + 1
         self._attempts[message.id] = attempts
         try:
@@ -316,6 +383,10 @@ class Daemon:
         log.info("heartbeat", check=check, autonomous=self.llm is not None)
         if self.llm is None:
             return
+        paused = await self.over_budget()
+        if paused is not None:
+            log.warning("heartbeat paused", why=paused)
+            return
         depth = await self.inbox.depth()
         tasks = (await self.parts.tasks.list("open"))[:OPEN_TASKS_SHOWN]
         listed = "\n".join(
@@ -332,6 +403,18 @@ class Daemon:
             await self.runtime(HEARTBEAT_SESSION).step(prompt)
         except AetherError as e:
             await self.heartbeat_state.alert(f"heartbeat failed: {e}")
+
+    async def over_budget(self) -> str | None:
+        """Why the agent is paused by the daily spending cap (also shown in its health)."""
+        try:
+            reason = await over_budget(
+                self.services.ledger, self.settings.llm.daily_budget_usd, time.time()
+            )
+        except AetherError as e:
+            log.warning("the ledger is unavailable; the spending cap is not checked", error=str(e))
+            return None
+        self.health.budget = reason
+        return reason
 
     async def maintenance(self) -> None:
         """The scheduled maintenance run."""

@@ -9,6 +9,7 @@ has to trust a pid alone.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +28,8 @@ class Health:
     redis_error: str | None = None
     restarting: dict[str, str] = field(default_factory=dict)
     llm: CircuitBreaker | None = None  # the LLM client's, read at each beat
+    budget: str | None = None  # the daily spending cap, when it is reached
+    mcp: Callable[[], list[dict[str, Any]]] | None = None  # the MCP servers' states
 
     @property
     def state(self) -> State:
@@ -46,6 +49,8 @@ class Health:
             if llm.open_until is not None and llm.open_until > llm.clock():
                 line += f" (calls fail at once until {_iso(llm.open_until)})"
             out.append(line)
+        if self.budget:
+            out.append(self.budget)
         out += [f"task {name} restarting after: {error}" for name, error in self.restarting.items()]
         return out
 
@@ -66,7 +71,8 @@ class Health:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``ns:daemon:health`` and ``status --json``."""
-        return {"state": self.state, "reasons": self.reasons(), "at": time.time()}
+        servers = self.mcp() if self.mcp is not None else []
+        return {"state": self.state, "reasons": self.reasons(), "at": time.time(), "mcp": servers}
 
 
 def _iso(timestamp: float) -> str:

@@ -13,6 +13,7 @@ inbox entry id.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,14 +177,24 @@ class Inbox:
 
 
 async def wait_for_reply(
-    client: Redis, keys: Keyspace, message_id: str, timeout_s: float
+    client: Redis,
+    keys: Keyspace,
+    message_id: str,
+    timeout_s: float,
+    hold: Callable[[], Awaitable[bool]] | None = None,
 ) -> dict[str, str] | None:
-    """The outbox entry answering ``message_id``, waiting up to ``timeout_s``."""
+    """The outbox entry answering ``message_id``, waiting up to ``timeout_s``.
+
+    ``hold`` is asked about once a second; while it says True (the agent's turn waits for
+    an operator's approval, which has its own deadline) the timeout does not run out.
+    """
     import time
 
     deadline = time.monotonic() + timeout_s
     last = "0-0"
     while True:
+        if hold is not None and await hold():
+            deadline = max(deadline, time.monotonic() + 1.5)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None

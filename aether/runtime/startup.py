@@ -104,7 +104,7 @@ async def _serve(
     layer = parts.memory
     llm = LLMClient.from_settings(settings)
     consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
-    daemon = Daemon(parts, llm, consumer=consumer)
+    daemon = Daemon(parts, llm, consumer=consumer, health=health)
 
     async def recover() -> None:
         await daemon.recover()

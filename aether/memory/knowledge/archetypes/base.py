@@ -64,6 +64,11 @@ class Archetype(Protocol):
         """Scoring weights and the memory budget's split."""
         ...
 
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The workspace tools its agent is offered (``aether.runtime.tools.workspace``)."""
+        ...
+
 
 def run_extractors(archetype: Archetype, event: Event) -> tuple[list[EntityIn], list[RelationIn]]:
     """The entities and relations ``archetype`` finds in ``event``."""

@@ -42,3 +42,5 @@ class GeneralArchetype:
     extractors = MappingProxyType(dict.fromkeys(event_types, names_and_keywords))
     relation_extractors = MappingProxyType(dict.fromkeys(event_types, co_occurrence))
     strategy = ContextStrategy()
+    # notes and files in its workspace; no shell (a coding agent has one)
+    tools = ("read_file", "write_file", "edit_file", "glob", "grep")

@@ -10,15 +10,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
-from aether.errors import AetherError, InvalidOperationError
+from aether.errors import AetherError, InvalidOperationError, ToolUnavailableError
 from aether.messages import ToolFunction, ToolSchema
 from aether.operations import Caller, Operation, Parts, agent_operations
 from aether.runtime.llm import ToolCall, parse_arguments
+from aether.runtime.tools.workspace import ToolOutput
 from aether.tokens import count_tool_schemas
 
 log = structlog.get_logger(__name__)
@@ -35,7 +36,9 @@ ALWAYS_OFFERED = (
 
 ToolArguments = dict[str, object]
 """A call's arguments, parsed from JSON and checked against the tool's schema."""
-Handler = Callable[[ToolArguments], Awaitable[str]]
+Handler = Callable[[ToolArguments], Awaitable[str | ToolOutput]]
+Outcome = str
+"""``ok``, ``error``, ``unavailable``, ``denied`` (policy or operator) or ``stopped`` (budget)."""
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -57,6 +60,8 @@ class Tool:
     handler: Handler
     optional: bool = False
     """Offered only when it fits in the tools' share of the window, after every other."""
+    server: str = "aether"
+    """Where it runs: ``aether`` (memory), ``workspace`` or an MCP server's name."""
 
     def schema(self) -> ToolSchema:
         """The tool as the chat API declares it."""
@@ -66,7 +71,7 @@ class Tool:
         return ToolSchema(type="function", function=function)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ToolRun:
     """One executed call."""
 
@@ -76,6 +81,10 @@ class ToolRun:
     output: str
     success: bool
     duration_ms: float
+    outcome: Outcome = "ok"
+    changes: list[dict[str, object]] = field(default_factory=list)
+    approval: dict[str, object] | None = None
+    server: str = "aether"
 
 
 def check_arguments(schema: Mapping[str, object], arguments: ToolArguments) -> None:
@@ -105,8 +114,8 @@ class Toolbox:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
 
-    def register(self, tool: Tool) -> None:
-        """Add a tool.
+    def register(self, tool: Tool, *, replace: bool = False) -> None:
+        """Add a tool (``replace``: or update the one of that name).
 
         Raises:
             InvalidOperationError: a bad or taken name, or parameters that are not an object
@@ -114,11 +123,19 @@ class Toolbox:
         """
         if not _NAME.match(tool.name):
             raise InvalidOperationError(f"tool name {tool.name[:70]!r}: 1-64 of A-Z a-z 0-9 _ -")
-        if tool.name in self._tools:
+        if tool.name in self._tools and not replace:
             raise InvalidOperationError(f"a tool named {tool.name!r} is already registered")
         if tool.parameters.get("type") != "object":
             raise InvalidOperationError("tool parameters must be a JSON schema of type object")
         self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if any."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Every tool's name."""
+        return list(self._tools)
 
     def schemas(self) -> list[ToolSchema]:
         """Every tool's declaration."""
@@ -128,36 +145,69 @@ class Toolbox:
         """The declarations of the tools always offered (not ``optional``)."""
         return [t.schema() for t in self._tools.values() if not t.optional]
 
-    def offered(self, budget: int) -> list[ToolSchema]:
+    def offered(self, budget: int, ranking: list[str] | None = None) -> list[ToolSchema]:
         """What a request declares: every required tool, then optional ones while they fit.
 
         Args:
             budget: the tokens the tool schemas may take (their share of the window).
+            ranking: the optional tools' names, most relevant first (default: the order
+                they were registered in); those it leaves out come after.
         """
         chosen = self.required_schemas()
-        for tool in self._tools.values():
-            if tool.optional and count_tool_schemas([*chosen, tool.schema()]) <= budget:
+        optional = [t for t in self._tools.values() if t.optional]
+        if ranking is not None:
+            place = {name: i for i, name in enumerate(ranking)}
+            optional.sort(key=lambda t: place.get(t.name, len(place)))
+        for tool in optional:
+            if count_tool_schemas([*chosen, tool.schema()]) <= budget:
                 chosen.append(tool.schema())
         return chosen
+
+    def fits(self, budget: int) -> bool:
+        """Whether every tool's schema fits in ``budget`` tokens."""
+        return count_tool_schemas(self.schemas()) <= budget
 
     async def run(self, call: ToolCall) -> ToolRun:
         """Execute one call; errors become the result's text (``success=False``)."""
         start = time.perf_counter()
         arguments: ToolArguments = {}
         tool = self._tools.get(call.name)
+        changes: list[dict[str, object]] = []
+        outcome = "error"
         try:
             if tool is None:
                 raise InvalidOperationError(f"unknown tool {call.name[:70]!r}")
             arguments = parse_arguments(call.arguments)
             check_arguments(tool.parameters, arguments)
-            output, success = await tool.handler(arguments), True
+            result = await tool.handler(arguments)
+            if isinstance(result, ToolOutput):
+                output, changes = result.text, list(result.changes)
+            else:
+                output = result
+            outcome = "ok"
+        except ToolUnavailableError as e:
+            output, outcome = (
+                str(e) if str(e).startswith("unavailable") else f"unavailable: {e}",
+                "unavailable",
+            )
         except AetherError as e:
-            output, success = f"error: {e}", False
+            output = f"error: {e}"
         except Exception as e:
             log.exception("tool raised", tool=call.name)
-            output, success = f"error: {type(e).__name__}: {e}", False
+            output = f"error: {type(e).__name__}: {e}"
         ms = (time.perf_counter() - start) * 1000
-        return ToolRun(call.id, call.name, arguments, output, success, ms)
+        server = tool.server if tool is not None else "?"
+        return ToolRun(
+            call.id,
+            call.name,
+            arguments,
+            output,
+            outcome == "ok",
+            ms,
+            outcome=outcome,
+            changes=changes,
+            server=server,
+        )
 
 
 def operation_tool(op: Operation[Any, Any], parts: Parts, caller: Caller) -> Tool:

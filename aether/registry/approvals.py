@@ -1,0 +1,218 @@
+"""Approval requests: a tool call the operator's policy says to ``ask`` about.
+
+Why: docs/design.md, "Tools". A request is ``ns:approval:<id>`` (a HASH, kept 30 days)
+indexed by ``ns:approvals`` (a ZSET by the time it was asked). The agent's turn waits on
+it; an operator answers through ``aether approvals approve|deny`` (or MCP); unanswered
+past its deadline it is denied by ``timeout``. The first decision wins: two operators
+answering at once, or an operator and the deadline, never both land (a WATCH'ed
+transaction on the one key). Approvals are outside the rolled-back state: a rollback
+of memory does not un-ask a question about the world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from redis.asyncio import Redis
+from redis.exceptions import WatchError
+
+from aether.codec import byte_map, text, texts
+from aether.errors import ConflictError, NotFoundError
+from aether.ids import check_id, new_id
+from aether.keys import Keyspace
+
+__all__ = ["KEEP_S", "ApprovalRequest", "ApprovalStatus", "Approvals"]
+
+KEEP_S = 30 * 86_400
+ApprovalStatus = Literal["pending", "approved", "denied"]
+
+
+class ApprovalRequest(BaseModel):
+    """One tool call waiting for, or given, the operator's decision."""
+
+    id: str
+    tool: str = Field(description="the tool the agent wants to call")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="its arguments")
+    session: str = Field(default="", description="the chat session of the call")
+    reason: str = Field(default="", description="why it asks: the policy rule that matched")
+    requested_at: float
+    expires_at: float = Field(description="unanswered by then, it is denied")
+    status: ApprovalStatus = "pending"
+    decided_by: str = Field(default="", description="who decided (an operator, or timeout)")
+    decided_at: float | None = None
+    note: str = Field(default="", description="the operator's reason for a denial")
+
+    def expired(self, now: float) -> bool:
+        """Pending and past its deadline (its waiter is gone or about to deny it)."""
+        return self.status == "pending" and now >= self.expires_at
+
+
+class Approvals:
+    """The approval requests of one namespace.
+
+    Args:
+        client: the namespace's client.
+        keys: its keyspace.
+        clock: the time it is (a simulation injects its own).
+    """
+
+    def __init__(
+        self, client: Redis, keys: Keyspace, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.clock = clock
+
+    async def request(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        session: str,
+        reason: str,
+        timeout_s: float,
+    ) -> ApprovalRequest:
+        """Ask: a new pending request, answerable until ``timeout_s`` from now."""
+        now = self.clock()
+        request = ApprovalRequest(
+            id=new_id(),
+            tool=tool,
+            arguments=arguments,
+            session=session,
+            reason=reason,
+            requested_at=now,
+            expires_at=now + timeout_s,
+        )
+        key = self.keys.approval(request.id)
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping=_fields(request))  # type: ignore[arg-type]
+            pipe.expire(key, KEEP_S)
+            pipe.zadd(self.keys.approvals(), {request.id: now})
+            pipe.zremrangebyscore(self.keys.approvals(), "-inf", now - KEEP_S)
+            await pipe.execute()
+        return request
+
+    async def get(self, approval_id: str) -> ApprovalRequest:
+        """One request.
+
+        Raises:
+            NotFoundError: no such request (or it is older than 30 days).
+            InvalidOperationError: a malformed id.
+        """
+        raw = byte_map(await self.client.hgetall(self.keys.approval(check_id(approval_id, "id"))))
+        if not raw:
+            raise NotFoundError(f"no approval request {approval_id!r}")
+        return _parse(raw)
+
+    async def list(
+        self, status: ApprovalStatus | None = None, limit: int = 100
+    ) -> builtins.list[ApprovalRequest]:
+        """Requests, newest first (``status`` filters).
+
+        Pending ones past their deadline are listed as pending: their waiter denies them.
+        """
+        ids = texts(await self.client.zrevrange(self.keys.approvals(), 0, -1))
+        out: builtins.list[ApprovalRequest] = []
+        for approval_id in ids:
+            raw = byte_map(await self.client.hgetall(self.keys.approval(approval_id)))
+            if not raw:
+                continue
+            request = _parse(raw)
+            if status is None or request.status == status:
+                out.append(request)
+                if len(out) >= limit:
+                    break
+        return out
+
+    async def pending(self, session: str | None = None) -> builtins.list[ApprovalRequest]:
+        """Requests still waiting for a decision (of one session, if given)."""
+        now = self.clock()
+        return [
+            r
+            for r in await self.list("pending", limit=1000)
+            if not r.expired(now) and (session is None or r.session == session)
+        ]
+
+    async def decide(
+        self, approval_id: str, *, approve: bool, by: str, note: str = ""
+    ) -> ApprovalRequest:
+        """Approve or deny a pending request; the first decision wins.
+
+        Raises:
+            NotFoundError: no such request.
+            ConflictError: it was decided already, or its deadline passed (it is then
+                denied by ``timeout``, which is returned by the waiter).
+        """
+        key = self.keys.approval(check_id(approval_id, "id"))
+        async with self.client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    raw = byte_map(await pipe.hgetall(key))
+                    if not raw:
+                        raise NotFoundError(f"no approval request {approval_id!r}")
+                    request = _parse(raw)
+                    now = self.clock()
+                    if request.status != "pending":
+                        raise ConflictError(
+                            f"approval {approval_id} was {request.status} already "
+                            f"(by {request.decided_by})"
+                        )
+                    if request.expired(now) and by != "timeout":
+                        raise ConflictError(
+                            f"approval {approval_id} expired: it is denied by timeout"
+                        )
+                    decided = request.model_copy(
+                        update={
+                            "status": "approved" if approve else "denied",
+                            "decided_by": by,
+                            "decided_at": now,
+                            "note": note,
+                        }
+                    )
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.hset(key, mapping=_fields(decided))  # type: ignore[arg-type]
+                    await pipe.execute()
+                    return decided
+                except WatchError:
+                    continue
+
+    async def wait(self, approval_id: str, poll_s: float = 0.2) -> ApprovalRequest:
+        """The decision on a request, waiting for it until its deadline.
+
+        At the deadline it is denied by ``timeout``, unless an operator's decision lands
+        first.
+        """
+        while True:
+            request = await self.get(approval_id)
+            if request.status != "pending":
+                return request
+            if request.expired(self.clock()):
+                try:
+                    return await self.decide(
+                        approval_id, approve=False, by="timeout", note="no answer in time"
+                    )
+                except ConflictError:
+                    continue  # an operator answered first: read their decision
+            await asyncio.sleep(min(poll_s, max(0.01, request.expires_at - self.clock())))
+
+
+def _fields(request: ApprovalRequest) -> dict[str, str]:
+    data = request.model_dump(mode="json")
+    return {
+        k: json.dumps(v) if isinstance(v, dict) else "" if v is None else str(v)
+        for k, v in data.items()
+    }
+
+
+def _parse(raw: dict[bytes, bytes]) -> ApprovalRequest:
+    data: dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
+    data["arguments"] = json.loads(data.get("arguments") or "{}")
+    data["decided_at"] = data.get("decided_at") or None
+    return ApprovalRequest.model_validate(data)
