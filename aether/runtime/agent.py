@@ -307,7 +307,13 @@ class AgentRuntime:
         """Episodes for each run, then the calls and their results in one chat change."""
         for run in runs:
             await self.episodes.record(
-                self.session, run.name, run.arguments, run.output, run.success, run.duration_ms
+                self.session,
+                run.name,
+                run.arguments,
+                run.output,
+                run.success,
+                run.duration_ms,
+                timestamp=self.clock(),
             )
         parts = [call.as_message_part() for call in calls]
         results = [

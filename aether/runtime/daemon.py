@@ -84,6 +84,7 @@ class Daemon:
         consumer: its name in the inbox's consumer group (unique per instance).
         health: where it reports the spending cap and its MCP servers (one is made when
             none is given).
+        clock: the time its runtimes stamp messages with (a simulation injects its own).
 
     Raises:
         ConfigError: ``AETHER_MCP_SERVERS`` names a missing or malformed file.
@@ -95,6 +96,7 @@ class Daemon:
         llm: LLMClient | None,
         consumer: str | None = None,
         health: Health | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.parts = parts
         self.settings = settings = parts.settings
@@ -116,6 +118,7 @@ class Daemon:
         self._to_learn: asyncio.Queue[str] = asyncio.Queue()
         self.learner = ConversationLearner(layer, parts.beliefs(llm), llm)
         self.health = health or Health(ready=True)
+        self.clock = clock
         servers = load_servers(settings.mcp_servers) if settings.mcp_servers else {}
         self.mcp_links = {
             name: ServerLink(name, config, settings.log_dir, self._offer_server_tools)
@@ -132,6 +135,7 @@ class Daemon:
                 llm=self.llm,
                 actor="daemon",
                 ledger=self.services.ledger,
+                clock=self.clock,
             )
             for link in self.mcp_links.values():
                 for tool in self._server_tools(link):
@@ -408,7 +412,10 @@ class Daemon:
         """Why the agent is paused by the daily spending cap (also shown in its health)."""
         try:
             reason = await over_budget(
-                self.services.ledger, self.settings.llm.daily_budget_usd, time.time()
+                # the ledger is indexed by the wall clock (stream ids), so the cap is too
+                self.services.ledger,
+                self.settings.llm.daily_budget_usd,
+                time.time(),
             )
         except AetherError as e:
             log.warning("the ledger is unavailable; the spending cap is not checked", error=str(e))
