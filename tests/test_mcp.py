@@ -21,6 +21,9 @@ from aether.interfaces.mcp import http_app
 from aether.memory.storage.layer import MemoryLayer
 
 TOOLS = {
+    "approvals_list",
+    "approvals_approve",
+    "approvals_deny",
     "memory_search",
     "memory_log",
     "memory_remember",

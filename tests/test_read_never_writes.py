@@ -67,6 +67,7 @@ READ_ONLY_TOOLS: dict[str, dict[str, object]] = {
     "goal_list": {},
     "graph_find": {"query": "Lisbon"},
     "graph_expand": {"query": "User"},
+    "approvals_list": {"status": "all"},
 }
 
 

@@ -165,6 +165,7 @@ def test_autonomy_modes_give_the_documented_defaults() -> None:
     for mode, expected in table.items():
         policy = Policy(plain, autonomy_mode(mode), MEMORY_TOOLS)
         assert {t: policy.decide(t).decision for t in expected} == expected, mode
+        assert policy.decide("my_registered_tool").decision == "allow"  # the program's own
     assert autonomy_mode(None) == "supervised"
     with pytest.raises(InvalidOperationError, match="autonomy_mode"):
         autonomy_mode("reckless")
@@ -261,7 +262,7 @@ async def test_the_caller_asks_denies_and_runs(client: Redis, keys: Keyspace) ->
         return "done"
 
     params = {"type": "object", "properties": {"what": {"type": "string"}}}
-    box.register(Tool("act", "Act on the world.", params, act, server="fs"))
+    box.register(Tool("fs__act", "Act on the world.", params, act, server="fs"))
     approvals = Approvals(client, keys)
     asked: list[str] = []
     caller = ToolCaller(
@@ -276,18 +277,18 @@ async def test_the_caller_asks_denies_and_runs(client: Redis, keys: Keyspace) ->
 
     guard = TurnGuard.of(ToolSettings())
     run, _ = await asyncio.gather(
-        caller.run(ToolCall("1", "act", '{"what": "a"}'), policy, guard), operator(True)
+        caller.run(ToolCall("1", "fs__act", '{"what": "a"}'), policy, guard), operator(True)
     )
     assert run.success and ran == ["a"] and run.approval is not None
     assert run.approval["decision"] == "approved" and run.approval["by"] == "cli"
     run, _ = await asyncio.gather(
-        caller.run(ToolCall("2", "act", '{"what": "b"}'), policy, guard), operator(False)
+        caller.run(ToolCall("2", "fs__act", '{"what": "b"}'), policy, guard), operator(False)
     )
     assert not run.success and run.outcome == "denied" and run.output == "denied by cli: not now"
     assert ran == ["a"]
-    deny = Policy(ToolSettings(deny="act"), "autonomous", set())
-    run = await caller.run(ToolCall("3", "act", '{"what": "c"}'), deny, guard)
-    assert run.outcome == "denied" and "AETHER_TOOLS__DENY 'act'" in run.output and ran == ["a"]
+    deny = Policy(ToolSettings(deny="fs__act"), "autonomous", set())
+    run = await caller.run(ToolCall("3", "fs__act", '{"what": "c"}'), deny, guard)
+    assert run.outcome == "denied" and "AETHER_TOOLS__DENY 'fs__act'" in run.output and ran == ["a"]
 
 
 # ---------------------------------------------------------------- the MCP servers file
@@ -362,3 +363,31 @@ def test_settings_name_the_workspace_and_servers(tmp_path: Path) -> None:
     assert s.workspace_dir == tmp_path / "workspace"
     assert Settings(home=tmp_path, workspace=tmp_path / "w").workspace_dir == tmp_path / "w"
     assert ToolSettings(allow=" a*, ,b ").patterns("allow") == ["a*", "b"]
+
+
+async def test_the_runtime_reads_the_autonomy_mode_from_the_identity(
+    settings: Settings, client: Redis, tmp_path: Path
+) -> None:
+    from aether.errors import IdentityError
+    from aether.identity.bootstrap import default_identity_dir
+    from aether.operations import Parts
+    from aether.runtime.agent import AgentRuntime
+
+    s = settings.model_copy(
+        update={"embedding": {"provider": "none"}, "archetype": "coding", "workspace": tmp_path}
+    )
+    parts = Parts(s, client)
+    await parts.identity.ensure(default_identity_dir())
+    rt = AgentRuntime(parts, session="modes")
+    assert {"bash", "read_file", "edit_file"} <= set(rt.toolbox.names())
+    assert (await rt.policy()).decide("bash").decision == "ask"
+    await parts.identity.set_field("agent", "autonomy_mode", "readonly")
+    assert (await rt.policy()).decide("bash").decision == "deny"
+    assert (await rt.policy()).decide("memory_note").decision == "allow"
+    await parts.identity.set_field("agent", "autonomy_mode", "Autonomous")
+    assert (await rt.policy()).decide("bash").decision == "allow"
+    with pytest.raises(IdentityError, match="autonomy_mode 'reckless'"):
+        await parts.identity.set_field("agent", "autonomy_mode", "reckless")
+    assert (await rt.policy()).mode == "autonomous"  # nothing was written
+    general = AgentRuntime(Parts(settings.model_copy(update={"workspace": tmp_path}), client))
+    assert "bash" not in general.toolbox.names() and "read_file" in general.toolbox.names()

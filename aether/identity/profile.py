@@ -33,7 +33,7 @@ AGENT_FIELDS = {
     "name": "the agent's name",
     "emoji": "one emoji the agent signs with",
     "voice_style": "how the agent speaks",
-    "autonomy_mode": "supervised or autonomous",
+    "autonomy_mode": "supervised (the default), autonomous or readonly: the tools' policy",
     "role": "what the agent is for",
 }
 USER_FIELDS = {
@@ -44,6 +44,8 @@ USER_FIELDS = {
     "preferences": "how the operator likes answers",
 }
 EXTRA_PREFIX = "extra."
+AUTONOMY_MODES = ("supervised", "autonomous", "readonly")
+"""The agent's autonomy modes: the defaults of its tool policy (``aether.runtime.tools``)."""
 
 
 def check_field(target: Target, name: str, value: str) -> None:
@@ -63,6 +65,8 @@ def check_field(target: Target, name: str, value: str) -> None:
         )
     if name == "timezone":
         check_timezone(value)
+    if name == "autonomy_mode" and value.strip().lower() not in AUTONOMY_MODES:
+        raise IdentityError(f"autonomy_mode {value[:40]!r}: use one of {', '.join(AUTONOMY_MODES)}")
 
 
 @dataclass(frozen=True)

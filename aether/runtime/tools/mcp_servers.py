@@ -32,6 +32,7 @@ import structlog
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from aether.errors import ConfigError, InvalidOperationError, ToolUnavailableError
+from aether.runtime.tools.policy import MCP_SEPARATOR
 
 __all__ = [
     "SEPARATOR",
@@ -42,7 +43,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-SEPARATOR = "__"
+SEPARATOR = MCP_SEPARATOR
 PING_EVERY_S = 2.0
 CONNECT_TIMEOUT_S = 30.0
 LinkState = Literal["connecting", "ready", "unavailable"]

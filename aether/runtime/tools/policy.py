@@ -14,7 +14,9 @@ readonly      allow                       deny                         deny
 
 Memory tools (aether's own operations) are journaled and reversible by a rollback,
 reads change nothing; what touches the world outside memory cannot be rolled back, so
-that is what a supervised agent asks about. The most specific matching glob wins: an
+that is what a supervised agent asks about. An MCP tool is named ``SERVER__TOOL``; a tool
+a program registers itself (``AgentRuntime.register_tool``) is the operator's own code
+and is allowed in every mode, unless a glob says otherwise. The most specific matching glob wins: an
 exact name over any glob, then the glob with more literal characters; at a tie, the
 stricter decision (deny, then ask).
 """
@@ -24,10 +26,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 from aether.config import ToolSettings
 from aether.errors import InvalidOperationError
+from aether.identity.profile import AUTONOMY_MODES
 
 __all__ = [
     "MODES",
@@ -42,11 +45,12 @@ __all__ = [
 
 Decision = Literal["allow", "ask", "deny"]
 AutonomyMode = Literal["supervised", "autonomous", "readonly"]
-MODES: tuple[str, ...] = get_args(AutonomyMode)
+MODES: tuple[str, ...] = AUTONOMY_MODES
 READS = frozenset({"read_file", "glob", "grep"})
 WRITES = frozenset({"write_file", "edit_file", "bash"})
 _STRICTNESS: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
 _WILDCARDS = set("*?[]")
+MCP_SEPARATOR = "__"
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,8 @@ class Policy:
 
     def default(self, tool: str) -> Decision:
         """The autonomy mode's decision for ``tool``."""
-        if self.mode == "autonomous" or tool in self.memory_tools or tool in READS:
+        acts = tool in WRITES or MCP_SEPARATOR in tool
+        if self.mode == "autonomous" or tool in self.memory_tools or not acts:
             return "allow"
         return "deny" if self.mode == "readonly" else "ask"
 

@@ -170,4 +170,4 @@ class CodingArchetype:
     strategy = ContextStrategy(
         0.3, 0.5, 0.2, {"recent": 15, "semantic": 40, "entities": 25, "relations": 20}
     )
-    tools = ("read_file", "write_file", "edit_file", "glob", "grep", "bash")  # seed 000
+    tools = ("read_file", "write_file", "edit_file", "glob", "grep", "bash")
