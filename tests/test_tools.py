@@ -391,3 +391,39 @@ async def test_the_runtime_reads_the_autonomy_mode_from_the_identity(
     assert (await rt.policy()).mode == "autonomous"  # nothing was written
     general = AgentRuntime(Parts(settings.model_copy(update={"workspace": tmp_path}), client))
     assert "bash" not in general.toolbox.names() and "read_file" in general.toolbox.names()
+
+
+async def test_a_turn_offers_the_relevant_tools_and_caches_its_choice(
+    settings: Settings, client: Redis, tmp_path: Path
+) -> None:
+    from aether.identity.bootstrap import default_identity_dir
+    from aether.memory.tiers.toolcache import ToolSchemaCache
+    from aether.operations import Parts
+    from aether.runtime.agent import AgentRuntime
+    from aether.runtime.llm import LLMClient
+    from aether.testing.model import ScriptedOpenAI, completion
+
+    s = settings.model_copy(
+        update={
+            "embedding": {"provider": "none"},
+            "archetype": "coding",
+            "workspace": tmp_path,
+            "context": {"window_tokens": 8192},  # 15 %: the memory tools and a few more
+        }
+    )
+    parts = Parts(s, client)
+    await parts.search.ensure_index()
+    await parts.identity.ensure(default_identity_dir())
+    with ScriptedOpenAI(responder=lambda body: completion("ok")) as server:
+        llm = LLMClient(server.base_url, "scripted", max_retries=0)
+        rt = AgentRuntime(parts, session="picky", llm=llm)
+        assert not rt.toolbox.fits(rt.tools_budget)
+        await rt.step("run the bash shell command to list the files")
+        offered = [t["function"]["name"] for t in server.chat_requests()[-1]["tools"]]
+        await llm.aclose()
+    assert "bash" in offered and "memory_search" in offered and "memory_note" in offered
+    assert len(offered) < len(rt.toolbox.names())
+    cached = await ToolSchemaCache(parts.memory).get("picky")
+    assert cached is not None and [t["function"]["name"] for t in cached] == offered
+    ttl = await client.ttl(parts.keys.tools("picky"))
+    assert 86_000 < ttl <= 86_400
