@@ -83,6 +83,9 @@ def agent_model(body: dict[str, Any]) -> dict[str, Any]:
         )
     if "EDIT" in asked:
         return _calls(("edit_file", {"path": "src/app.py", "old": "'hello'", "new": "'bye'"}))
+    if "SLEEP" in asked:  # a child that outlives its shell, until the timeout kills both
+        command = "sleep 300 & echo $! > child.pid; wait"
+        return _calls(("bash", {"command": command, "timeout_s": 1}))
     if "REMOVE" in asked:
         return _calls(("bash", {"command": "rm -rf src"}))
     if "WRITE" in asked:
@@ -234,6 +237,14 @@ def test_the_agent_acts_through_the_daemon(daemon_env: dict[str, str], tmp_path:
     assert denied.returncode == 0
     out, _ = sending.communicate(timeout=60)
     assert "denied by cli: keep the sources" in out and (ws / "src" / "app.py").exists()
+    # bash, approved, runs into its timeout: its whole process group is killed
+    sending = _send_in_background(env, "SLEEP a while")
+    [request] = _until(lambda: _pending(env))
+    assert run_cli(env, "approvals", "approve", request["id"]).returncode == 0
+    out, _ = sending.communicate(timeout=60)
+    assert "killed after 1 s (timeout)" in out
+    child = Path(f"/proc/{int((ws / 'child.pid').read_text())}/stat")
+    _until(lambda: not child.exists() or child.read_text().split(")")[-1].split()[0] == "Z", 10)
     # unanswered, a write is denied at the timeout
     started = time.monotonic()
     assert "denied by timeout" in _send(env, "WRITE something")

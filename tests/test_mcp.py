@@ -182,3 +182,68 @@ async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: 
     finally:
         server.should_exit = True
         await task
+
+
+async def test_the_agent_reaches_an_mcp_server_over_streamable_http(
+    settings: Settings, client: Redis, tmp_path: Any
+) -> None:
+    """aether's own HTTP MCP server, used as another agent's MCP server (``url`` +
+    ``headers``): the link lists its tools, calls one, and a wrong token never connects."""
+    from aether.errors import ToolUnavailableError
+    from aether.runtime.tools.mcp_servers import ServerConfig, ServerLink
+
+    wired = Aether(
+        settings.model_copy(update={"embedding": {"provider": "none"}}), client, actor="mcp"
+    )
+    await wired.identity.ensure(default_identity_dir())
+    port = _free_port()
+    config = uvicorn.Config(
+        http_app(wired, "s3cret"), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    stop = asyncio.Event()
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        seen: list[str] = []
+
+        async def listed(link: ServerLink) -> None:
+            seen.extend(t.name for t in link.tools)
+
+        good = ServerLink(
+            "peer",
+            ServerConfig(url=url, headers={"Authorization": "Bearer s3cret"}),
+            tmp_path,
+            listed,
+        )
+        running = asyncio.create_task(good.run(stop))
+        for _ in range(200):
+            if good.state == "ready":
+                break
+            await asyncio.sleep(0.05)
+        assert good.state == "ready" and "identity_get" in seen
+        answer = json.loads(await good.call("identity_get", {}, timeout_s=10))
+        assert answer["agent"]["name"]
+        assert good.status()["transport"] == "http"
+        bad = ServerLink(
+            "wrong", ServerConfig(url=url, headers={"Authorization": "Bearer nope"}), tmp_path
+        )
+        try:
+            await bad.run(stop)
+            raise AssertionError("a wrong token connected")
+        except ToolUnavailableError:
+            pass
+        assert bad.state == "unavailable"
+        try:
+            await bad.call("identity_get", {}, timeout_s=5)
+            raise AssertionError("an unavailable server answered")
+        except ToolUnavailableError as e:
+            assert str(e).startswith("unavailable: MCP server wrong")
+        stop.set()
+        await asyncio.wait_for(running, 10)
+    finally:
+        stop.set()
+        server.should_exit = True
+        await task

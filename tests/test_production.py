@@ -302,7 +302,9 @@ async def test_the_ledger_records_the_runtime(settings: Settings, client: Redis)
     entries = await opened.ledger.entries()
     assert [e.kind for e in entries] == ["llm_call", "tool_call", "llm_call"]
     assert entries[0].prompt_tokens == 10 and entries[0].cost_usd == pytest.approx(60e-6)
-    assert entries[1].summary == "scratchpad_get" and entries[1].detail["success"] is True
+    assert entries[1].summary == "scratchpad_get: ok" and entries[1].detail["success"] is True
+    assert entries[1].detail["server"] == "aether" and entries[1].detail["outcome"] == "ok"
+    assert entries[1].detail["approval"]["decision"] == "allowed"
 
 
 # ------------------------------------------------------------ Qdrant mirror
