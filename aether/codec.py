@@ -1,7 +1,11 @@
-"""Decoding Redis replies: aether's clients speak bytes (DUMP payloads are binary)."""
+"""Decoding Redis replies, and times as epoch seconds.
+
+aether's clients speak bytes (DUMP payloads are binary).
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis
@@ -38,3 +42,22 @@ def byte_map(value: object) -> dict[bytes, bytes]:
 async def command(client: Redis, *args: Any) -> Any:
     """Send a raw command (one the typed client has no method for)."""
     return await client.execute_command(*args)  # type: ignore[no-untyped-call]
+
+
+def epoch(value: object) -> float | None:
+    """A time as epoch seconds, the one format of every ``--json`` time.
+
+    Accepts a number, a number as text, an ISO-8601 text (naive means UTC) or a datetime;
+    ``None`` or an empty value gives ``None``.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=UTC).timestamp()
+    if isinstance(value, int | float):
+        return float(value)
+    raw = value.decode() if isinstance(value, bytes) else str(value)
+    try:
+        return float(raw)
+    except ValueError:
+        return epoch(datetime.fromisoformat(raw))

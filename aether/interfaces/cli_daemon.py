@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import signal
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo
 
@@ -19,13 +17,13 @@ import typer
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
+from aether.codec import epoch
 from aether.errors import AetherError, ConfigError
 from aether.interfaces import cli_identity
 from aether.interfaces.common import (
     EXIT_ERROR,
     AppState,
     emit,
-    epoch,
     fail,
     group,
     local_time,
@@ -200,12 +198,8 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
     zones: list[ZoneInfo] = []  # the operator's, read with the rest
 
     async def body() -> dict[str, Any]:
-        from aether.codec import byte_map, text
         from aether.errors import ServerError
-        from aether.identity.flags import HeartbeatState
-        from aether.runtime.inbox import Inbox
-        from aether.runtime.lease import parse_holder
-        from aether.server.security import security_report
+        from aether.runtime.status import daemon_status
         from aether.store.client import connect
 
         try:
@@ -213,34 +207,8 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
         except ServerError as e:
             return {"state": "unknown", "redis": {"reachable": False, "error": str(e)}}
         try:
-            keys = st.keys
-            holder = parse_holder(await client.get(keys.daemon_presence()))
-            raw_health = await client.get(keys.daemon_health())
-            health = json.loads(raw_health) if raw_health else None
-            beat = await HeartbeatState(client, keys).get()
-            last = {
-                text(k): text(v)
-                for k, v in byte_map(await client.hgetall(keys.daemon_maintenance())).items()
-            }
-            memory: Any = await client.info("memory")
-            zones.append(await read_operator_zone(client, keys))
-            daemon_state = "down" if holder is None else health["state"] if health else "starting"
-            return {
-                "state": daemon_state,
-                "alive": daemon_state in ("up", "degraded"),
-                "reasons": health["reasons"] if health and holder else [],
-                "daemon": (
-                    {**asdict(holder), "started_at": epoch(holder.started_at)} if holder else None
-                ),
-                "redis": {"reachable": True, "memory": memory.get("used_memory_human")},
-                "last_beat": epoch(beat.last_beat),
-                "beats": beat.beats,
-                "inbox": await Inbox(client, keys).depth(),
-                "outbox": await client.xlen(keys.outbox()),
-                "last_maintenance": epoch(last.get("at")),
-                "security": await security_report(st.settings, client),
-                "mcp": (health or {}).get("mcp", []) if holder else [],
-            }
+            zones.append(await read_operator_zone(client, st.keys))
+            return await daemon_status(client, st.keys, st.settings)
         finally:
             await client.aclose()
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -193,25 +193,6 @@ def _call_operation(
                 await model.aclose()
 
     return run(ctx, body)
-
-
-def epoch(value: object) -> float | None:
-    """A time as epoch seconds, the one format of every ``--json`` time.
-
-    Accepts a number, a number as text, an ISO-8601 text (naive means UTC) or a datetime;
-    ``None`` or an empty value gives ``None``.
-    """
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp() if value.tzinfo else value.replace(tzinfo=UTC).timestamp()
-    if isinstance(value, int | float):
-        return float(value)
-    raw = value.decode() if isinstance(value, bytes) else str(value)
-    try:
-        return float(raw)
-    except ValueError:
-        return epoch(datetime.fromisoformat(raw))
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from aether.operations import approvals, checkpoints, graph, identity, memory, tasks
+from aether.operations import (
+    approvals,
+    beliefs,
+    chat,
+    checkpoints,
+    graph,
+    identity,
+    ledger,
+    memory,
+    tasks,
+)
 from aether.operations.base import REGISTRY, Caller, NoArgs, Operation, operation
 from aether.operations.parts import Parts
 
@@ -23,9 +33,12 @@ __all__ = [
     "Parts",
     "agent_operations",
     "approvals",
+    "beliefs",
+    "chat",
     "checkpoints",
     "graph",
     "identity",
+    "ledger",
     "memory",
     "operation",
     "tasks",

@@ -9,7 +9,13 @@ from pydantic import BaseModel, Field
 from aether.operations.base import Caller, NoArgs, not_for_agent, operation
 from aether.operations.parts import Parts
 
-__all__ = ["checkpoint_create", "checkpoint_list", "checkpoint_rollback"]
+__all__ = [
+    "checkpoint_create",
+    "checkpoint_diff",
+    "checkpoint_list",
+    "checkpoint_rollback",
+    "checkpoint_undo",
+]
 
 
 class CreateArgs(BaseModel):
@@ -62,3 +68,24 @@ async def checkpoint_rollback(parts: Parts, caller: Caller, args: RollbackArgs) 
     """
     result = await parts.checkpoints.rollback_to(args.id, actor=caller.actor)
     return result.to_dict()
+
+
+class DiffArgs(BaseModel):
+    """Arguments of ``checkpoint_diff``."""
+
+    id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+
+
+@operation(read_only=True, agent=False)
+async def checkpoint_diff(parts: Parts, caller: Caller, args: DiffArgs) -> dict[str, Any]:
+    """What changed since a checkpoint, tier by tier and value by value.
+
+    What a rollback to it would undo.
+    """
+    return (await parts.checkpoints.diff(args.id)).to_dict()
+
+
+@operation(read_only=False, agent=False)
+async def checkpoint_undo(parts: Parts, caller: Caller, args: NoArgs) -> dict[str, Any]:
+    """Undo the last rollback (or undo), atomically; reversible in turn."""
+    return (await parts.checkpoints.undo(caller.actor)).to_dict()

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from aether.errors import NotFoundError
 from aether.ids import check_id
 from aether.memory.knowledge.beliefs import RememberSummary
+from aether.memory.retrieval.search import passes_floor
 from aether.memory.storage.records import Kind, Source, public
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
@@ -29,6 +30,7 @@ __all__ = [
     "PadSetArgs",
     "SearchArgs",
     "SearchResults",
+    "memory_day",
     "memory_forget",
     "memory_log",
     "memory_note",
@@ -62,6 +64,12 @@ class SearchArgs(BaseModel):
     include_inactive: bool = Field(
         default=False,
         description="Also beliefs that no longer hold (superseded, forgotten).",
+        json_schema_extra=not_for_agent(),
+    )
+    explain: bool = Field(
+        default=False,
+        description="Add each result's signals: full-text and vector ranks, similarity, "
+        "word coverage, the fused match, recency's share and the floor's decision.",
         json_schema_extra=not_for_agent(),
     )
 
@@ -99,9 +107,24 @@ async def memory_search(parts: Parts, caller: Caller, args: SearchArgs) -> Searc
         since=args.since,
         include_inactive=args.include_inactive,
     )
-    return SearchResults(
-        results=[{**public(h.doc), "key": h.key, "relevance": h.relevance} for h in hits]
-    )
+    results = [{**public(h.doc), "key": h.key, "relevance": h.relevance} for h in hits]
+    if args.explain:
+        cfg = parts.settings.memory
+        for row, hit in zip(results, hits, strict=True):
+            row["signals"] = {
+                "text_rank": hit.text_rank,
+                "vector_rank": hit.vector_rank,
+                "similarity": hit.similarity,
+                "coverage": hit.coverage,
+                "match": hit.match,
+                "recency": None if hit.match is None else round(hit.relevance - hit.match, 6),
+                "neighbour": hit.coverage is None,
+                "earlier": hit.earlier,
+                "floor": "passes"
+                if passes_floor(hit, cfg.min_similarity, cfg.min_coverage)
+                else "kept as a neighbour",
+            }
+    return SearchResults(results=results)
 
 
 class LogArgs(BaseModel):
@@ -270,3 +293,23 @@ async def scratchpad_set(parts: Parts, caller: Caller, args: PadSetArgs) -> Pad:
     await Scratchpads(layer).set(args.id, args.value, args.ttl_s)
     ttl: Any = await layer.client.ttl(layer.keys.scratchpad(args.id))
     return Pad(id=args.id, value=args.value, ttl_s=int(ttl))
+
+
+class DayArgs(BaseModel):
+    """Arguments of ``memory_day``."""
+
+    day: date = Field(description="The day (YYYY-MM-DD, UTC).")
+
+
+class DayEntries(BaseModel):
+    """One day's log entries, in order."""
+
+    day: date
+    entries: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def memory_day(parts: Parts, caller: Caller, args: DayArgs) -> DayEntries:
+    """One day's daily-log entries in order: the memory's timeline of that day."""
+    docs = await DailyLog(parts.memory).list_day(args.day)
+    return DayEntries(day=args.day, entries=[public(d) for d in docs])

@@ -26,6 +26,8 @@ from aether.memory.storage.vector_layout import migrate_vectors
 from aether.memory.tiers.tasks import Goals, Tasks
 from aether.messages import TextModel
 from aether.registry.approvals import Approvals
+from aether.registry.factory import RegistryAndLedger, open_registry
+from aether.registry.model import AgentLedger
 
 __all__ = ["Parts"]
 
@@ -73,6 +75,8 @@ class Parts:
         self.goals: Goals = self.tasks.goals
         self.graph = Graph(self.memory)
         self.approvals = Approvals(client, self.keys)
+        self._services: RegistryAndLedger | None = None
+        self._actor = actor
         self._index_ready = False
 
     async def ready(self, *, migrate: bool = True) -> None:
@@ -91,6 +95,12 @@ class Parts:
                 await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             await self.search.ensure_index()
             self._index_ready = True
+
+    def ledger(self) -> AgentLedger:
+        """The agent ledger (Redis, or MongoDB when ``AETHER_MONGO_URL`` is set), opened once."""
+        if self._services is None:
+            self._services = open_registry(self.settings, self.client, actor=self._actor)
+        return self._services.ledger
 
     def beliefs(self, llm: TextModel | None = None) -> Beliefs:
         """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""

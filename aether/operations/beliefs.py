@@ -1,0 +1,93 @@
+"""Belief operations for people: list beliefs, and one belief with its history and chain.
+
+The agent holds its beliefs through ``memory_remember`` and ``memory_forget``; these are
+how an operator (the console, MCP clients) reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from aether.memory.storage.records import public
+from aether.operations.base import Caller, operation
+from aether.operations.parts import Parts
+
+__all__ = ["belief_list", "belief_show"]
+
+
+class BeliefListArgs(BaseModel):
+    """Arguments of ``belief_list``."""
+
+    status: Literal["active", "superseded", "forgotten", "invalidated", "pruned", "all"] = Field(
+        default="active", description="Which beliefs."
+    )
+    limit: int = Field(default=200, ge=1, le=2000, description="At most this many.")
+
+
+class BeliefList(BaseModel):
+    """Beliefs, highest effective confidence first (with ``effective_confidence``)."""
+
+    beliefs: list[dict[str, Any]]
+    questions: list[dict[str, Any]] = Field(description="beliefs too uncertain to rely on")
+
+
+@operation(read_only=True, agent=False)
+async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> BeliefList:
+    """The beliefs of one status, highest confidence (after its decay) first.
+
+    With the open questions: beliefs too uncertain to rely on.
+    """
+    beliefs = parts.beliefs()
+    now = caller.clock()
+    found = await beliefs.select(None if args.status == "all" else args.status)
+    shown = [_shown(b, beliefs.effective(b, now)) for b in found[: args.limit]]
+    questions = [_shown(b, beliefs.effective(b, now)) for b in await beliefs.questions(now)]
+    return BeliefList(beliefs=shown, questions=questions)
+
+
+class BeliefIdArgs(BaseModel):
+    """Arguments of ``belief_show``."""
+
+    id: str = Field(description="A belief id or a unique prefix.")
+
+
+class BeliefDetail(BaseModel):
+    """One belief, its recorded changes, and the chain of what superseded what."""
+
+    belief: dict[str, Any]
+    history: list[dict[str, Any]]
+    chain: list[dict[str, Any]] = Field(description="oldest first, this belief among them")
+
+
+@operation(read_only=True, agent=False)
+async def belief_show(parts: Parts, caller: Caller, args: BeliefIdArgs) -> BeliefDetail:
+    """One belief with its confidence after decay, its history and its chain.
+
+    The history: created, reinforced, contradicted, forgotten. The chain: the beliefs it
+    superseded or was superseded by, oldest first.
+    """
+    beliefs = parts.beliefs()
+    now = caller.clock()
+    doc = await beliefs.get(args.id)
+    chain = [doc]
+    seen = {str(doc.get("id"))}
+    for direction in ("supersedes", "superseded_by"):
+        current = doc
+        while (next_id := current.get(direction)) and str(next_id) not in seen and len(seen) < 50:
+            try:
+                current = await beliefs.get(str(next_id))
+            except Exception:  # noqa: BLE001 - a link to a belief since removed ends the chain
+                break
+            seen.add(str(next_id))
+            chain.insert(0, current) if direction == "supersedes" else chain.append(current)
+    return BeliefDetail(
+        belief=_shown(doc, beliefs.effective(doc, now)),
+        history=await beliefs.history(str(doc["id"])),
+        chain=[_shown(b, beliefs.effective(b, now)) for b in chain],
+    )
+
+
+def _shown(doc: Any, effective: float) -> dict[str, Any]:
+    return {**public(doc), "effective_confidence": round(effective, 4)}

@@ -1,0 +1,93 @@
+"""Ledger operations: what the agent did and spent, entry by entry and day by day."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from aether.operations.base import Caller, operation
+from aether.operations.parts import Parts
+
+__all__ = ["ledger_days", "ledger_list"]
+
+
+class LedgerListArgs(BaseModel):
+    """Arguments of ``ledger_list``."""
+
+    kind: Literal["action", "llm_call", "tool_call"] | None = Field(
+        default=None, description="Only entries of this kind."
+    )
+    limit: int = Field(default=100, ge=1, le=5000, description="The newest this many.")
+
+
+class LedgerEntries(BaseModel):
+    """Ledger entries, newest first."""
+
+    entries: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def ledger_list(parts: Parts, caller: Caller, args: LedgerListArgs) -> LedgerEntries:
+    """The agent ledger's entries, newest first.
+
+    Model calls (tokens, cost), tool calls (outcome, approval, files changed), actions.
+    """
+    entries = await parts.ledger().entries(kind=args.kind, limit=args.limit)
+    return LedgerEntries(entries=[e.to_dict() for e in entries])
+
+
+class LedgerDaysArgs(BaseModel):
+    """Arguments of ``ledger_days``."""
+
+    days: int = Field(default=14, ge=1, le=366, description="How many days back (UTC).")
+
+
+class LedgerDay(BaseModel):
+    """One UTC day's totals."""
+
+    day: str
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    tool_calls: int
+
+
+class LedgerDays(BaseModel):
+    """Totals per UTC day, oldest first (every day of the range, idle ones as zeros)."""
+
+    days: list[LedgerDay]
+
+
+@operation(read_only=True, agent=False)
+async def ledger_days(parts: Parts, caller: Caller, args: LedgerDaysArgs) -> LedgerDays:
+    """Tokens, cost and tool calls per UTC day over the last ``days`` days."""
+    today = datetime.fromtimestamp(time.time(), UTC).date()
+    first = today - timedelta(days=args.days - 1)
+    since = datetime(first.year, first.month, first.day, tzinfo=UTC).timestamp()
+    rows = {
+        (first + timedelta(days=i)).isoformat(): LedgerDay(
+            day=(first + timedelta(days=i)).isoformat(),
+            llm_calls=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost_usd=0.0,
+            tool_calls=0,
+        )
+        for i in range(args.days)
+    }
+    for entry in await parts.ledger().entries(since=since, limit=10**7):
+        row = rows.get(datetime.fromtimestamp(entry.at, UTC).date().isoformat())
+        if row is None:
+            continue
+        row.cost_usd = round(row.cost_usd + entry.cost_usd, 8)
+        if entry.kind == "llm_call":
+            row.llm_calls += 1
+            row.prompt_tokens += entry.prompt_tokens
+            row.completion_tokens += entry.completion_tokens
+        elif entry.kind == "tool_call":
+            row.tool_calls += 1
+    return LedgerDays(days=list(rows.values()))
