@@ -5,7 +5,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.installed-dev
 RUNSTAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench clean compose-tool
+.PHONY: run test lint bench clean compose-tool browser-tool
 
 # torch is pinned by the `local` extra to the CPU build these machines carry.
 $(STAMP): pyproject.toml
@@ -35,7 +35,14 @@ compose-tool:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; \
 	  else echo "docker-compose 1.29 is needed: sudo apt-get install docker-compose" >&2; exit 1; fi; }
 
-test: lint compose-tool
+# The console's browser tests drive Debian's Chromium through its ChromeDriver.
+browser-tool:
+	@command -v chromedriver >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "chromium and its driver are needed: sudo apt-get install chromium chromium-driver" >&2; exit 1; fi; }
+
+test: lint compose-tool browser-tool
 	$(VENV)/bin/pytest
 
 # Each prints one JSON object: checkpoints, then retrieval on both benchmarks' dev splits.

@@ -271,6 +271,17 @@ class McpSettings(BaseModel):
     token: SecretStr | None = Field(default=None, description="bearer token; required for HTTP")
 
 
+class ConsoleSettings(BaseModel):
+    """The operator console (``aether console``)."""
+
+    host: str = Field(default="127.0.0.1", description="bind address (loopback by default)")
+    port: int = Field(default=8765, ge=1, le=65535)
+    token: SecretStr | None = Field(
+        default=None,
+        description="login token (unset: one generated on first start, kept 0600 in the home)",
+    )
+
+
 LogFormat = Literal["auto", "console", "json"]
 
 
@@ -390,6 +401,7 @@ class Settings(BaseSettings):
     beliefs: BeliefSettings = Field(default_factory=BeliefSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     workspace: Path | None = Field(
         default=None,
         description="the file tools' and bash's only directory (unset = $AETHER_HOME/workspace)",

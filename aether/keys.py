@@ -36,6 +36,8 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "daemon:",
     "rpc:",
     "ledger",
+    "approval:",
+    "approvals",
 )
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
@@ -213,6 +215,10 @@ class Keyspace:
     def relations_out(self, entity_id: str) -> str:
         """ZSET: ``type, US, target id`` -> weight, the entity's outgoing relations."""
         return self._k("rel", "out", entity_id)
+
+    def relations_retired(self, entity_id: str) -> str:
+        """ZSET: ``type, US, target id`` -> valid_to, the entity's retired outgoing relations."""
+        return self._k("rel", "retired", entity_id)
 
     def relations_in(self, entity_id: str) -> str:
         """ZSET: ``type, US, source id`` -> weight, the entity's incoming relations."""

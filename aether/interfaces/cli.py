@@ -35,6 +35,7 @@ from aether.interfaces import (
     cli_approvals,
     cli_beliefs,
     cli_checkpoint,
+    cli_console,
     cli_context,
     cli_daemon,
     cli_identity,
@@ -183,6 +184,7 @@ cli_tasks.register(app)
 cli_repo.register(app)
 cli_registry.register(app)
 cli_approvals.register(app)
+cli_console.register(app)
 
 
 @app.callback()

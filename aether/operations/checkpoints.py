@@ -82,7 +82,8 @@ async def checkpoint_diff(parts: Parts, caller: Caller, args: DiffArgs) -> dict[
 
     What a rollback to it would undo.
     """
-    return (await parts.checkpoints.diff(args.id)).to_dict()
+    diff = await parts.checkpoints.diff(args.id)
+    return {**diff.to_dict(), "checkpoint": diff.checkpoint.to_dict()}
 
 
 @operation(read_only=False, agent=False)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from aether.memory.knowledge.graph import Entity
-from aether.operations.base import Caller, operation
+from aether.operations.base import Caller, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import DEPTH
 
@@ -49,6 +49,7 @@ class RelationRow(TypedDict):
     target: str
     weight: float
     hop: int
+    retired: bool
 
 
 class ExpandArgs(BaseModel):
@@ -56,6 +57,11 @@ class ExpandArgs(BaseModel):
 
     query: str = Field(description="The entities to start from, by name.")
     depth: Annotated[int, DEPTH.field("Hops from them.")] = 2
+    include_retired: bool = Field(
+        default=False,
+        description="Also the relations later facts retired (superseded), marked retired.",
+        json_schema_extra=not_for_agent(),
+    )
 
 
 class Related(BaseModel):
@@ -75,9 +81,25 @@ async def graph_expand(parts: Parts, caller: Caller, args: ExpandArgs) -> Relate
     seeds = [d["id"] for d in await parts.graph.find(args.query, limit=EXPAND_SEEDS)]
     found = await parts.graph.expand(seeds, depth=args.depth)
     names = {eid: node["name"] for eid, node in found.nodes.items()}
-    return Related(
-        relations=[
-            RelationRow(source=names.get(s, s), type=t, target=names.get(d, d), weight=w, hop=h)
-            for s, t, d, w, h in found.edges
+    rows = [
+        RelationRow(
+            source=names.get(s, s), type=t, target=names.get(d, d), weight=w, hop=h, retired=False
+        )
+        for s, t, d, w, h in found.edges
+    ]
+    if args.include_retired:
+        retired = await parts.graph.retired(list(found.nodes))
+        names.update(await parts.graph.names([d for _, _, d, _ in retired if d not in names]))
+        hops = {eid: int(node.get("hop", 0)) for eid, node in found.nodes.items()}
+        rows += [
+            RelationRow(
+                source=names.get(s, s),
+                type=t,
+                target=names.get(d, d),
+                weight=0.0,
+                hop=hops.get(s, 0) + 1,
+                retired=True,
+            )
+            for s, t, d, _ in retired
         ]
-    )
+    return Related(relations=rows)

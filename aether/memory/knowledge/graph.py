@@ -286,8 +286,29 @@ class Graph:
                 self.keys.relation(relation_id(kind, source, target)),
                 {"status": "superseded", "valid_to": now},
             )
+            m.zadd(self.keys.relations_retired(source), {f"{kind}{SEP}{target}": now})
             retired += 1
         return retired
+
+    async def retired(self, entity_ids: list[str]) -> list[tuple[str, str, str, float]]:
+        """The retired outgoing relations of entities: (source, type, target, valid_to)."""
+        pipe = self.client.pipeline(transaction=False)
+        for eid in entity_ids:
+            pipe.zrange(self.keys.relations_retired(eid), 0, -1, withscores=True)
+        out = []
+        for eid, members in zip(entity_ids, await pipe.execute(), strict=True):
+            for member, at in members:
+                kind, _, target = text(member).partition(SEP)
+                out.append((eid, kind, target, float(at)))
+        return out
+
+    async def names(self, entity_ids: list[str]) -> dict[str, str]:
+        """Entity id -> name (ids without an entity are left out)."""
+        pipe = self.client.pipeline(transaction=False)
+        for eid in entity_ids:
+            pipe.hget(self.keys.entity(eid), "name")
+        found = await pipe.execute()
+        return {eid: text(n) for eid, n in zip(entity_ids, found, strict=True) if n}
 
     async def get(self, eid: str) -> Entity:
         """One entity.

@@ -1,0 +1,65 @@
+"""``aether console``: the operator console in a browser (``aether.interfaces.console``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from aether.errors import ConfigError
+from aether.interfaces.common import fail, run, state
+
+
+def register(app: typer.Typer) -> None:
+    """Add the console command to the root app."""
+    app.command("console")(console)
+
+
+def console(
+    ctx: typer.Context,
+    port: Annotated[
+        int | None, typer.Option("--port", min=1, max=65535, help="TCP port (default 8765).")
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option("--host", help="Bind address (default 127.0.0.1; others need a token)."),
+    ] = None,
+) -> None:
+    """Serve the operator console on http://127.0.0.1:8765/ (with or without the daemon).
+
+    Log in with the token: AETHER_CONSOLE__TOKEN, or one generated on first start, kept
+    0600 in $AETHER_HOME/console.token and printed once.
+    """
+    st = state(ctx)
+    cfg = st.settings.console.model_copy(
+        update={k: v for k, v in (("port", port), ("host", host)) if v is not None}
+    )
+    settings = st.settings.model_copy(update={"console": cfg})
+    from aether.interfaces.console import build_app, console_token
+
+    try:
+        token, generated = console_token(settings)
+    except ConfigError as e:
+        fail(str(e), False, kind="config")
+    if generated:
+        print(
+            f"console token (shown once; kept in {settings.home / 'console.token'}): {token}",
+            file=sys.stderr,
+        )
+    print(f"aether console at http://{cfg.host}:{cfg.port}/", file=sys.stderr, flush=True)
+
+    async def body() -> None:
+        import uvicorn
+
+        from aether.app import Aether
+
+        async with Aether.open(
+            settings, actor="console", embed_via_daemon=True, migrate=False
+        ) as agent:
+            config = uvicorn.Config(
+                build_app(agent, token), host=cfg.host, port=cfg.port, log_level="warning"
+            )
+            await uvicorn.Server(config).serve()
+
+    run(ctx, body)

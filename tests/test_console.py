@@ -1,0 +1,395 @@
+"""The operator console: its guards without a browser, then its pages in a real one.
+
+The browser test runs ``aether up`` (a scripted model) and ``aether console`` as
+subprocesses and drives Debian's Chromium through selenium and chromedriver: log in,
+search and read the score breakdown, send a message and see the reply arrive live, roll
+back from the checkpoints page and undo, read a belief's history. A screenshot of each
+page is kept in ``build/console/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from aether.app import Aether
+from aether.config import Settings
+from aether.errors import ConfigError
+from aether.identity.bootstrap import default_identity_dir
+from aether.interfaces.console import build_app, console_token
+from aether.memory.tiers.daily import DailyLog
+from aether.testing.model import ScriptedOpenAI, completion
+from tests.conftest import run_cli
+
+TOKEN = "console-test-token-0123456789"
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "build" / "console"
+GET_ROUTES = [
+    "/",
+    "/conversation",
+    "/conversation/stream",
+    "/memory?q=kestrels",
+    "/beliefs",
+    "/beliefs/01ABCDEF",
+    "/graph?q=Lisbon",
+    "/checkpoints",
+    "/checkpoints/01ABCDEF/diff",
+    "/ledger",
+    "/identity",
+    "/approvals",
+]
+POST_ROUTES = [
+    "/conversation/send",
+    "/checkpoints/01ABCDEF/rollback",
+    "/checkpoints/undo",
+    "/approvals/01ABCDEF/approve",
+    "/logout",
+]
+
+
+@pytest.fixture
+async def console(
+    settings: Settings, client: Redis
+) -> AsyncIterator[tuple[httpx.AsyncClient, Aether]]:
+    agent = Aether(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
+    await agent.ready()
+    await agent.identity.ensure(default_identity_dir())
+    transport = httpx.ASGITransport(app=build_app(agent, TOKEN))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        yield http, agent
+
+
+async def _login(http: httpx.AsyncClient) -> str:
+    response = await http.post("/login", data={"token": TOKEN})
+    assert response.status_code == 303
+    page = await http.get("/checkpoints")
+    match = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
+    assert match
+    return match.group(1)
+
+
+async def test_no_route_answers_without_auth(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, _ = console
+    for path in GET_ROUTES:
+        response = await http.get(path)
+        assert response.status_code == 401, path
+        assert "kestrels" not in response.text
+    for path in POST_ROUTES:
+        assert (await http.post(path, data={"content": "x"})).status_code == 401, path
+    html = await http.get("/memory", headers={"Accept": "text/html"})
+    assert html.status_code == 401 and 'name="token"' in html.text  # the login form
+    assert (await http.get("/", headers={"Authorization": "Bearer wrong"})).status_code == 401
+    assert (await http.post("/login", data={"token": "wrong"})).status_code == 401
+    assert "aether_console" not in http.cookies
+    assert (await http.get("/static/console.js")).status_code == 200
+
+
+async def test_a_login_sets_a_strict_cookie_and_bearer_works(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, _ = console
+    response = await http.post("/login", data={"token": TOKEN})
+    cookie = response.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    for path in [p for p in GET_ROUTES if "01ABCDEF" not in p and "stream" not in p]:
+        page = await http.get(path)
+        assert page.status_code == 200, (path, page.text[:300])
+        assert "default-src 'none'; script-src 'self'" in page.headers["content-security-policy"]
+        assert page.headers["x-frame-options"] == "DENY"
+        assert not re.search(r"<script(?![^>]*\bsrc=)", page.text), path  # no inline script
+        assert " style=" not in page.text and "<style" not in page.text, path
+    http.cookies.clear()
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert (await http.get("/ledger", headers=bearer)).status_code == 200
+
+
+async def test_a_post_without_the_csrf_token_changes_nothing(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, agent = console
+    await DailyLog(agent.memory).log("before the checkpoint")
+    checkpoint = await agent.checkpoints.create(label="csrf")
+    await DailyLog(agent.memory).log("after the checkpoint")
+    journal = await agent.client.xlen(agent.keys.journal())
+    csrf = await _login(http)
+    url = f"/checkpoints/{checkpoint.id}/rollback"
+    assert (await http.post(url)).status_code == 403
+    assert (await http.post(url, data={"csrf": "forged"})).status_code == 403
+    sent = await http.post("/conversation/send", data={"content": "hello", "session": "main"})
+    assert sent.status_code == 403
+    assert await agent.client.xlen(agent.keys.journal()) == journal
+    assert await agent.client.xlen(agent.keys.inbox()) == 0
+    assert "after the checkpoint" in await _today(agent)
+    done = await http.post(url, data={"csrf": csrf})
+    assert done.status_code == 200 and "Rolled back" in done.text
+    assert "after the checkpoint" not in await _today(agent)
+    undone = await http.post("/checkpoints/undo", headers={"X-CSRF-Token": csrf})
+    assert undone.status_code == 200 and "Undone" in undone.text
+    assert "after the checkpoint" in await _today(agent)
+
+
+async def _today(agent: Aether) -> str:
+    return " ".join(str(d["content"]) for d in await DailyLog(agent.memory).recent(1))
+
+
+async def test_memory_text_is_escaped_and_bad_input_refused(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, agent = console
+    hostile = 'kestrels <script>alert("x")</script><img src=x onerror=alert(1)> {{ 7*7 }}'
+    await DailyLog(agent.memory).log(hostile)
+    await _login(http)
+    page = await http.get("/memory", params={"q": "kestrels"})
+    assert page.status_code == 200
+    assert "<script>alert" not in page.text and "<img src=x" not in page.text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page.text
+    assert "{{ 7*7 }}" in page.text and "49" not in re.sub(r"\d{2,}\.\d+|\d{4}-", "", page.text)
+    huge = await http.get("/memory", params={"q": "x" * 30_000})
+    assert huge.status_code == 400 and "over 2000 characters" in huge.text
+    bad_day = await http.get("/memory", params={"day": "2026-13-45"})
+    assert bad_day.status_code == 400
+    unknown = await http.get("/beliefs/no-such-belief")
+    assert unknown.status_code in (400, 404)
+    assert (await http.get("/graph", params={"q": "%' OR 1=1 --"})).status_code == 200
+
+
+async def test_the_graph_shows_retired_relations_as_such(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    from aether.memory.knowledge.learner import ConversationLearner
+    from aether.memory.tiers.chat import ChatSessions
+    from aether.operations import Caller, graph
+
+    http, agent = console
+    chats = ChatSessions(agent.memory)
+    learner = ConversationLearner(agent.memory, agent.beliefs(), speakers={"user": "Melanie"})
+    await chats.append("main", "user", "I live in Lisbon.")
+    await learner.learn("main")
+    await chats.append("main", "user", "I live in Porto now.")
+    await learner.learn("main")
+    args = graph.ExpandArgs(query="Melanie", include_retired=True)
+    rows = (await graph.graph_expand(agent, Caller("test"), args)).relations
+    held = {(r["type"], r["target"]) for r in rows if not r["retired"]}
+    retired = {(r["type"], r["target"]) for r in rows if r["retired"]}
+    assert any(t == "Porto" for _, t in held) and any(t == "Lisbon" for _, t in retired)
+    plain = await graph.graph_expand(agent, Caller("test"), graph.ExpandArgs(query="Melanie"))
+    assert not any(r["retired"] or r["target"] == "Lisbon" for r in plain.relations)
+    await _login(http)
+    page = await http.get("/graph", params={"q": "Melanie"})
+    assert (
+        page.status_code == 200 and "(retired)" in page.text and 'class="edge retired"' in page.text
+    )
+
+
+def test_the_console_refuses_a_wide_host_without_a_token(
+    settings: Settings, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    wide = settings.model_copy(update={"console": {"host": "0.0.0.0"}})
+    with pytest.raises(ConfigError, match="AETHER_CONSOLE__TOKEN"):
+        console_token(wide)
+    home = settings.model_copy(update={"home": tmp_path / "home"})
+    token, generated = console_token(home)
+    assert generated and len(token) > 30
+    assert (tmp_path / "home" / "console.token").stat().st_mode & 0o777 == 0o600
+    assert console_token(home) == (token, False)
+    refused = run_cli(cli_env, "console", "--host", "0.0.0.0", timeout=60)
+    assert refused.returncode != 0 and "AETHER_CONSOLE__TOKEN" in refused.stderr
+
+
+# ---------------------------------------------------------------- in a real browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer: " + log.read_text()[-3000:])
+
+
+@pytest.fixture
+def running(cli_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[dict[str, str], str]]:
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        users = [m for m in body["messages"] if m.get("role") == "user"]
+        return completion(f"echo: {str(users[-1]['content'])[-60:]}")
+
+    def extraction(body: dict[str, Any]) -> dict[str, Any]:
+        if "Caroline" not in json.dumps(body):
+            return completion('{"facts": [], "entities": [], "relations": []}')
+        found = {
+            "facts": [{"statement": "Caroline went to the LGBTQ support group"}],
+            "entities": [
+                {"name": "Caroline", "type": "person"},
+                {"name": "LGBTQ support group", "type": "organisation"},
+            ],
+            "relations": [
+                {"source": "Caroline", "type": "attended", "target": "LGBTQ support group"}
+            ],
+        }
+        return completion(json.dumps(found))
+
+    with ScriptedOpenAI(responder=reply, extractor=extraction) as model:
+        port = _free_port()
+        env = {
+            **cli_env,
+            "AETHER_EMBEDDING__PROVIDER": "none",
+            "AETHER_LLM__BASE_URL": model.base_url,
+            "AETHER_LLM__MODEL": "scripted",
+            "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
+            "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
+            "AETHER_WORKSPACE": str(tmp_path / "ws"),
+            "AETHER_CONSOLE__TOKEN": TOKEN,
+        }
+        procs = []
+        try:
+            for name, args in (("up", ["up"]), ("console", ["console", "--port", str(port)])):
+                log = tmp_path / f"{name}.log"
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "aether", *args],
+                    env=env,
+                    stdout=log.open("ab"),
+                    stderr=subprocess.STDOUT,
+                )
+                procs.append(proc)
+                if name == "up":
+                    deadline = time.monotonic() + 90
+                    while run_cli(env, "status").returncode != 0:
+                        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                        time.sleep(0.3)
+                else:
+                    _wait_http(f"http://127.0.0.1:{port}/login", proc, log)
+            yield env, f"http://127.0.0.1:{port}"
+        finally:
+            for proc in procs:
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver, "Debian's chromium and chromium-driver: make browser-tool"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
+        options.add_argument(flag)
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    session.set_page_load_timeout(60)
+    try:
+        yield session
+    finally:
+        session.quit()
+
+
+def _shot(browser: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def test_the_console_in_a_browser(running: tuple[dict[str, str], str], browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    env, base = running
+    wait = WebDriverWait(browser, 30)
+    # state to look at: memories, a belief that gets superseded, a checkpoint
+    assert run_cli(env, "memory", "log", "the kestrels nest on the church tower").returncode == 0
+    assert run_cli(env, "remember", "I live in Lisbon").returncode == 0
+    cp = json.loads(run_cli(env, "--json", "checkpoint", "create", "--label", "before").stdout)
+    assert run_cli(env, "remember", "I live in Porto now").returncode == 0
+    # log in
+    browser.get(base + "/")
+    assert "token" in browser.page_source.lower()
+    browser.find_element(By.ID, "token").send_keys(TOKEN)
+    browser.find_element(By.ID, "login").click()
+    wait.until(ec.presence_of_element_located((By.ID, "daemon-state")))
+    assert browser.find_element(By.ID, "daemon-state").text.split("\n")[1] in ("up", "degraded")
+    _shot(browser, "overview")
+    # search, and read the breakdown
+    browser.get(base + "/memory")
+    browser.find_element(By.ID, "q").send_keys("where do the kestrels nest")
+    browser.find_element(By.ID, "search").click()
+    row = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "tr.result")))
+    assert "church tower" in row.text and row.find_element(By.CLASS_NAME, "floor").text
+    _shot(browser, "memory")
+    # send a message; the reply arrives live
+    browser.get(base + "/conversation")
+    browser.find_element(By.ID, "content").send_keys("Caroline went to the support group")
+    browser.find_element(By.ID, "send").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "send-status"), "sent to"))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "messages"), "echo:"))
+    assert "Caroline went to" in browser.find_element(By.ID, "messages").text
+    _shot(browser, "conversation")
+    # a belief and its history
+    browser.get(base + "/beliefs?status=all")
+    _shot(browser, "beliefs")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "Porto").click()
+    history = wait.until(ec.presence_of_element_located((By.ID, "history")))
+    assert "create" in history.text
+    assert "Lisbon" in browser.find_element(By.CLASS_NAME, "chain").text
+    _shot(browser, "belief")
+
+    # the graph the daemon learned from the conversation, drawn
+    def drawn(_: Any) -> bool:
+        browser.get(base + "/graph?q=Caroline")
+        return len(browser.find_elements(By.CSS_SELECTOR, "svg.graph circle")) >= 2
+
+    wait.until(drawn)
+    assert "attended" in browser.find_element(By.CSS_SELECTOR, "svg.graph").text
+    _shot(browser, "graph")
+    # roll back from the checkpoints page (its confirmation shows the change), then undo
+    browser.get(base + "/checkpoints")
+    _shot(browser, "checkpoints")
+    browser.get(f"{base}/checkpoints/{cp['id']}/diff")
+    assert "Porto" in browser.find_element(By.ID, "changes").text
+    _shot(browser, "rollback-confirmation")
+    browser.find_element(By.ID, "confirm-rollback").click()
+    wait.until(ec.presence_of_element_located((By.ID, "done")))
+    beliefs = json.loads(run_cli(env, "--json", "belief", "list", "--status", "all").stdout)
+    assert not any("Porto" in b["content"] for b in beliefs)
+    browser.get(base + "/checkpoints")
+    browser.find_element(By.ID, "undo").click()
+    wait.until(ec.presence_of_element_located((By.ID, "done")))
+    beliefs = json.loads(run_cli(env, "--json", "belief", "list").stdout)
+    assert any("Porto" in b["content"] for b in beliefs)
+    for name in ("ledger", "identity", "approvals"):
+        browser.get(f"{base}/{name}")
+        assert "Traceback" not in browser.page_source
+        _shot(browser, name)
+    assert len(list(SHOTS.glob("*.png"))) >= 10
