@@ -46,6 +46,7 @@ GET_ROUTES = [
     "/graph?q=Lisbon",
     "/checkpoints",
     "/checkpoints/01ABCDEF/diff",
+    "/checkpoints/undo",
     "/ledger",
     "/identity",
     "/approvals",
@@ -105,7 +106,7 @@ async def test_a_login_sets_a_strict_cookie_and_bearer_works(
     response = await http.post("/login", data={"token": TOKEN})
     cookie = response.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
-    for path in [p for p in GET_ROUTES if "01ABCDEF" not in p and "stream" not in p]:
+    for path in [p for p in GET_ROUTES if not any(w in p for w in ("01ABCDEF", "stream", "undo"))]:
         page = await http.get(path)
         assert page.status_code == 200, (path, page.text[:300])
         assert "default-src 'none'; script-src 'self'" in page.headers["content-security-policy"]
@@ -384,7 +385,10 @@ def test_the_console_in_a_browser(running: tuple[dict[str, str], str], browser: 
     beliefs = json.loads(run_cli(env, "--json", "belief", "list", "--status", "all").stdout)
     assert not any("Porto" in b["content"] for b in beliefs)
     browser.get(base + "/checkpoints")
-    browser.find_element(By.ID, "undo").click()
+    browser.find_element(By.ID, "undo-link").click()
+    assert "Porto" in wait.until(ec.presence_of_element_located((By.ID, "changes"))).text
+    _shot(browser, "undo-confirmation")
+    browser.find_element(By.ID, "confirm-undo").click()
     wait.until(ec.presence_of_element_located((By.ID, "done")))
     beliefs = json.loads(run_cli(env, "--json", "belief", "list").stdout)
     assert any("Porto" in b["content"] for b in beliefs)

@@ -21,6 +21,16 @@ from aether.interfaces.mcp import http_app
 from aether.memory.storage.layer import MemoryLayer
 
 TOOLS = {
+    "belief_list",
+    "belief_show",
+    "chat_list",
+    "chat_messages",
+    "ledger_list",
+    "ledger_days",
+    "checkpoint_diff",
+    "checkpoint_rollbacks",
+    "checkpoint_undo",
+    "memory_day",
     "approvals_list",
     "approvals_approve",
     "approvals_deny",

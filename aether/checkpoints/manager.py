@@ -369,6 +369,11 @@ class Checkpoints:
         await self._record(result, reason, actor)
         return result
 
+    async def rollbacks(self, limit: int = 20) -> builtins.list[dict[str, Any]]:
+        """The latest rollback records (undos included), newest first."""
+        raw = await self.client.lrange(self.keys.rollbacks(), 0, limit - 1)
+        return [json.loads(r) for r in raw]
+
     async def undo(self, actor: str = "cli", *, redo: bool = False) -> RollbackResult:
         """Reverse the last rollback by returning to the checkpoint taken before it.
 

@@ -14,6 +14,7 @@ __all__ = [
     "checkpoint_diff",
     "checkpoint_list",
     "checkpoint_rollback",
+    "checkpoint_rollbacks",
     "checkpoint_undo",
 ]
 
@@ -84,6 +85,25 @@ async def checkpoint_diff(parts: Parts, caller: Caller, args: DiffArgs) -> dict[
     """
     diff = await parts.checkpoints.diff(args.id)
     return {**diff.to_dict(), "checkpoint": diff.checkpoint.to_dict()}
+
+
+class Rollbacks(BaseModel):
+    """The latest rollbacks and undos, newest first.
+
+    Each with ``target``, ``pre_checkpoint``, ``reason``, ``actor``...
+    """
+
+    rollbacks: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def checkpoint_rollbacks(parts: Parts, caller: Caller, args: NoArgs) -> Rollbacks:
+    """The latest rollbacks and undos, newest first.
+
+    An undo returns to the newest one's ``pre_checkpoint``: ``checkpoint_diff`` of it is
+    what an undo would change.
+    """
+    return Rollbacks(rollbacks=await parts.checkpoints.rollbacks())
 
 
 @operation(read_only=False, agent=False)

@@ -252,7 +252,10 @@ def build_app(agent: Aether, token: str) -> Starlette:
 
     async def checkpoints_page(request: Request) -> Response:
         listed = await run(checkpoints.checkpoint_list)
-        return await page(request, "checkpoints.html", checkpoints=listed.checkpoints)
+        done = await run(checkpoints.checkpoint_rollbacks)
+        return await page(
+            request, "checkpoints.html", checkpoints=listed.checkpoints, rollbacks=done.rollbacks
+        )
 
     async def checkpoint_diff(request: Request) -> Response:
         diff = await run(checkpoints.checkpoint_diff, id=request.path_params["checkpoint_id"])
@@ -261,6 +264,13 @@ def build_app(agent: Aether, token: str) -> Starlette:
     async def checkpoint_rollback(request: Request) -> Response:
         result = await run(checkpoints.checkpoint_rollback, id=request.path_params["checkpoint_id"])
         return await page(request, "done.html", title="Rolled back", result=result)
+
+    async def undo_confirmation(request: Request) -> Response:
+        done = (await run(checkpoints.checkpoint_rollbacks)).rollbacks
+        if not done:
+            raise BadRequest("nothing to undo: no rollback has been made")
+        diff = await run(checkpoints.checkpoint_diff, id=done[0]["pre_checkpoint"])
+        return await page(request, "diff.html", diff=diff, undo=done[0])
 
     async def checkpoint_undo(request: Request) -> Response:
         result = await run(checkpoints.checkpoint_undo)
@@ -392,6 +402,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Route("/beliefs/{belief_id}", belief_page),
         Route("/graph", graph_page),
         Route("/checkpoints", checkpoints_page),
+        Route("/checkpoints/undo", undo_confirmation, methods=["GET"]),
         Route("/checkpoints/undo", checkpoint_undo, methods=["POST"]),
         Route("/checkpoints/{checkpoint_id}/diff", checkpoint_diff),
         Route("/checkpoints/{checkpoint_id}/rollback", checkpoint_rollback, methods=["POST"]),
