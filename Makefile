@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/locomo.py
 	$(VENV)/bin/python bench/context.py
 	$(VENV)/bin/python bench/beam.py
+	cd bench && ../$(VENV)/bin/python console.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -159,6 +159,11 @@ async def test_memory_text_is_escaped_and_bad_input_refused(
     assert "<script>alert" not in page.text and "<img src=x" not in page.text
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page.text
     assert "{{ 7*7 }}" in page.text and "49" not in re.sub(r"\d{2,}\.\d+|\d{4}-", "", page.text)
+    filtered = await http.get("/memory", params={"q": "kestrels", "tag": "no-such-tag"})
+    assert filtered.status_code == 200 and 'id="nothing"' in filtered.text
+    later = await http.get("/memory", params={"q": "kestrels", "since": "2999-01-01"})
+    assert 'id="nothing"' in later.text
+    assert (await http.get("/memory", params={"q": "k", "since": "soon"})).status_code == 400
     huge = await http.get("/memory", params={"q": "x" * 30_000})
     assert huge.status_code == 400 and "over 2000 characters" in huge.text
     bad_day = await http.get("/memory", params={"day": "2026-13-45"})

@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -192,11 +192,28 @@ def build_app(agent: Aether, token: str) -> Starlette:
         q = query(request, "q")
         kind = query(request, "kind", 32) or None
         source = query(request, "source", 32) or None
+        tag = query(request, "tag", 64)
+        since_day = query(request, "since", 10)
         day = query(request, "day", 10)
         found = None
+        try:
+            since = (
+                datetime.combine(date.fromisoformat(since_day), datetime.min.time(), UTC)
+                if since_day
+                else None
+            )
+        except ValueError:
+            raise BadRequest("since is YYYY-MM-DD") from None
         if q:
             found = await run(
-                memory.memory_search, query=q, limit=20, kind=kind, source=source, explain=True
+                memory.memory_search,
+                query=q,
+                limit=20,
+                kind=kind,
+                source=source,
+                tags=[tag] if tag else None,
+                since=since.timestamp() if since else None,
+                explain=True,
             )
         the_day = day or datetime.now(await zone()).date().isoformat()
         try:
@@ -211,6 +228,8 @@ def build_app(agent: Aether, token: str) -> Starlette:
             q=q,
             kind=kind or "",
             source=source or "",
+            tag=tag,
+            since=since_day,
             found=found.results if found is not None else None,
             day=the_day,
             timeline=timeline.entries,
