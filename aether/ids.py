@@ -11,6 +11,10 @@ from aether.errors import InvalidOperationError
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
+ID_LENGTH = 26
+"""Characters in a whole id (a ULID)."""
+
+
 def new_id() -> str:
     """A new ULID: 26 characters, sorts by creation time."""
     return str(ULID())

@@ -41,9 +41,15 @@ async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> Bel
     """
     beliefs = parts.beliefs()
     now = caller.clock()
-    found = await beliefs.select(None if args.status == "all" else args.status)
+    every = await beliefs.select(None, now)  # one pass over the beliefs for both lists
+    found = [b for b in every if args.status == "all" or b.get("status") == args.status]
     shown = [_shown(b, beliefs.effective(b, now)) for b in found[: args.limit]]
-    questions = [_shown(b, beliefs.effective(b, now)) for b in await beliefs.questions(now)]
+    uncertain = parts.settings.beliefs.uncertain_at
+    questions = [
+        _shown(b, beliefs.effective(b, now))
+        for b in every
+        if b.get("status") == "active" and beliefs.effective(b, now) < uncertain
+    ]
     return BeliefList(beliefs=shown, questions=questions)
 
 

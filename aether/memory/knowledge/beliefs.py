@@ -39,7 +39,7 @@ from typing_extensions import TypedDict
 from aether.codec import text, texts
 from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
-from aether.ids import new_id, resolve_prefix
+from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, stating
 from aether.memory.retrieval.search import INACTIVE, MemorySearch, query_tokens
 from aether.memory.retrieval.stopwords import STOPWORDS
@@ -319,8 +319,12 @@ class Beliefs:
         Raises:
             NotFoundError / AmbiguousIdError: no belief, or several, match.
         """
-        belief_id = resolve_prefix(await self.ids(), id_or_prefix, "belief")
-        doc = (await self.layer.get_docs([self.keys.belief(belief_id)]))[0]
+        doc = None
+        if len(id_or_prefix) == ID_LENGTH:  # a whole id: one read, no scan of the keyspace
+            doc = (await self.layer.get_docs([self.keys.belief(id_or_prefix)]))[0]
+        if doc is None:
+            belief_id = resolve_prefix(await self.ids(), id_or_prefix, "belief")
+            doc = (await self.layer.get_docs([self.keys.belief(belief_id)]))[0]
         if doc is None:
             from aether.errors import NotFoundError
 
