@@ -402,3 +402,41 @@ def test_the_console_in_a_browser(running: tuple[dict[str, str], str], browser: 
         assert "Traceback" not in browser.page_source
         _shot(browser, name)
     assert len(list(SHOTS.glob("*.png"))) >= 10
+
+
+async def test_approvals_are_answered_from_the_console(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, agent = console
+    first = await agent.approvals.request(
+        "bash",
+        {"command": "du -sh ."},
+        session="main",
+        reason="autonomy mode supervised",
+        timeout_s=60,
+    )
+    second = await agent.approvals.request(
+        "fs__delete", {"path": "/"}, session="main", reason="r", timeout_s=60
+    )
+    csrf = await _login(http)
+    page = await http.get("/approvals")
+    assert "du -sh ." in page.text and page.text.count('class="approve"') == 2
+    overview = await http.get("/")
+    assert "2 pending" in overview.text
+    forged = await http.post(f"/approvals/{first.id}/approve")
+    assert forged.status_code == 403 and (await agent.approvals.get(first.id)).status == "pending"
+    ok = await http.post(f"/approvals/{first.id}/approve", data={"csrf": csrf})
+    assert ok.status_code == 303
+    no = await http.post(
+        f"/approvals/{second.id}/deny", data={"csrf": csrf, "reason": "never <b>that</b>"}
+    )
+    assert no.status_code == 303
+    assert (await agent.approvals.get(first.id)).decided_by == "console"
+    denied = await agent.approvals.get(second.id)
+    assert denied.status == "denied" and denied.note == "never <b>that</b>"
+    again = await http.post(f"/approvals/{first.id}/deny", data={"csrf": csrf})
+    assert again.status_code == 400 and "approved already" in again.text
+    listed = await http.get("/approvals")
+    assert "never &lt;b&gt;that&lt;/b&gt;" in listed.text and 'class="approve"' not in listed.text
+    bad = await http.post(f"/approvals/{first.id}/maybe", data={"csrf": csrf})
+    assert bad.status_code == 400

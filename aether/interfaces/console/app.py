@@ -123,8 +123,12 @@ def build_app(agent: Aether, token: str) -> Starlette:
         return value.strip()
 
     async def form(request: Request) -> dict[str, str]:
-        data = await request.form()
-        return {k: str(v) for k, v in data.items()}
+        """The request's form fields (read once: the CSRF check may have read them)."""
+        cached = getattr(request.state, "form", None)
+        if cached is None:
+            cached = {k: str(v) for k, v in (await request.form()).items()}
+            request.state.form = cached
+        return dict(cached)
 
     # ------------------------------------------------------------------ pages
 
@@ -405,7 +409,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         if request.headers.get("content-type", "").startswith(
             ("application/x-www-form-urlencoded", "multipart/form-data")
         ):
-            return str((await request.form()).get("csrf") or "") or None
+            return (await form(request)).get("csrf") or None
         return None
 
     routes = [
