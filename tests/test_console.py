@@ -159,6 +159,8 @@ async def test_memory_text_is_escaped_and_bad_input_refused(
     assert "<script>alert" not in page.text and "<img src=x" not in page.text
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page.text
     assert "{{ 7*7 }}" in page.text and "49" not in re.sub(r"\d{2,}\.\d+|\d{4}-", "", page.text)
+    talk = await http.get("/conversation")
+    assert 'id="daemon-down"' in talk.text  # no daemon in this test: the page says so
     filtered = await http.get("/memory", params={"q": "kestrels", "tag": "no-such-tag"})
     assert filtered.status_code == 200 and 'id="nothing"' in filtered.text
     later = await http.get("/memory", params={"q": "kestrels", "since": "2999-01-01"})
@@ -360,6 +362,7 @@ def test_the_console_in_a_browser(running: tuple[dict[str, str], str], browser: 
     browser.find_element(By.ID, "send").click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "send-status"), "sent to"))
     wait.until(ec.text_to_be_present_in_element((By.ID, "messages"), "echo:"))
+    assert not browser.find_elements(By.ID, "daemon-down")
     assert "Caroline went to" in browser.find_element(By.ID, "messages").text
     _shot(browser, "conversation")
     # a belief and its history

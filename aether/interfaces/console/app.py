@@ -143,9 +143,11 @@ def build_app(agent: Aether, token: str) -> Starlette:
         session = query(request, "session", 128) or default
         messages = (await run(chat.chat_messages, session=session, limit=100)).messages
         last = max((float(m.get("timestamp") or 0) for m in messages), default=0.0)
+        status = await daemon_status(agent.client, agent.keys, agent.settings)
         return await page(
             request,
             "conversation.html",
+            daemon=status["state"],
             sessions=sessions,
             session=session,
             messages=messages,
