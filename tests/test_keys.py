@@ -51,6 +51,7 @@ def test_state_classification() -> None:
         k.chat_messages("s"),
         k.episode("s"),
         k.system_flags(),
+        k.relations_retired("e"),
     ]
     outside = [
         k.journal(),
@@ -65,11 +66,14 @@ def test_state_classification() -> None:
         k.admin_lock(),
         k.rollbacks(),
         k.archive_cursor(),
+        k.approval("1"),
+        k.approvals(),
         "b:identity:profile",
     ]
     assert all(k.is_state(key) for key in state)
     assert not any(k.is_state(key) for key in outside)
     assert k.tier(k.daily_entry("1")) == "daily" and k.tier(k.system_flags()) == "identity"
+    assert k.tier(k.relations_retired("e")) == "graph"
 
 
 def test_no_other_module_spells_a_key() -> None:
