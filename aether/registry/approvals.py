@@ -30,6 +30,7 @@ from aether.keys import Keyspace
 __all__ = ["KEEP_S", "ApprovalRequest", "ApprovalStatus", "Approvals"]
 
 KEEP_S = 30 * 86_400
+PAGE = 200
 ApprovalStatus = Literal["pending", "approved", "denied"]
 
 
@@ -119,15 +120,19 @@ class Approvals:
         """
         ids = texts(await self.client.zrevrange(self.keys.approvals(), 0, -1))
         out: builtins.list[ApprovalRequest] = []
-        for approval_id in ids:
-            raw = byte_map(await self.client.hgetall(self.keys.approval(approval_id)))
-            if not raw:
-                continue
-            request = _parse(raw)
-            if status is None or request.status == status:
-                out.append(request)
-                if len(out) >= limit:
-                    break
+        for start in range(0, len(ids), PAGE):  # a page of requests per round trip
+            async with self.client.pipeline(transaction=False) as pipe:
+                for approval_id in ids[start : start + PAGE]:
+                    pipe.hgetall(self.keys.approval(approval_id))
+                found = await pipe.execute()
+            for raw in map(byte_map, found):
+                if not raw:
+                    continue
+                request = _parse(raw)
+                if status is None or request.status == status:
+                    out.append(request)
+                    if len(out) >= limit:
+                        return out
         return out
 
     async def pending(self, session: str | None = None) -> builtins.list[ApprovalRequest]:

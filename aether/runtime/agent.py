@@ -161,10 +161,7 @@ class AgentRuntime:
         if self.toolbox.fits(budget):
             self._offered = self.toolbox.schemas()
         else:
-            optional = [
-                t for n in self.toolbox.names() if (t := self.toolbox.get(n)) and t.optional
-            ]
-            ranking = await self._ranker.rank(optional, message)
+            ranking = await self._ranker.rank(self.toolbox.optional(), message)
             self._offered = self.toolbox.offered(budget, ranking)
         return self._offered
 

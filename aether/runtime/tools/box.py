@@ -137,6 +137,10 @@ class Toolbox:
         """Every tool's name."""
         return list(self._tools)
 
+    def optional(self) -> list[Tool]:
+        """The tools offered only while they fit."""
+        return [t for t in self._tools.values() if t.optional]
+
     def schemas(self) -> list[ToolSchema]:
         """Every tool's declaration."""
         return [t.schema() for t in self._tools.values()]
@@ -154,7 +158,7 @@ class Toolbox:
                 they were registered in); those it leaves out come after.
         """
         chosen = self.required_schemas()
-        optional = [t for t in self._tools.values() if t.optional]
+        optional = self.optional()
         if ranking is not None:
             place = {name: i for i, name in enumerate(ranking)}
             optional.sort(key=lambda t: place.get(t.name, len(place)))

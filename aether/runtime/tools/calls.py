@@ -83,6 +83,7 @@ class ToolCaller:
         approvals: where ``ask`` requests go.
         settings: the approval timeout.
         session: the session the calls belong to.
+        on_request: told (request id, tool) when a call waits for the operator.
     """
 
     def __init__(
