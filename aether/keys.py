@@ -38,7 +38,13 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "ledger",
     "approval:",
     "approvals",
+    "erasures",
 )
+
+# Hash families whose whole hash is one item (an entity, a relation, a memory's vector):
+# erasure removes the whole key. Every other hash is a collection of items (tasks, goals,
+# identity files, profile fields): erasure removes the fields that hold the text.
+_ITEM_HASH_FAMILIES: tuple[str, ...] = ("entity:", "relation:", "vec:", "pattern:", "approval:")
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
 _TIERS: tuple[tuple[str, str], ...] = (
@@ -350,6 +356,14 @@ class Keyspace:
         """Any type, TTL 60 s: a checkpoint's pre-image decoded for ``checkpoint diff``."""
         return self._k("tmp", "diff", token)
 
+    def erasures(self) -> str:
+        """LIST: erasure records (JSON: when, who, salted text hash, counts), newest first."""
+        return self._k("erasures")
+
+    def erase_scratch(self, name: str) -> str:
+        """Any type: an erasure's working keys (the rebuilt journal, a payload being redacted)."""
+        return self._k("tmp", "erase", name)
+
     def archive_cursor(self) -> str:
         """STRING: id of the last journal entry copied to the PostgreSQL archive.
 
@@ -430,6 +444,11 @@ class Keyspace:
     def non_state_prefixes(self) -> list[str]:
         """Prefixes of the non-state key families (scratchpads, caches, locks...)."""
         return [self.prefix + f for f in _NON_STATE_FAMILIES if f.endswith(":")]
+
+    def is_item_hash(self, key: str) -> bool:
+        """Whether a hash key is one item (erased whole) rather than a collection of items."""
+        rest = key[len(self.prefix) :] if self.owns(key) else key
+        return rest.startswith(_ITEM_HASH_FAMILIES)
 
     def tier(self, key: str) -> str:
         """The memory tier a state key belongs to (``other`` when unknown)."""

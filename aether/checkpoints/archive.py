@@ -33,6 +33,8 @@ from aether.keys import Keyspace
 from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, touched_keys
 from aether.store.lock import StateLock
+from aether.store.redaction import Redactor
+from aether.store.state import decode_ops
 
 log = structlog.get_logger(__name__)
 
@@ -488,6 +490,150 @@ class Archive:
             seq,
         )
         return int(size)
+
+    # -- erasure (aether/checkpoints/erasure.py) ---------------------------------------
+    async def _journal_rows(self) -> AsyncIterator[list[asyncpg.Record]]:
+        """The namespace's archived journal rows, page by page (keyset pagination)."""
+        ms, seq = -1, -1
+        while True:
+            rows = await self.conn.fetch(
+                "SELECT ms, seq, fields FROM aether_journal WHERE ns = $1 AND (ms, seq) > ($2, $3)"
+                " ORDER BY ms, seq LIMIT $4",
+                self.keys.ns,
+                ms,
+                seq,
+                self.batch_size,
+            )
+            if not rows:
+                return
+            yield rows
+            ms, seq = rows[-1]["ms"], rows[-1]["seq"]
+
+    async def _snapshot_rows(self) -> AsyncIterator[list[asyncpg.Record]]:
+        """The namespace's base snapshots' keys, page by page."""
+        after: tuple[str, bytes] = ("", b"")
+        while True:
+            rows = await self.conn.fetch(
+                "SELECT snapshot_id, key, dump FROM aether_snapshot_keys WHERE ns = $1 "
+                "AND (snapshot_id, key) > ($2, $3) ORDER BY snapshot_id, key LIMIT $4",
+                self.keys.ns,
+                *after,
+                self.batch_size,
+            )
+            if not rows:
+                return
+            yield rows
+            after = (rows[-1]["snapshot_id"], bytes(rows[-1]["key"]))
+
+    async def observe(self, redactor: Redactor) -> None:
+        """Show the redactor every archived value (an erasure's scan)."""
+        async for rows in self._journal_rows():
+            for row in rows:
+                fields = msgpack.unpackb(bytes(row["fields"]), raw=True)
+                for name in (b"i", b"f"):
+                    if name in fields:
+                        await redactor.observe_ops(decode_ops(fields[name]))
+        async for rows in self._snapshot_rows():
+            for row in rows:
+                ops = [[b"RESTORE", bytes(row["key"]), bytes(row["dump"])]]
+                await redactor.observe_ops(ops)
+
+    async def redact(self, redactor: Redactor) -> dict[str, int]:
+        """Redact the archive: journal rows, base snapshots, checkpoint labels.
+
+        Then ``VACUUM FULL`` rewrites the tables, so no dead row version keeps the old
+        bytes on disk. Returns counts per table.
+        """
+        from aether.checkpoints.erasure import ERASED_LABEL, redact_entry
+
+        entries = removed = rewritten = labels = 0
+        async for rows in self._journal_rows():
+            updates = []
+            for row in rows:
+                fields = msgpack.unpackb(bytes(row["fields"]), raw=True)
+                redacted = await redact_entry(redactor, fields)
+                if redacted is not None:
+                    packed = msgpack.packb(redacted, use_bin_type=True)
+                    updates.append((self.keys.ns, row["ms"], row["seq"], packed))
+            if updates:
+                await self.conn.executemany(
+                    "UPDATE aether_journal SET fields = $4 WHERE ns = $1 AND ms = $2 AND seq = $3",
+                    updates,
+                )
+                entries += len(updates)
+        async for rows in self._snapshot_rows():
+            for row in rows:
+                key, dump = bytes(row["key"]), bytes(row["dump"])
+                new = await redactor.payload(key.decode(), dump)
+                if new is dump:
+                    continue
+                where = (self.keys.ns, row["snapshot_id"], key)
+                if new is None:
+                    await self.conn.execute(
+                        "DELETE FROM aether_snapshot_keys WHERE ns = $1 AND snapshot_id = $2 "
+                        "AND key = $3",
+                        *where,
+                    )
+                    await self.conn.execute(
+                        "UPDATE aether_snapshots SET key_count = key_count - 1 "
+                        "WHERE ns = $1 AND snapshot_id = $2",
+                        *where[:2],
+                    )
+                    removed += 1
+                else:
+                    await self.conn.execute(
+                        "UPDATE aether_snapshot_keys SET dump = $4 WHERE ns = $1 "
+                        "AND snapshot_id = $2 AND key = $3",
+                        *where,
+                        new,
+                    )
+                    rewritten += 1
+        for row in await self.conn.fetch(
+            "SELECT id, label FROM aether_checkpoints WHERE ns = $1", self.keys.ns
+        ):
+            if redactor.holds(row["label"]):
+                await self.conn.execute(
+                    "UPDATE aether_checkpoints SET label = $3 WHERE ns = $1 AND id = $2",
+                    self.keys.ns,
+                    row["id"],
+                    ERASED_LABEL,
+                )
+                labels += 1
+        for table in ("aether_journal", "aether_snapshot_keys", "aether_checkpoints"):
+            await self.conn.execute(f"VACUUM FULL {table}")
+        return {
+            "archive_entries": entries,
+            "archive_snapshot_keys_removed": removed,
+            "archive_snapshot_keys_redacted": rewritten,
+            "archive_labels": labels,
+        }
+
+    async def holding(self, redactor: Redactor) -> list[tuple[str, str]]:
+        """Where the archive still holds the redactor's text: (table, row)."""
+        from aether.checkpoints.erasure import entry_holds, value_holds
+
+        found: list[tuple[str, str]] = []
+        async for rows in self._journal_rows():
+            for row in rows:
+                fields = msgpack.unpackb(bytes(row["fields"]), raw=True)
+                if await entry_holds(redactor, fields):
+                    found.append(("aether_journal", _pos(row["ms"], row["seq"])))
+        needle = redactor.needle
+        async for rows in self._snapshot_rows():
+            for row in rows:
+                dump = bytes(row["dump"])
+                if needle is not None and needle.maybe_in(dump):
+                    value = await redactor.decode(dump)
+                    if value is not None and value_holds(redactor, value):
+                        found.append(
+                            ("aether_snapshot_keys", f"{row['snapshot_id']} {bytes(row['key'])!r}")
+                        )
+        for row in await self.conn.fetch(
+            "SELECT id, label FROM aether_checkpoints WHERE ns = $1", self.keys.ns
+        ):
+            if redactor.holds(row["label"]):
+                found.append(("aether_checkpoints", row["id"]))
+        return found
 
 
 def _parse_time(text: str) -> datetime | None:

@@ -30,6 +30,7 @@ from aether.config import Settings
 from aether.errors import (
     AmbiguousIdError,
     CheckpointError,
+    ConcurrentAdminError,
     NotFoundError,
     UnavailableError,
 )
@@ -360,6 +361,11 @@ class Checkpoints:
         hold = {text(k): text(v) for k, v in raw.items()}
         if not hold:
             return None
+        if hold.get("kind") == "erase":
+            raise ConcurrentAdminError(
+                f"an erasure holds the writes of namespace {self.keys.ns!r}; it is finished by "
+                "'aether erase --resume' or when the daemon starts, then try again"
+            )
         target_id, pre_id = hold.get("label", ""), hold.get("pre", "")
         reason, actor = hold.get("reason", "rollback"), hold.get("actor", "aether")
         log.warning("finishing a rollback that was interrupted", target=target_id)

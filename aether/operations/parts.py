@@ -12,11 +12,13 @@ from collections.abc import Callable
 
 from redis.asyncio import Redis
 
+from aether.checkpoints.erasure import Eraser
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.context.assembly import ContextAssembler
 from aether.identity.profile import IdentityStore
 from aether.keys import Keyspace
+from aether.memory.erasure import erasure_hooks
 from aether.memory.knowledge.beliefs import Beliefs
 from aether.memory.knowledge.graph import Graph
 from aether.memory.retrieval.search import MemorySearch
@@ -101,6 +103,18 @@ class Parts:
         if self._services is None:
             self._services = open_registry(self.settings, self.client, actor=self._actor)
         return self._services.ledger
+
+    def eraser(self, actor: str | None = None) -> Eraser:
+        """Erasure on this namespace: every store, the archive and the Qdrant mirror."""
+        dsn = self.settings.postgres_dsn
+        return Eraser(
+            self.client,
+            self.keys,
+            self.checkpoints,
+            archive_dsn=dsn.get_secret_value() if dsn else None,
+            hooks=erasure_hooks(self.memory),
+            actor=actor or self._actor,
+        )
 
     def beliefs(self, llm: TextModel | None = None) -> Beliefs:
         """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""

@@ -25,6 +25,7 @@ from aether.registry.model import (
     totals_of,
 )
 from aether.store.lock import StateLock
+from aether.store.redaction import is_tombstone
 from aether.store.state import Mutation, Store
 
 LOCK_TTL_S = 5.0
@@ -70,7 +71,7 @@ class RedisToolRegistry:
         raw = texts(await self.client.lrange(self.keys.registry_tool(name), 0, -1))
         if not raw:
             raise NotFoundError(f"no tool {name!r} in the registry")
-        return [ToolRecord(**json.loads(item)) for item in raw]
+        return [ToolRecord(**json.loads(item)) for item in raw if not is_tombstone(item)]
 
     async def get(self, name: str, version: int | None = None) -> ToolRecord:
         """The latest (or given) version."""

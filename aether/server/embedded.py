@@ -181,6 +181,9 @@ class EmbeddedRedis:
             "appendonly yes",
             f"appendfsync {self._settings.redis_appendfsync}",
             'save ""',
+            # strings stay as written in the AOF's RDB preamble and in DUMP payloads, so an
+            # erasure can find (and prove gone) a text in every file and journaled image
+            "rdbcompression no",
             # a memory's binary vector (1,536 bytes at 384-d float32) stays in a compact
             # listpack hash instead of a hash table (~460 bytes less per memory)
             "hash-max-listpack-value 2048",

@@ -100,15 +100,27 @@ class Functions:
             return await self.client.fcall_ro(name, len(keys), *keys, *args)
         return await self.client.fcall(name, len(keys), *keys, *args)
 
-    async def apply(self, touched: Sequence[str], actor: str, reason: str, payload: bytes) -> Any:
-        """Apply msgpacked ops all or nothing and journal them; the entry id."""
+    async def apply(
+        self,
+        touched: Sequence[str],
+        actor: str,
+        reason: str,
+        payload: bytes,
+        hold_token: str = "",
+    ) -> Any:
+        """Apply msgpacked ops all or nothing and journal them; the entry id.
+
+        ``hold_token`` lets an erasure's own changes through the write hold it set.
+        """
         keys = [
             self.keys.journal(),
             self.keys.write_hold(),
             self.keys.archive_cursor(),
             *touched,
         ]
-        return await self._call("aether_apply", keys, self.keys.prefix, actor, reason, payload)
+        return await self._call(
+            "aether_apply", keys, self.keys.prefix, actor, reason, payload, hold_token
+        )
 
     async def checkpoint(
         self, checkpoint_id: str, created_ms: int, label: str, reason: str, actor: str

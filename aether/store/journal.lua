@@ -42,7 +42,7 @@ and so of the same slot; the cluster client keeps them off half-migrated slots
 (aether/store/cluster.py).
 ]]
 
-local VERSION = '14'
+local VERSION = '15'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -447,11 +447,26 @@ local function xadd(journal, archived, id, actor, reason, fwd, inv, extra)
 end
 
 local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writes wait for it'
+local ERASING = 'TRYAGAIN aether: an erasure is in progress on this namespace; writes wait for it'
+
+-- The refusal while the write hold exists: a rollback's, or an erasure's (kind 'erase').
+-- An erasure's own changes pass: they carry the token its hold records.
+local function held(hold, token)
+  if redis.call('EXISTS', hold) == 0 then return nil end
+  local kind = redis.call('HGET', hold, 'kind')
+  if kind ~= 'erase' then return redis.error_reply(HELD) end
+  if token ~= nil and token ~= '' and redis.call('HGET', hold, 'token') == token then
+    return nil
+  end
+  return redis.error_reply(ERASING)
+end
 
 -- KEYS[1] journal, KEYS[2] write hold, KEYS[3] archive cursor, KEYS[4..] the keys the ops
--- touch (declared). ARGV: namespace prefix, actor, reason, msgpack(ops)
+-- touch (declared). ARGV: namespace prefix, actor, reason, msgpack(ops), and the token of
+-- the erasure holding writes (only the erasure itself passes it)
 local function fn_apply(keys, args)
-  if redis.call('EXISTS', keys[2]) == 1 then return redis.error_reply(HELD) end
+  local refused = held(keys[2], args[5])
+  if refused then return refused end
   local prefix, actor, reason = args[1], args[2], args[3]
   local ok, ops = pcall(cmsgpack.unpack, args[4])
   if not ok then return redis.error_reply('ERR aether: ops are not msgpack') end
@@ -471,7 +486,8 @@ end
 -- KEYS: journal, checkpoint hash, checkpoints zset, write hold
 -- ARGV: id, created_at (ms), label, reason, actor
 local function fn_checkpoint(keys, args)
-  if redis.call('EXISTS', keys[4]) == 1 then return redis.error_reply(HELD) end
+  local refused = held(keys[4], nil)
+  if refused then return refused end
   if redis.call('EXISTS', keys[2]) == 1 then
     return redis.error_reply('ERR aether: checkpoint id exists ' .. args[1])
   end

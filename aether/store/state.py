@@ -223,13 +223,21 @@ class Store:
         self.actor = actor
         self.write_wait_s = write_wait_s
 
-    async def apply(self, mutation: Mutation, reason: str, actor: str | None = None) -> str:
+    async def apply(
+        self,
+        mutation: Mutation,
+        reason: str,
+        actor: str | None = None,
+        *,
+        hold_token: str = "",
+    ) -> str:
         """Apply a batch atomically and journal its inverse.
 
         Args:
             mutation: the ops, applied in order.
             reason: what the change is (``memory.log``, ``identity.set``...).
             actor: overrides the store's actor for this change.
+            hold_token: an erasure's token: its own changes pass the write hold it set.
 
         Returns:
             The journal entry id.
@@ -260,7 +268,9 @@ class Store:
             )
 
         async def call() -> Any:
-            return await self.functions.apply(touched, actor or self.actor, reason, payload)
+            return await self.functions.apply(
+                touched, actor or self.actor, reason, payload, hold_token
+            )
 
         try:
             entry = await while_busy(call, f"state change {reason!r}", self.write_wait_s)

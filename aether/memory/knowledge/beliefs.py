@@ -49,6 +49,7 @@ from aether.memory.storage.vectors import refilter
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.memory_index import count_ops
 from aether.messages import TextModel
+from aether.store.redaction import is_tombstone
 from aether.store.state import Mutation
 
 log = structlog.get_logger(__name__)
@@ -369,7 +370,7 @@ class Beliefs:
         """The belief's changes, oldest first."""
         belief = await self.get(id_or_prefix)
         raw = await self.layer.client.lrange(self.keys.belief_history(belief["id"]), 0, -1)
-        return [json.loads(item) for item in texts(raw)]
+        return [json.loads(item) for item in texts(raw) if not is_tombstone(item)]
 
     async def questions(self, now: float | None = None) -> list[MemoryDoc]:
         """Open questions: active beliefs whose effective confidence is under 0.5."""

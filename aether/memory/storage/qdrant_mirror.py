@@ -10,6 +10,7 @@ a memory write.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from aether.config import Settings
 from aether.keys import Keyspace
 from aether.logging import log_once
 from aether.memory.storage.records import MemoryRecord, record_key
+from aether.store.redaction import Needle
 
 log = structlog.get_logger(__name__)
 _NAMESPACE_UUID = uuid.UUID("6f7a2b4e-8d1c-4e5f-9a3b-2c1d0e9f8a7b")
@@ -97,6 +99,26 @@ class QdrantMirror:
             )
         except (ApiException, ResponseHandlingException, OSError, ValueError) as e:
             self._warn(e)
+
+    async def holding(self, needle: Needle) -> list[str]:
+        """Ids of the documents whose point's payload holds the needle (an erasure's check)."""
+        try:
+            await self.ensure()
+            out: list[str] = []
+            offset: Any = None
+            while True:
+                points, offset = await self.client.scroll(
+                    self.collection, limit=256, offset=offset, with_payload=True, with_vectors=False
+                )
+                for point in points:
+                    payload = point.payload or {}
+                    if needle.in_text(json.dumps(payload, ensure_ascii=False)):
+                        out.append(str(payload.get("id", point.id)))
+                if offset is None:
+                    return out
+        except (ApiException, ResponseHandlingException, OSError, ValueError) as e:
+            self._warn(e)
+            return []
 
     async def search(
         self, vector: list[float], limit: int, criteria: dict[str, Any]

@@ -12,6 +12,7 @@ from aether.errors import InvalidOperationError
 from aether.ids import check_id
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import check_timestamp
+from aether.store.redaction import is_tombstone
 from aether.store.state import Mutation
 
 
@@ -66,4 +67,5 @@ class Episodes:
     async def list(self, session: str) -> list[Episode]:
         """The session's episodes, oldest first."""
         key = self.layer.keys.episode(check_id(session, "session id"))
-        return [json.loads(raw) for raw in await self.layer.client.lrange(key, 0, -1)]
+        raw = await self.layer.client.lrange(key, 0, -1)
+        return [json.loads(item) for item in raw if not is_tombstone(item)]

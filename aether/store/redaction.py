@@ -1,0 +1,508 @@
+"""Redaction: finding a text in stored values, and rewriting values so that it is gone.
+
+An erasure (:mod:`aether.checkpoints.erasure`) first reads the whole history (the state,
+the journal, the archive) and records in a :class:`Taint` which items ever held the text.
+It then rewrites every value with a :class:`Redactor`: the state's keys, the journal's
+forward and inverse ops, the archive's rows and base snapshots. The rewriting keeps the
+history consistent, so that a rollback across the erasure restores everything else
+exactly and the erased items not at all:
+
+* a whole item (a JSON document, a string, an item hash: entity, relation, vector) that
+  ever held the text is absent at every point of history: every op on its key becomes
+  ``DEL``, and so do the keys that belong to it (its vectors, a belief's history, an
+  entity's relation sets, the relations naming it);
+* a field of a collection hash (one task of the task hash, one profile field) is dropped
+  from every op and image where its value holds the text, and only there: a hash field is
+  always written whole, so its other versions stay exactly as they were;
+* a list element that holds it is replaced in place by :data:`TOMBSTONE`: a list is undone
+  by position (``RPOP 1``), so its length never changes;
+* a sorted-set or set member that holds it, or names an erased item, is dropped: those
+  are undone member by member.
+
+Matching is case-insensitive and also finds the text as JSON escapes it. Binary values
+(vectors) never match, and neither does a match inside an id (a ULID or a hex digest), so
+that erasing ``Ada`` does not erase an item whose id happens to contain ``ada``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+
+from aether.codec import command, text
+from aether.errors import InvalidOperationError
+from aether.keys import Keyspace
+
+__all__ = [
+    "MAX_NEEDLE",
+    "MIN_NEEDLE",
+    "TOMBSTONE",
+    "Needle",
+    "Redactor",
+    "Taint",
+    "Value",
+    "is_tombstone",
+]
+
+TOMBSTONE = b'{"erased":true}'
+"""What an erased list element becomes (lists keep their length; readers skip it)."""
+MIN_NEEDLE = 3
+MAX_NEEDLE = 1000
+_WORD = re.compile(r"[0-9a-z]")
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_tombstone(raw: bytes | str) -> bool:
+    """Whether a list element is an erased one."""
+    return (raw.encode() if isinstance(raw, str) else raw) == TOMBSTONE
+
+
+def _id_like(token: str) -> bool:
+    """A ULID (26 alphanumerics) or a hex digest (16+ hex digits), lower-cased."""
+    return len(token) == 26 or (len(token) >= 16 and set(token) <= _HEX)
+
+
+class Needle:
+    """The text being erased, matched case-insensitively.
+
+    Args:
+        text: the text; surrounding space is ignored.
+
+    Raises:
+        InvalidOperationError: shorter than 3 or longer than 1,000 characters.
+    """
+
+    def __init__(self, text: str) -> None:
+        stripped = text.strip()
+        if len(stripped) < MIN_NEEDLE:
+            raise InvalidOperationError(
+                f"the text to erase must be at least {MIN_NEEDLE} characters (a shorter one "
+                "would match too much)"
+            )
+        if len(stripped) > MAX_NEEDLE:
+            raise InvalidOperationError(f"the text to erase is at most {MAX_NEEDLE} characters")
+        self.text = stripped
+        folded = stripped.casefold()
+        forms = {
+            folded,
+            json.dumps(stripped)[1:-1].casefold(),
+            json.dumps(stripped, ensure_ascii=False)[1:-1].casefold(),
+        }
+        self.forms = sorted(forms)
+        self._ascii = all(f.isascii() for f in self.forms)
+        self._bytes = [f.encode() for f in self.forms]
+
+    def _found(self, folded: str) -> bool:
+        for form in self.forms:
+            start = folded.find(form)
+            while start >= 0:
+                end = start + len(form)
+                left, right = start, end
+                while left > 0 and _WORD.match(folded[left - 1]):
+                    left -= 1
+                while right < len(folded) and _WORD.match(folded[right]):
+                    right += 1
+                if not _id_like(folded[left:right]):
+                    return True
+                start = folded.find(form, start + 1)
+        return False
+
+    def in_text(self, value: str) -> bool:
+        """Whether a text holds the needle (outside ids)."""
+        return self._found(value.casefold())
+
+    def in_value(self, value: bytes | str) -> bool:
+        """Whether a stored value holds the needle; binary (non-UTF-8) values never do."""
+        if isinstance(value, str):
+            return self.in_text(value)
+        if self._ascii and not any(f in value.lower() for f in self._bytes):
+            return False
+        try:
+            decoded = value.decode()
+        except UnicodeDecodeError:
+            return False
+        return self.in_text(decoded)
+
+    def maybe_in(self, blob: bytes) -> bool:
+        """A quick test of a container (a DUMP payload, a file chunk): ``False`` means no.
+
+        A DUMP made while ``rdbcompression`` was on may hold LZF-compressed strings (marked
+        by the byte 0xC3), where the text cannot be seen: those always answer maybe.
+        """
+        if b"\xc3" in blob:
+            return True
+        low = blob.lower()
+        if self._ascii:
+            return any(f in low for f in self._bytes)
+        return self.in_text(blob.decode("utf-8", "replace"))
+
+
+@dataclass
+class Taint:
+    """What an erasure removes beyond the values that hold the text: whole items.
+
+    A JSON document is changed in place (``JSON.SET`` of one path, ``JSON.MERGE``), so a
+    version without the text cannot be replayed once the one before it is gone: a
+    document that ever held the text goes with its whole history.
+
+    Attributes:
+        keys: keys of whole items that ever held the text (or that were named).
+        refs: item hash -> the ids its values name (a relation names its entities).
+        texts: the exact texts of items erased by id (their embedding-cache entries go).
+    """
+
+    keys: set[str] = field(default_factory=set)
+    refs: dict[str, set[str]] = field(default_factory=dict)
+    texts: set[str] = field(default_factory=set)
+
+    def close(self, keyspace: Keyspace) -> None:
+        """Add the item hashes that name an erased item (a relation of an erased entity)."""
+        ids = self.ids(keyspace)
+        for key, named in self.refs.items():
+            if named & ids:
+                self.keys.add(key)
+
+    def ids(self, keyspace: Keyspace) -> set[str]:
+        """The ids of the erased items (the last part of their keys)."""
+        return {k.rsplit(":", 1)[-1] for k in self.keys if keyspace.owns(k)}
+
+    def to_members(self) -> list[str]:
+        """A flat form to keep in a Redis set (an interrupted erasure resumes from it)."""
+        out = [f"k:{k}" for k in self.keys]
+        out += [f"t:{t}" for t in self.texts]
+        return out
+
+    @classmethod
+    def from_members(cls, members: Iterable[bytes | str]) -> Taint:
+        """The taint :meth:`to_members` wrote."""
+        taint = cls()
+        for raw in members:
+            member = text(raw)
+            if member.startswith("k:"):
+                taint.keys.add(member[2:])
+            elif member.startswith("t:"):
+                taint.texts.add(member[2:])
+        return taint
+
+
+@dataclass
+class Value:
+    """A key's value, by type: what redaction reads and rewrites.
+
+    ``content`` is bytes (string), str (JSON), a dict (hash), a list of elements (list,
+    set) or of (member, score) pairs (sorted set).
+    """
+
+    kind: str
+    content: Any
+
+
+_ID_TOKEN = re.compile(rb"[0-9A-Za-z]{16,}")
+
+
+class Redactor:
+    """Reads, judges and rewrites values for one erasure.
+
+    Args:
+        client: the namespace's client (payloads are decoded in a scratch key).
+        keys: the namespace's keyspace.
+        needle: the text, or ``None`` when erasing named items only.
+        taint: what goes (complete once the scan is done).
+    """
+
+    def __init__(self, client: Redis, keys: Keyspace, needle: Needle | None, taint: Taint):
+        self.client = client
+        self.keys = keys
+        self.needle = needle
+        self.taint = taint
+        self.scratch = keys.erase_scratch("value")
+        self._ids: set[str] = set()
+
+    def refresh(self) -> None:
+        """Take in the taint's current ids (after the scan)."""
+        self._ids = self.taint.ids(self.keys)
+
+    # -- judging ---------------------------------------------------------------------
+    def holds(self, value: bytes | str) -> bool:
+        """Whether a value holds the needle."""
+        return self.needle is not None and self.needle.in_value(value)
+
+    def is_erased_text(self, value: bytes | str) -> bool:
+        """Whether a value is exactly the text of an item erased by id."""
+        if not self.taint.texts:
+            return False
+        decoded = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        return decoded in self.taint.texts
+
+    def names_erased(self, value: bytes | str) -> bool:
+        """Whether a value (a member, a field) names an erased item's id."""
+        if not self._ids:
+            return False
+        raw = value.encode() if isinstance(value, str) else value
+        return any(token.decode() in self._ids for token in _ID_TOKEN.findall(raw))
+
+    def key_gone(self, key: str) -> bool:
+        """Whether a key is an erased item or belongs to one."""
+        taint, keys = self.taint.keys, self.keys
+        if key in taint:
+            return True
+        if key.startswith(keys.vector_prefix()):
+            return keys.document_of_vector(key) in taint
+        rest = key[len(keys.prefix) :]
+        for family, owner in (
+            ("beliefs:history:", "belief:"),
+            ("rel:out:", "entity:"),
+            ("rel:in:", "entity:"),
+            ("rel:retired:", "entity:"),
+        ):
+            if rest.startswith(family):
+                return keys.prefix + owner + rest[len(family) :] in taint
+        return False
+
+    def field_gone(self, name: bytes, value: bytes | None = None) -> bool:
+        """Whether a field of a collection hash goes (its name or value holds the text)."""
+        return self.holds(name) or (value is not None and self.holds(value))
+
+    def member_gone(self, member: bytes) -> bool:
+        """Whether a list, set or sorted-set member goes."""
+        return self.holds(member) or self.names_erased(member)
+
+    def whole_holds(self, key: str, value: Value) -> bool:
+        """Whether a whole item's value holds the needle (a key read as a whole)."""
+        if value.kind == "string":
+            return self.holds(value.content)
+        if value.kind == "ReJSON-RL":
+            return self.holds(value.content)
+        if value.kind == "hash" and self.keys.is_item_hash(key):
+            return any(self.holds(f) or self.holds(v) for f, v in value.content.items())
+        return False
+
+    # -- scanning (phase 1) ------------------------------------------------------------
+    def observe(self, key: str, value: Value) -> None:
+        """Record in the taint what a value of ``key`` shows (one version of it)."""
+        if self.needle is not None and self.needle.in_text(key):
+            self.taint.keys.add(key)
+            return
+        if value.kind == "hash":
+            if self.keys.is_item_hash(key):
+                named = {
+                    v.decode() for v in value.content.values() if _ID_TOKEN.fullmatch(v) is not None
+                }
+                if named:
+                    self.taint.refs.setdefault(key, set()).update(named)
+            else:
+                return  # a collection's fields are judged value by value
+        if self.whole_holds(key, value):
+            self.taint.keys.add(key)
+
+    async def observe_ops(self, ops: list[list[bytes]]) -> None:
+        """Record what the values of journaled ops show."""
+        for op in ops:
+            cmd, key = op[0].decode(), op[1].decode()
+            args = op[2:]
+            if self.needle is not None and self.needle.in_text(key):
+                self.taint.keys.add(key)
+            elif cmd == "RESTORE":
+                may_hold = self.needle is not None and self.needle.maybe_in(args[0])
+                may_name = self.keys.is_item_hash(key) and _ID_TOKEN.search(args[0])
+                if may_hold or may_name:
+                    value = await self.decode(args[0])
+                    if value is not None:
+                        self.observe(key, value)
+            elif cmd == "HSET":
+                pairs = dict(zip(args[::2], args[1::2], strict=False))
+                self.observe(key, Value("hash", pairs))
+            elif (cmd == "SET" or cmd.startswith("JSON.")) and any(self.holds(a) for a in args):
+                self.taint.keys.add(key)
+
+    # -- values in Redis ---------------------------------------------------------------
+    async def read(self, key: str) -> Value | None:
+        """The value of a key, or ``None`` when it is missing (or of an unknown type)."""
+        kind = text(await self.client.type(key))
+        content: Any
+        if kind == "string":
+            content = await self.client.get(key)
+        elif kind == "ReJSON-RL":
+            content = text(await command(self.client, "JSON.GET", key))
+        elif kind == "hash":
+            content = await self.client.hgetall(key)
+        elif kind == "list":
+            content = await self.client.lrange(key, 0, -1)
+        elif kind == "zset":
+            content = await self.client.zrange(key, 0, -1, withscores=True)
+        elif kind == "set":
+            content = sorted(await self.client.smembers(key))
+        else:
+            return None
+        return Value(kind, content)
+
+    async def decode(self, payload: bytes) -> Value | None:
+        """The value a DUMP payload holds (restored into a scratch key, then deleted)."""
+        await self.client.restore(self.scratch, 0, payload, replace=True)
+        try:
+            return await self.read(self.scratch)
+        finally:
+            await self.client.delete(self.scratch)
+
+    async def encode(self, value: Value) -> bytes:
+        """A DUMP payload of a value (written into a scratch key, then deleted)."""
+        scratch, client = self.scratch, self.client
+        await client.delete(scratch)
+        try:
+            if value.kind == "string":
+                await client.set(scratch, value.content)
+            elif value.kind == "ReJSON-RL":
+                await command(client, "JSON.SET", scratch, "$", value.content)
+            elif value.kind == "hash":
+                await client.hset(scratch, mapping=value.content)
+            elif value.kind == "list":
+                await client.rpush(scratch, *value.content)
+            elif value.kind == "zset":
+                await client.zadd(scratch, {m: s for m, s in value.content})
+            elif value.kind == "set":
+                await client.sadd(scratch, *value.content)
+            payload = await client.dump(scratch)
+        finally:
+            await client.delete(scratch)
+        if payload is None:
+            raise InvalidOperationError(f"could not re-encode a {value.kind} value")
+        return bytes(payload)
+
+    def redact(self, key: str, value: Value) -> Value | None:
+        """The value with what goes taken out; ``None`` when nothing of it stays.
+
+        Returns the same object when nothing changes.
+        """
+        if self.key_gone(key):
+            return None
+        kind, content = value.kind, value.content
+        if kind in ("string", "ReJSON-RL"):
+            return None if self.holds(content) else value
+        if kind == "hash":
+            if self.keys.is_item_hash(key):
+                return None if self.whole_holds(key, value) else value
+            kept = {f: v for f, v in content.items() if not self.field_gone(f, v)}
+            if len(kept) == len(content):
+                return value
+            return Value(kind, kept) if kept else None
+        if kind == "list":
+            if not any(self.holds(v) for v in content):
+                return value
+            return Value(kind, [TOMBSTONE if self.holds(v) else v for v in content])
+        if kind == "zset":
+            kept_pairs = [(m, s) for m, s in content if not self.member_gone(m)]
+            if len(kept_pairs) == len(content):
+                return value
+            return Value(kind, kept_pairs) if kept_pairs else None
+        if kind == "set":
+            kept_members = [m for m in content if not self.member_gone(m)]
+            if len(kept_members) == len(content):
+                return value
+            return Value(kind, kept_members) if kept_members else None
+        return value
+
+    def _payload_may_change(self, key: str, payload: bytes) -> bool:
+        if self.needle is not None and self.needle.maybe_in(payload):
+            return True
+        return bool(self._ids) and any(i.encode() in payload for i in self._ids)
+
+    async def payload(self, key: str, payload: bytes) -> bytes | None:
+        """A DUMP payload of ``key`` redacted; ``None`` when the key must be absent.
+
+        Returns the same object when nothing changes (most payloads are not decoded).
+        """
+        if self.key_gone(key):
+            return None
+        if not self._payload_may_change(key, payload):
+            return payload
+        value = await self.decode(payload)
+        if value is None:
+            return payload
+        redacted = self.redact(key, value)
+        if redacted is None:
+            return None
+        if redacted is value:
+            return payload
+        return await self.encode(redacted)
+
+    # -- journaled ops -----------------------------------------------------------------
+    async def ops(self, ops: list[list[bytes]]) -> list[list[bytes]] | None:
+        """Journaled ops redacted; ``None`` when none changes."""
+        out: list[list[bytes]] = []
+        changed = False
+        for op in ops:
+            new = await self.op(op)
+            if len(new) != 1 or new[0] is not op:
+                changed = True
+            out.extend(new)
+        return out if changed else None
+
+    async def op(self, op: list[bytes]) -> list[list[bytes]]:
+        """One op redacted: the op itself, its rewrite, ``DEL`` of its key, or nothing."""
+        cmd, key, args = op[0].decode(), op[1].decode(), op[2:]
+        if cmd == "ABSENT":
+            return [op]
+        gone: list[list[bytes]] = [[b"DEL", op[1]]]
+        if self.key_gone(key):
+            return gone
+        if cmd == "RESTORE":
+            new = await self.payload(key, args[0])
+            if new is None:
+                return gone
+            return [op] if new is args[0] else [[op[0], op[1], new, *args[1:]]]
+        if cmd == "SET" or cmd.startswith("JSON."):
+            return gone if any(self.holds(a) for a in args) else [op]
+        if cmd == "HSET":
+            if self.keys.is_item_hash(key):
+                return gone if any(self.holds(a) for a in args) else [op]
+            pairs = [
+                (f, v)
+                for f, v in zip(args[::2], args[1::2], strict=False)
+                if not self.field_gone(f, v)
+            ]
+            return self._rebuilt(op, [x for pair in pairs for x in pair], len(args) // 2, pairs)
+        if cmd == "HDEL":
+            kept = [f for f in args if not self.field_gone(f)]
+            return self._rebuilt(op, kept, len(args), kept)
+        if cmd in ("HINCRBY", "HINCRBYFLOAT"):
+            return [] if self.field_gone(args[0]) else [op]
+        if cmd in ("RPUSH", "LPUSH"):
+            return self._tombstoned(op, 2)
+        if cmd == "RPUSHCAP":
+            return self._tombstoned(op, 3)
+        if cmd == "ZADD":
+            first = 1 if args and args[0] == b"GT" else 0
+            flags, rest = args[:first], args[first:]
+            pairs = [
+                (s, m)
+                for s, m in zip(rest[::2], rest[1::2], strict=False)
+                if not self.member_gone(m)
+            ]
+            return self._rebuilt(
+                op, [*flags, *(x for pair in pairs for x in pair)], len(rest) // 2, pairs
+            )
+        if cmd in ("ZREM", "SADD", "SREM"):
+            kept = [m for m in args if not self.member_gone(m)]
+            return self._rebuilt(op, kept, len(args), kept)
+        if cmd == "ZINCRBY":
+            return [] if self.member_gone(args[1]) else [op]
+        return [op]
+
+    @staticmethod
+    def _rebuilt(
+        op: list[bytes], new_args: list[bytes], before: int, kept: list[Any]
+    ) -> list[list[bytes]]:
+        if len(kept) == before:
+            return [op]
+        return [[op[0], op[1], *new_args]] if kept else []
+
+    def _tombstoned(self, op: list[bytes], first_value: int) -> list[list[bytes]]:
+        values = op[first_value:]
+        if not any(self.holds(v) for v in values):
+            return [op]
+        return [[*op[:first_value], *(TOMBSTONE if self.holds(v) else v for v in values)]]

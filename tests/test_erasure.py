@@ -1,0 +1,364 @@
+"""Erase means gone: a subject removed from every store, history included (issue 35).
+
+A unique text is planted in every tier, the embedding cache, the Qdrant mirror and the
+PostgreSQL archive; checkpoints are taken before and after; then it is erased and looked
+for everywhere: every key's DUMP, every file of the embedded Redis, a ``pg_dump`` of the
+archive, the Qdrant collection. Rollback and undo across the erasure leave it gone and
+restore the rest exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+from redis.asyncio import Redis
+
+from aether.checkpoints.archive import Archive, open_archive
+from aether.checkpoints.image import state_image
+from aether.config import Settings
+from aether.errors import BusyError, ConcurrentAdminError, InvalidOperationError, NotFoundError
+from aether.keys import Keyspace
+from aether.memory.knowledge.graph import EntityIn, RelationIn
+from aether.memory.storage.records import record_key
+from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.episodes import Episodes
+from aether.memory.tiers.longterm import LongTermMemory
+from aether.memory.tiers.scratchpad import Scratchpads
+from aether.memory.tiers.toolcache import ToolSchemaCache
+from aether.operations import Caller, Parts
+from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
+from aether.store.redaction import TOMBSTONE, Needle
+from aether.store.state import Mutation, Store
+from aether.testing.model import ScriptedOpenAI
+from tests.conftest import PG_DSN
+
+
+def mark() -> str:
+    return f"Quarzvelt-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def model() -> AsyncIterator[ScriptedOpenAI]:
+    with ScriptedOpenAI() as server:
+        yield server
+
+
+def erasure_settings(settings: Settings, base_url: str, tmp_path: Path) -> Settings:
+    return settings.model_copy(
+        update={
+            "postgres_dsn": SecretStr(PG_DSN),
+            "qdrant_path": tmp_path / "qdrant",
+            "embedding": settings.embedding.model_copy(
+                update={"provider": "openai", "model": "bow", "base_url": base_url, "dims": 64}
+            ),
+        }
+    )
+
+
+async def plant(parts: Parts, text: str) -> None:
+    """The text in every tier (and, through the embedder, the embedding cache)."""
+    layer = parts.memory
+    await DailyLog(layer).log(f"my doctor said {text} about my knee", source="user")
+    await LongTermMemory(layer).add(f"The user's condition is {text}, diagnosed in 2019")
+    beliefs = parts.beliefs()
+    await beliefs.remember(f"I have {text} since 2019")
+    chats = ChatSessions(layer)
+    await chats.append("s1", "user", f"please keep {text} between us", title=f"about {text}")
+    await Episodes(layer).record("s1", "memory_search", {"query": text}, f"found {text}", True, 3.0)
+    await Scratchpads(layer).set("pad1", f"remember {text}")
+    await ToolSchemaCache(layer).set("s1", [{"name": "x", "description": f"about {text}"}])
+    zed = EntityIn("person", "Doctor Zed", aliases=[text])
+    alice = EntityIn("person", "Alice Smith")
+    await parts.graph.record([zed, alice], [RelationIn("treats", zed.id, alice.id)])
+    await parts.tasks.add(f"book a follow-up about {text}")
+
+
+async def plant_unrelated(parts: Parts) -> None:
+    layer = parts.memory
+    await DailyLog(layer).log("the build now uses Python 3.11", source="user")
+    await LongTermMemory(layer).add("The user prefers short answers")
+    chats = ChatSessions(layer)
+    await chats.append("s1", "assistant", "noted: short answers from now on")
+    await Episodes(layer).record("s1", "memory_note", {"text": "short"}, "ok", True, 2.0)
+    bob = EntityIn("person", "Bob Stone")
+    carol = EntityIn("person", "Carol Stone")
+    await parts.graph.record([bob, carol], [RelationIn("sibling_of", bob.id, carol.id)])
+    await parts.tasks.add("renew the TLS certificate")
+
+
+async def dumps_holding(client: Redis, keys: Keyspace, text: str) -> list[str]:
+    low = text.lower().encode()
+    found = []
+    async for key in client.scan_iter(match=keys.every_key, count=1000):
+        dump = await client.dump(key)
+        if dump is not None and low in dump.lower():
+            found.append(key.decode())
+    return found
+
+
+def files_holding_text(folder: Path, text: str) -> list[str]:
+    low = text.lower().encode()
+    return [str(p) for p in folder.rglob("*") if p.is_file() and low in p.read_bytes().lower()]
+
+
+def pg_dump_text() -> str:
+    return subprocess.run(
+        ["pg_dump", "--data-only", "-t", "aether_*", PG_DSN],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+async def sync_archive(parts: Parts) -> None:
+    async with open_archive(PG_DSN) as conn:
+        await Archive(conn, parts.client, parts.keys, snapshot_every=3).sync()
+
+
+async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    text = mark()
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    await sync_archive(parts)  # the archive follows from the start: entries keep values
+    await plant_unrelated(parts)
+    before = await parts.checkpoints.create(label="before the subject")
+    await plant(parts, text)
+    await parts.memory.embed(f"what about {text}?")  # a query's vector is cached too
+    await sync_archive(parts)
+    planted = await parts.checkpoints.create(label="planted")
+    await DailyLog(parts.memory).log("written between: the deploy is on Friday", source="user")
+    await sync_archive(parts)  # a second base snapshot (every 3 entries) holds the text too
+    assert await dumps_holding(client, keys, text)
+    assert text.encode().hex() in pg_dump_text()
+    mirror = parts.memory.mirror
+    assert mirror is not None
+    points_before = (await mirror.client.count(mirror.collection)).count
+    caller = Caller(actor="operator")
+
+    plan = await erase(parts, caller, EraseArgs(text=text.upper(), dry_run=True))
+    tiers = set(plan["items"])
+    assert {"daily", "longterm", "beliefs", "chat", "episodes", "graph", "tasks"} <= tiers
+    assert await dumps_holding(client, keys, text)  # a dry run changes nothing
+
+    unrelated_keys = {
+        k: v
+        for k, v in (await state_image(client, keys)).items()
+        if text.lower().encode() not in (v if isinstance(v, bytes) else repr(v).encode()).lower()
+    }
+    report = await erase(parts, caller, EraseArgs(text=text))
+    assert report["files"] == "clean"
+    assert report["counts"]["state_removed"] >= 5 and report["counts"]["journal_entries"] > 0
+    assert report["counts"]["archive_entries"] > 0 and report["counts"]["mirror_points"] >= 3
+
+    # nowhere: no key's DUMP, no file of the embedded Redis, no archive row, no Qdrant point
+    assert await dumps_holding(client, keys, text) == []
+    data_dir = Path(text_of((await client.config_get("dir"))["dir"]))
+    assert files_holding_text(data_dir, text) == []
+    dump = pg_dump_text()
+    assert text not in dump and text.encode().hex() not in dump
+    points, _ = await mirror.client.scroll(mirror.collection, limit=100, with_payload=True)
+    assert 0 < len(points) < points_before
+    for point in points:  # every point left is a memory that still exists
+        payload = point.payload or {}
+        assert await client.exists(record_key(keys, payload["kind"], payload["id"]))
+    verified = await erase_verify(parts, caller, VerifyArgs(text=text))
+    assert verified.clean, verified.found
+
+    # the rest is intact, and searchable
+    assert await deploy_found(parts)
+    assert {t.title for t in await parts.tasks.list()} == {"renew the TLS certificate"}
+    after_image = await state_image(client, keys)
+    kept = [k for k in unrelated_keys if k in after_image and after_image[k] == unrelated_keys[k]]
+    assert keys.tasks().encode() not in kept  # the task hash lost a field
+    assert any(b"Python 3.11" in repr(after_image[k]).encode() for k in kept)
+
+    # no rollback brings it back; each restores the rest exactly
+    now_image = await state_image(client, keys)
+    for target in (planted, before):
+        await parts.checkpoints.rollback_to(target.id)
+        assert await dumps_holding(client, keys, text) == []
+        assert not await deploy_found(parts)
+        await parts.checkpoints.undo()
+        assert await dumps_holding(client, keys, text) == []
+        assert await state_image(client, keys) == now_image
+    assert (await erase_verify(parts, caller, VerifyArgs(text=text))).clean
+
+    # the record keeps a salted hash, never the text
+    records = await parts.eraser().log()
+    assert records[0]["id"] == report["id"] and text not in json.dumps(records)
+    from aether.checkpoints.erasure import salted_hash
+
+    assert records[0]["text_hash"] == salted_hash(text.lower(), records[0]["salt"])
+
+
+async def deploy_found(parts: Parts) -> bool:
+    hits = await parts.search.search("deploy Friday")
+    return any("deploy is on Friday" in hit.doc["content"] for hit in hits)
+
+
+def text_of(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def test_rollback_to_before_the_erasure_restores_the_rest_byte_for_byte(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    text = mark()
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    await plant_unrelated(parts)
+    clean = await parts.checkpoints.create(label="clean")
+    clean_image = await state_image(client, keys)
+    await plant(parts, text)
+    await parts.eraser("operator").erase(text)
+    # back to before the subject was ever written: exactly the clean state
+    await parts.checkpoints.rollback_to(clean.id)
+    assert await state_image(client, keys) == clean_image
+
+
+async def test_bad_input_changes_nothing(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    await plant_unrelated(parts)
+    image = await state_image(client, keys)
+    eraser = parts.eraser("operator")
+    for bad in ("", "  ", "ab", "x" * 1001):
+        with pytest.raises(InvalidOperationError):
+            await eraser.erase(bad)
+    with pytest.raises(InvalidOperationError):
+        await eraser.erase("abc", "01ABCDEF")
+    with pytest.raises(NotFoundError):
+        await eraser.erase(item="01J0000000000000000000NONE")
+    with pytest.raises(InvalidOperationError):
+        await eraser.erase(item="*")
+    # special characters are text like any other: nothing matches, nothing goes
+    report = await eraser.erase('*?[]\\"{}%$ -- \x00')
+    assert report.counts["state_removed"] == 0
+    # a second admin action at the same time is refused, and changes nothing
+    lock = parts.checkpoints._admin_lock()
+    assert await lock.acquire()
+    try:
+        with pytest.raises(ConcurrentAdminError):
+            await eraser.erase("Python")
+    finally:
+        await lock.release()
+    after = await state_image(client, keys)
+    assert {k: v for k, v in after.items()} == image | {
+        k: v for k, v in after.items() if k not in image
+    }  # only the erasures' checkpoints' traces, no state key changed
+    assert all(after[k] == v for k, v in image.items())
+
+
+async def test_erasing_one_item_by_id(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    doomed = await DailyLog(parts.memory).log("a private note about the lawyer", source="user")
+    kept = await DailyLog(parts.memory).log("a private note about the garden", source="user")
+    plan = await parts.eraser().plan(item=doomed["id"])
+    assert [i["key"] for i in plan.items["daily"]] == [keys.daily_entry(doomed["id"])]
+    await parts.eraser().erase(item=doomed["id"])
+    assert not await client.exists(keys.daily_entry(doomed["id"]))
+    assert not await client.exists(keys.vector(keys.daily_entry(doomed["id"])))
+    assert await client.exists(keys.daily_entry(kept["id"]))
+    # its text is no longer in the embedding cache
+    assert await dumps_holding(client, keys, "about the lawyer") == []
+    counts = await client.zscore(keys.memory_counts(), "daily")
+    assert counts == 1
+
+
+async def test_a_writer_during_the_erasure_loses_no_acknowledged_write(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    text = mark()
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    for i in range(30):
+        await DailyLog(parts.memory).log(f"filler {i} about {text if i % 3 == 0 else 'tea'}")
+    written: list[str] = []
+    stop = asyncio.Event()
+
+    async def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            entry = await DailyLog(parts.memory).log(f"concurrent write {i}", source="user")
+            written.append(entry["id"])
+            i += 1
+            await asyncio.sleep(0.005)
+
+    task = asyncio.create_task(writer())
+    await asyncio.sleep(0.05)
+    await parts.eraser("operator").erase(text)
+    await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    assert len(written) > 2
+    for entry_id in written:
+        assert await client.exists(keys.daily_entry(entry_id)), entry_id
+    assert await dumps_holding(client, keys, text) == []
+
+
+async def test_list_elements_become_tombstones_that_readers_skip(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    text = mark()
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    episodes = Episodes(parts.memory)
+    await episodes.record("s2", "bash", {"cmd": "ls"}, "a.txt", True, 1.0)
+    await episodes.record("s2", "bash", {"cmd": f"grep {text}"}, "", True, 1.0)
+    await episodes.record("s2", "bash", {"cmd": "pwd"}, "/w", True, 1.0)
+    await parts.eraser().erase(text)
+    raw = await client.lrange(keys.episode("s2"), 0, -1)
+    assert raw[1] == TOMBSTONE and len(raw) == 3
+    assert [e["arguments"] for e in await episodes.list("s2")] == [{"cmd": "ls"}, {"cmd": "pwd"}]
+
+
+async def test_an_interrupted_erasure_is_finished_by_the_next_one(
+    settings: Settings, client: Redis, keys: Keyspace, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    text = mark()
+    parts = Parts(erasure_settings(settings, model.base_url, tmp_path), client, actor="test")
+    await parts.ready()
+    await DailyLog(parts.memory).log(f"note about {text}", source="user")
+    eraser = parts.eraser("operator")
+    # a run that set its hold, then its process died (its lock expired)
+    async with eraser._lock() as lock:
+        await eraser._begin(lock, Needle(text), None, "5a17")
+    assert await client.exists(keys.write_hold())
+    with pytest.raises(BusyError, match="erasure is in progress"):
+        await Store(client, keys, write_wait_s=0.2).apply(
+            Mutation().hset(keys.user_profile(), {"n": "1"}), "t"
+        )
+    with pytest.raises(ConcurrentAdminError, match="erasure"):
+        await parts.checkpoints.rollback_to((await parts.checkpoints.list())[0].id)
+    report = await eraser.resume()
+    assert report is not None and report.resumed
+    assert not await client.exists(keys.write_hold())
+    assert await dumps_holding(client, keys, text) == []
+
+
+def test_needle_matching() -> None:
+    needle = Needle("Ada")
+    assert needle.in_value(b"I met ADA yesterday")
+    assert needle.in_value('{"x": "ada lovelace"}')
+    assert not needle.in_value(b"01J9ADA0000000000000000000")  # inside a ULID
+    assert not needle.in_value(b"deadbeefada0123456789abcdef")  # inside a hex digest
+    assert not needle.in_value(b"\xff\xfeada\x00")  # binary (a vector) never matches
+    quoted = Needle('say "hi"')
+    assert quoted.in_value(json.dumps({"t": 'they say "hi" a lot'}))
+    accent = Needle("Zoë")
+    assert accent.in_value("ZOË is here") and accent.in_value(json.dumps("zoë"))
