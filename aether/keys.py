@@ -46,6 +46,14 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
 # identity files, profile fields): erasure removes the fields that hold the text.
 _ITEM_HASH_FAMILIES: tuple[str, ...] = ("entity:", "relation:", "vec:", "pattern:", "approval:")
 
+# Keys that belong to an item (family -> the item's family, same id).
+_OWNED: tuple[tuple[str, str], ...] = (
+    ("beliefs:history:", "belief"),
+    ("rel:out:", "entity"),
+    ("rel:in:", "entity"),
+    ("rel:retired:", "entity"),
+)
+
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
 _TIERS: tuple[tuple[str, str], ...] = (
     ("identity:", "identity"),
@@ -449,6 +457,42 @@ class Keyspace:
         """Whether a hash key is one item (erased whole) rather than a collection of items."""
         rest = key[len(self.prefix) :] if self.owns(key) else key
         return rest.startswith(_ITEM_HASH_FAMILIES)
+
+    def owner(self, key: str) -> str | None:
+        """The item a key belongs to, if it belongs to one (erased with it).
+
+        A vector's (or passage's) document, a belief history's belief, an entity's relation
+        sets' entity.
+        """
+        if key.startswith(self.vector_prefix()):
+            return self.document_of_vector(key)
+        rest = key[len(self.prefix) :] if self.owns(key) else key
+        for family, owner in _OWNED:
+            if rest.startswith(family):
+                return self._k(owner, rest[len(family) :])
+        return None
+
+    def memory_document_prefixes(self) -> tuple[str, ...]:
+        """Key prefixes of the memory documents (daily entries, long-term notes, beliefs)."""
+        return (self.daily_entry(""), self.longterm(""), self.belief(""))
+
+    def erasure_untouched(self) -> tuple[str, ...]:
+        """Non-state keys an erasure redacts on its own terms, or leaves alone.
+
+        The journal (rebuilt whole), locks and its own working keys, the erasure records,
+        the checkpoint index.
+        """
+        return (
+            self.journal(),
+            self._k("lock", ""),
+            self._k("tmp", "erase", ""),
+            self.erasures(),
+            self.checkpoints(),
+        )
+
+    def field_hashes(self) -> tuple[str, ...]:
+        """Non-state hashes that are collections of fields (heartbeat, maintenance report)."""
+        return (self.heartbeat_state(), self.daemon_maintenance())
 
     def tier(self, key: str) -> str:
         """The memory tier a state key belongs to (``other`` when unknown)."""

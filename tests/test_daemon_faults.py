@@ -327,3 +327,90 @@ def test_send_to_a_refused_llm_gets_the_error_quickly(home: Path, tmp_path: Path
         assert took < 20, took  # was ~50 s: each redelivery waited out its own retries
     finally:
         _stop(proc)
+
+
+def test_an_erasure_killed_in_the_middle_is_finished_when_the_daemon_starts(
+    home: Path, tmp_path: Path
+) -> None:
+    """SIGKILL ``aether erase`` mid-run: writes stay held, and ``aether up`` finishes it."""
+    import asyncio
+
+    from aether.keys import Keyspace
+    from aether.memory.tiers.daily import DailyLog
+    from aether.operations import Parts
+    from aether.store.client import connect
+    from aether.store.state import Mutation, Store
+
+    env = _env(home)
+    settings = Settings(home=home, namespace=env["AETHER_NAMESPACE"]).model_copy(
+        update={"embedding": {"provider": "none"}}
+    )
+    keys = Keyspace(settings.namespace)
+    subject = f"Vexholm-{uuid.uuid4().hex[:8]}"
+
+    async def fill() -> None:
+        client = await connect(settings, start=False)
+        daily = DailyLog(Parts(settings, client).memory)
+        for i in range(2500):
+            await daily.log(f"entry {i} " + (f"about {subject}" if i % 2 else "about tea"))
+        await client.aclose()
+
+    async def phase() -> bytes | None:
+        client = await connect(settings, start=False)
+        try:
+            return await client.hget(keys.write_hold(), "phase")
+        finally:
+            await client.aclose()
+
+    async def write_refused() -> str:
+        client = await connect(settings, start=False)
+        try:
+            await Store(client, keys, write_wait_s=0.2).apply(
+                Mutation().hset(keys.user_profile(), {"n": "1"}), "t"
+            )
+            return ""
+        except Exception as e:  # noqa: BLE001 - the refusal's text is what is checked
+            return str(e)
+        finally:
+            await client.aclose()
+
+    async def holding() -> tuple[int, int]:
+        client = await connect(settings, start=False)
+        try:
+            found = 0
+            async for key in client.scan_iter(match=keys.every_key):
+                dump = await client.dump(key)
+                found += dump is not None and subject.lower().encode() in dump.lower()
+            return found, await client.exists(keys.write_hold())
+        finally:
+            await client.aclose()
+
+    asyncio.run(fill())
+    eraser = subprocess.Popen(
+        [sys.executable, "-m", "aether", "erase", subject, "--yes"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seen = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and eraser.poll() is None:
+        seen = asyncio.run(phase())
+        if seen in (b"state", b"journal"):
+            eraser.send_signal(signal.SIGKILL)
+            break
+    eraser.wait(10)
+    assert eraser.returncode == -signal.SIGKILL, "the erasure ended before it could be killed"
+    assert "erasure is in progress" in asyncio.run(write_refused())
+    assert asyncio.run(holding())[1] == 1
+    log = tmp_path / "daemon.log"
+    proc = _up(env, log)
+    try:
+        _wait_up(env, proc, log)
+        assert asyncio.run(holding()) == (0, 0), log.read_text()[-2000:]
+        assert "finished an interrupted erasure" in log.read_text()
+        assert _cli(env, "remember", "the hold is gone").returncode == 0
+        verified = _cli(env, "erase", "--verify", subject)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+    finally:
+        _stop(proc)

@@ -77,6 +77,8 @@ READ_ONLY_TOOLS: dict[str, dict[str, object]] = {
     "checkpoint_diff": {"id": "{cp}"},
     "checkpoint_rollbacks": {},
     "memory_day": {"day": "2026-01-02"},
+    "erase_log": {},
+    "erase_verify": {"text": "kestrels"},
 }
 ANSWERS_NOT_FOUND = {"belief_show"}
 

@@ -79,14 +79,11 @@ __all__ = [
 
 ERASED_LABEL = "[erased]"
 MAX_SUBJECT = MAX_NEEDLE
-LOCK_TTL_S = 30.0
+LOCK_TTL_S = 10.0
 BATCH_OPS = 200
 PAGE = 500
 ERASURE_HISTORY = 1000
 FILES_WAIT_S = 60.0
-MEMORY_FAMILIES = ("daily:entry:", "longterm:", "belief:")
-_SKIP_NON_STATE = ("journal", "lock:", "tmp:erase:", "erasures", "checkpoints")
-_FIELD_HASHES = ("system:heartbeat_state", "daemon:maintenance")
 PHASES = ("scan", "state", "journal", "others", "archive", "hooks")
 
 
@@ -268,6 +265,7 @@ class Eraser:
             report = await self._run(lock, hold)
         report.seconds = time.monotonic() - started
         await self._settle_files(report, needle)
+        await self._update_record(report.id, seconds=round(report.seconds, 3))
         return report
 
     async def _begin(
@@ -319,6 +317,10 @@ class Eraser:
         else:
             await self._settle_pending_files()
         return report
+
+    async def interrupted(self) -> bool:
+        """Whether an erasure holds the namespace's writes (running, or cut short)."""
+        return await self.client.hget(self.keys.write_hold(), "kind") == b"erase"
 
     async def log(self, limit: int = 50) -> list[dict[str, Any]]:
         """The erasure records, newest first."""
@@ -435,7 +437,9 @@ class Eraser:
                     counts.update(await archive.redact(redactor))
             phase = await self._advance("hooks", counts)
         if phase == "hooks" and self.hooks.after_state is not None:
-            gone = sorted(k for k in redactor.taint.keys if k.startswith(self._memory_prefixes()))
+            gone = sorted(
+                k for k in redactor.taint.keys if k.startswith(self.keys.memory_document_prefixes())
+            )
             counts["mirror_points"] = await self.hooks.after_state(gone, needle)
         subject = hold.get("text") or hold.get("item", "")
         report = ErasureReport(
@@ -461,9 +465,6 @@ class Eraser:
         )
         log.debug("erasure phase", phase=phase)
         return phase
-
-    def _memory_prefixes(self) -> tuple[str, ...]:
-        return tuple(self.keys.prefix + f for f in MEMORY_FAMILIES)
 
     async def _scan(self, redactor: Redactor, item_key: str | None) -> dict[str, int]:
         """Phase 1: what ever held the text, in the state, the journal and the archive."""
@@ -497,7 +498,7 @@ class Eraser:
     async def _redact_state(self, redactor: Redactor, token: str) -> dict[str, int]:
         """Phase 2: the items removed and the collections redacted, journaled in batches."""
         removed = rewritten = 0
-        memory = self._memory_prefixes()
+        memory = self.keys.memory_document_prefixes()
         batch = Mutation()
         docs: list[dict[str, Any]] = []
 
@@ -562,7 +563,7 @@ class Eraser:
     async def _redact_others(self, redactor: Redactor) -> dict[str, int]:
         """Phase 4: the keys outside the journaled state."""
         counts = {"streams_entries": 0, "other_keys": 0, "checkpoint_labels": 0}
-        skip = tuple(self.keys.prefix + s for s in _SKIP_NON_STATE)
+        skip = self.keys.erasure_untouched()
         async for names in self._key_pages(self.keys.every_key):
             for name in names:
                 if self.keys.is_state(name) or name.startswith(skip):
@@ -581,7 +582,7 @@ class Eraser:
         if value is None:
             return {}
         holds = redactor.holds
-        if name.startswith(self.keys.prefix + "checkpoint:"):
+        if name.startswith(self.keys.checkpoint("")):
             labels = {f: ERASED_LABEL for f, v in value.content.items() if holds(v)}
             if labels:
                 await client.hset(name, mapping=labels)
@@ -594,7 +595,7 @@ class Eraser:
                     await client.lset(name, i, json.dumps(scrubbed))
                     n += 1
             return {"other_keys": n}
-        if kind == "hash" and name.startswith(tuple(self.keys.prefix + h for h in _FIELD_HASHES)):
+        if kind == "hash" and name in self.keys.field_hashes():
             fields = [f for f, v in value.content.items() if holds(f) or holds(v)]
             if fields:
                 await client.hdel(name, *fields)
@@ -801,8 +802,18 @@ class Eraser:
 
     def _sightings(self, redactor: Redactor, name: str, value: Value) -> list[tuple[str, str]]:
         needle = redactor.needle
+        owner = self.keys.owner(name)
+        if owner is not None and redactor.key_gone(name):
+            return [(f"part of {owner}", "")]
         if redactor.key_gone(name):
-            sample = value.content if value.kind in ("string", "ReJSON-RL") else ""
+            sample: Any = value.content if value.kind in ("string", "ReJSON-RL") else ""
+            if value.kind == "ReJSON-RL":
+                sample = _holding_string(json.loads(sample), needle) or sample
+            elif value.kind == "hash":
+                sample = next(
+                    (v for v in value.content.values() if redactor.holds(v)),
+                    b" ".join(value.content.values()),
+                )
             return [("item", _excerpt(sample, needle))]
         if value.kind == "hash":
             return [
@@ -915,7 +926,7 @@ class Eraser:
                     record["id"], files="rewritten" if done else "not rewritten"
                 )
 
-    async def _update_record(self, erasure_id: str, **changes: str) -> None:
+    async def _update_record(self, erasure_id: str, **changes: str | float) -> None:
         raw = await self.client.lrange(self.keys.erasures(), 0, 9)
         for i, item in enumerate(raw):
             record = json.loads(item)
@@ -992,6 +1003,20 @@ def value_holds(redactor: Redactor, value: Value) -> bool:
 
 def _fields_hold(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     return any(redactor.holds(k) or redactor.holds(v) for k, v in fields.items())
+
+
+def _holding_string(value: Any, needle: Needle | None) -> str | None:
+    """The first string in a JSON value that holds the needle (the first string without one)."""
+    if isinstance(value, str):
+        return value if needle is None or needle.in_text(value) else None
+    children = (
+        value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    )
+    for child in children:
+        found = _holding_string(child, needle)
+        if found is not None:
+            return found
+    return None
 
 
 def _excerpt(value: Any, needle: Needle | None, width: int = 60) -> str:

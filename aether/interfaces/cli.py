@@ -38,6 +38,7 @@ from aether.interfaces import (
     cli_console,
     cli_context,
     cli_daemon,
+    cli_erase,
     cli_identity,
     cli_memory,
     cli_redis,
@@ -184,6 +185,7 @@ cli_tasks.register(app)
 cli_repo.register(app)
 cli_registry.register(app)
 cli_approvals.register(app)
+cli_erase.register(app)
 cli_console.register(app)
 
 

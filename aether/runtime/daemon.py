@@ -74,6 +74,27 @@ async def finish_interrupted_rollback(checkpoints: Checkpoints) -> None:
         log.warning("finished an interrupted rollback", **finished.to_dict())
 
 
+async def finish_interrupted_erasure(parts: Parts, wait_s: float = 30.0) -> None:
+    """Finish an erasure a crash cut short: until then every write waits on its hold.
+
+    A crashed eraser's lock frees itself within seconds; a running one is waited for.
+    """
+    eraser = parts.eraser("daemon")
+    deadline = time.monotonic() + wait_s
+    while await eraser.interrupted():
+        try:
+            report = await eraser.resume()
+        except ConcurrentAdminError:
+            if time.monotonic() > deadline:
+                log.warning("an erasure holds writes and is still running; not waiting longer")
+                return
+            await asyncio.sleep(1.0)
+            continue
+        if report is not None:
+            log.warning("finished an interrupted erasure", id=report.id, files=report.files)
+        return
+
+
 class Daemon:
     """One running agent on one namespace.
 
@@ -182,6 +203,7 @@ class Daemon:
         await self.inbox.ensure_group()
         await self.parts.search.ensure_index()
         await finish_interrupted_rollback(self.checkpoints)
+        await finish_interrupted_erasure(self.parts)
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
         """Serve until ``stop`` is set, then shut down (see the module docs).
@@ -194,6 +216,7 @@ class Daemon:
         supervisor = supervisor or Supervisor(self.client, Health(ready=True), stop, self.recover)
         self._supervisor = supervisor
         await finish_interrupted_rollback(self.checkpoints)
+        await finish_interrupted_erasure(self.parts)
         await self.inbox.ensure_group()
         await self.register_tools()
         if self.llm is None:

@@ -23,7 +23,7 @@ from aether.keys import Keyspace
 from aether.memory.storage.embeddings import preload_local_model
 from aether.operations import Parts
 from aether.runtime import embedding_service
-from aether.runtime.daemon import Daemon, finish_interrupted_rollback
+from aether.runtime.daemon import Daemon, finish_interrupted_erasure, finish_interrupted_rollback
 from aether.runtime.health import Health
 from aether.runtime.lease import DaemonLease, Holder, keep_alive, publish, reclaim
 from aether.runtime.llm import LLMClient
@@ -99,6 +99,7 @@ async def _serve(
 ) -> None:
     settings, health = parts.settings, Health()
     await finish_interrupted_rollback(parts.checkpoints)
+    await finish_interrupted_erasure(parts)
     identity = await parts.identity.ensure(identity_dir)
     await parts.ready()
     layer = parts.memory

@@ -248,21 +248,10 @@ class Redactor:
 
     def key_gone(self, key: str) -> bool:
         """Whether a key is an erased item or belongs to one."""
-        taint, keys = self.taint.keys, self.keys
-        if key in taint:
+        if key in self.taint.keys:
             return True
-        if key.startswith(keys.vector_prefix()):
-            return keys.document_of_vector(key) in taint
-        rest = key[len(keys.prefix) :]
-        for family, owner in (
-            ("beliefs:history:", "belief:"),
-            ("rel:out:", "entity:"),
-            ("rel:in:", "entity:"),
-            ("rel:retired:", "entity:"),
-        ):
-            if rest.startswith(family):
-                return keys.prefix + owner + rest[len(family) :] in taint
-        return False
+        owner = self.keys.owner(key)
+        return owner is not None and owner in self.taint.keys
 
     def field_gone(self, name: bytes, value: bytes | None = None) -> bool:
         """Whether a field of a collection hash goes (its name or value holds the text)."""

@@ -1,0 +1,151 @@
+"""``aether erase``: remove a subject from every store, history included, and prove it.
+
+A face over ``aether.operations.erasure``; operator only (never an agent tool).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from aether.interfaces.common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    about,
+    arguments,
+    call,
+    confirm,
+    emit,
+    fail,
+    plural,
+    wants_json,
+)
+from aether.operations import NoArgs
+from aether.operations import erasure as ops
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``aether erase`` to the root app."""
+    app.command("erase")(erase)
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    if not plan["total"]:
+        print("nothing holds that text; nothing would change")
+        return
+    for tier, items in sorted(plan["items"].items()):
+        print(f"{tier} ({len(items)})")
+        for item in items:
+            print(f"  {item['key']}  {item['what']}  {item['excerpt']}")
+    if plan["history_only"]:
+        print(f"history only ({len(plan['history_only'])}): gone now, still in the journal")
+        for key in plan["history_only"]:
+            print(f"  {key}")
+    print(f"{plural(plan['total'], 'item')} would be erased")
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    counts = report["counts"]
+    print(
+        f"erasure {report['id']}: {plural(counts.get('state_removed', 0), 'item')} removed, "
+        f"{plural(counts.get('state_redacted', 0), 'collection')} redacted, "
+        f"{plural(counts.get('journal_entries', 0), 'journal entry')} redacted; "
+        f"files: {report['files']}; checkpoint before it: {report['checkpoint']}"
+    )
+
+
+def erase(
+    ctx: typer.Context,
+    text: Annotated[
+        str | None,
+        typer.Argument(help="Erase every item whose text holds this.", show_default=False),
+    ] = None,
+    item: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help=about(ops.EraseArgs, "id"))
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would go, by tier; change nothing.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    log: Annotated[bool, typer.Option("--log", help="List past erasures.")] = False,
+    verify: Annotated[
+        str | None,
+        typer.Option(
+            "--verify",
+            metavar="TEXT",
+            help="Report everywhere this text is still found (exit 0: nowhere, 1: somewhere).",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Finish an erasure a crash cut short.")
+    ] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Erase a subject from every store: state, history, caches, archive, Redis's files.
+
+    Operator only. A checkpoint is taken first, and rollbacks to any checkpoint leave the
+    erased items gone. The record keeps a salted hash of the text, never the text.
+    """
+    as_json = wants_json(ctx, json_)
+    modes = sum(bool(m) for m in (log, verify is not None, resume, text is not None or item))
+    if modes != 1:
+        fail(
+            "give one of: TEXT, --id ID, --log, --verify TEXT, --resume",
+            as_json,
+            code=EXIT_USAGE,
+            kind="usage",
+        )
+    if log:
+        records = call(ctx, ops.erase_log, ops.LogArgs()).erasures
+        emit(records, as_json, lambda: _print_log(records))
+        return
+    if verify is not None:
+        found = call(ctx, ops.erase_verify, arguments(ctx, ops.VerifyArgs, text=verify))
+        emit(found.model_dump(), as_json, lambda: _print_verification(found.found))
+        if not found.clean:
+            raise typer.Exit(EXIT_ERROR)
+        return
+    if resume:
+        resumed = call(ctx, ops.erase_resume, NoArgs())
+        emit(
+            resumed,
+            as_json,
+            lambda: (
+                _print_report(resumed)
+                if resumed["resumed"]
+                else print("no erasure was interrupted")
+            ),
+        )
+        return
+    plan = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item, dry_run=True))
+    if dry_run:
+        emit(plan, as_json, lambda: _print_plan(plan))
+        return
+    if not as_json and not yes:
+        _print_plan(plan)
+    confirm(f"Erase {plural(plan['total'], 'item')} and every trace of them?", yes, as_json)
+    report = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item))
+    emit(report, as_json, lambda: _print_report(report))
+
+
+def _print_log(records: list[dict[str, Any]]) -> None:
+    if not records:
+        print("no erasures")
+        return
+    for r in records:
+        counts = r["counts"]
+        print(
+            f"{r['id']}  by {r['actor']}  sha256 {r['text_hash'][:16]}…  "
+            f"{plural(counts.get('state_removed', 0), 'item')} removed  files: {r['files']}"
+        )
+
+
+def _print_verification(found: list[dict[str, str]]) -> None:
+    if not found:
+        print("not found anywhere: keys, journal, Redis files, archive, Qdrant")
+        return
+    for place in found:
+        print(f"{place['store']}: {place['place']}  {place['detail']}".rstrip())
