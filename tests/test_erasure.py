@@ -193,8 +193,18 @@ async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
         assert await state_image(client, keys) == now_image
     assert (await erase_verify(parts, caller, VerifyArgs(text=text))).clean
 
-    # the record keeps a salted hash, never the text
     records = await parts.eraser().log()
+
+    # the redacted archive still restores: the planted checkpoint, without the subject
+    async with open_archive(PG_DSN) as conn:
+        await Archive(conn, client, keys).sync()
+        for key in [k async for k in client.scan_iter(match=keys.every_key)]:
+            await client.delete(key)
+        await Archive(conn, client, keys).restore(planted.id)
+    assert await dumps_holding(client, keys, text) == []
+    assert {t.title for t in await parts.tasks.list()} == {"renew the TLS certificate"}
+
+    # the record keeps a salted hash, never the text
     assert records[0]["id"] == report["id"] and text not in json.dumps(records)
     from aether.checkpoints.erasure import salted_hash
 

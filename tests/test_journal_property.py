@@ -35,7 +35,9 @@ vector = st.lists(
 )
 
 
-def _op(keys: Keyspace) -> st.SearchStrategy[tuple[str, Any]]:
+def _op(
+    keys: Keyspace, value: st.SearchStrategy[str] = value, small: st.SearchStrategy[str] = small
+) -> st.SearchStrategy[tuple[str, Any]]:
     name = st.sampled_from(NAMES)
     fields = st.dictionaries(small, value, min_size=1, max_size=4)
     kinds = st.sampled_from(["json", "hash", "list", "zset", "set", "str"])
