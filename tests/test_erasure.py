@@ -206,7 +206,7 @@ async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
 
     # the record keeps a salted hash, never the text
     assert records[0]["id"] == report["id"] and text not in json.dumps(records)
-    from aether.checkpoints.erasure import salted_hash
+    from aether.checkpoints.erasure_model import salted_hash
 
     assert records[0]["text_hash"] == salted_hash(text.lower(), records[0]["salt"])
 

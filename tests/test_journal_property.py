@@ -200,7 +200,7 @@ def test_rollback_then_undo_is_byte_identical_on_a_cluster(
 
 
 async def _values(client: Any, keys: Keyspace) -> dict[str, Any]:
-    from aether.checkpoints.diff import read_value
+    from aether.store.values import read_value
 
     found = [k.decode() async for k in client.scan_iter(match=keys.prefix + "*")]
     return {k: await read_value(client, k) for k in found if keys.is_state(k)}
@@ -216,7 +216,8 @@ def test_diff_rebuilds_each_value_as_it_was_at_the_checkpoint(
     redis_home: Path, before: list[tuple[str, Any]], after: list[tuple[str, Any]]
 ) -> None:
     """Every key the diff reports differs exactly as its value then and now differ."""
-    from aether.checkpoints.diff import ABSENT, compare
+    from aether.checkpoints.diff import compare
+    from aether.store.values import ABSENT
 
     async def scenario() -> None:
         ns = f"p{uuid.uuid4().hex[:10]}"

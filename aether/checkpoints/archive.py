@@ -30,10 +30,11 @@ from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
+from aether.store.entry_redaction import entry_holds, redact_entry, value_holds
 from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, touched_keys
 from aether.store.lock import StateLock
-from aether.store.redaction import Redactor
+from aether.store.redaction import ERASED_LABEL, Redactor
 from aether.store.state import decode_ops
 
 log = structlog.get_logger(__name__)
@@ -544,8 +545,6 @@ class Archive:
         Then ``VACUUM FULL`` rewrites the tables, so no dead row version keeps the old
         bytes on disk. Returns counts per table.
         """
-        from aether.checkpoints.erasure import ERASED_LABEL, redact_entry
-
         entries = removed = rewritten = labels = 0
         async for rows in self._journal_rows():
             updates = []
@@ -610,8 +609,6 @@ class Archive:
 
     async def holding(self, redactor: Redactor) -> list[tuple[str, str]]:
         """Where the archive still holds the redactor's text: (table, row)."""
-        from aether.checkpoints.erasure import entry_holds, value_holds
-
         found: list[tuple[str, str]] = []
         async for rows in self._journal_rows():
             for row in rows:
@@ -624,7 +621,7 @@ class Archive:
                 dump = bytes(row["dump"])
                 if needle is not None and needle.maybe_in(dump):
                     value = await redactor.decode(dump)
-                    if value is not None and value_holds(redactor, value):
+                    if value_holds(redactor, value):
                         found.append(
                             ("aether_snapshot_keys", f"{row['snapshot_id']} {bytes(row['key'])!r}")
                         )

@@ -11,35 +11,21 @@ written.
 from __future__ import annotations
 
 import json
-import secrets
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from redis.asyncio import Redis
 
-from aether.codec import command, text
+from aether.codec import text
 from aether.keys import Keyspace
+from aether.store.values import ABSENT, Value, ValueType, decode_image
 
-# how long a decoded pre-image may outlive a crashed diff, in milliseconds
-SCRATCH_TTL_MS = 60_000
 # arrays of numbers longer than this (vectors) show as a count, not element by element
 _VECTOR_AT = 8
 
-ValueType = Literal["none", "string", "hash", "json", "list", "set", "zset"]
 Change = Literal["created", "modified", "deleted"]
-
-
-@dataclass(frozen=True)
-class Value:
-    """A key's content, decoded: ``content`` by type (None when the key is absent)."""
-
-    type: ValueType
-    content: Any = None
-
-
-ABSENT = Value("none")
 
 
 @dataclass
@@ -77,37 +63,6 @@ def shown(raw: bytes | str | None) -> str | None:
     except UnicodeDecodeError:
         return f"<{len(raw)} bytes>"
     return decoded if decoded.isprintable() or decoded.strip() else f"<{len(raw)} bytes>"
-
-
-async def read_value(client: Redis, key: str) -> Value:
-    """The content of ``key`` now, by its type."""
-    kind = text(await client.type(key))
-    if kind == "none":
-        return ABSENT
-    if kind == "string":
-        return Value("string", await client.get(key))
-    if kind == "hash":
-        return Value("hash", {text(k): v for k, v in (await client.hgetall(key)).items()})
-    if kind == "list":
-        return Value("list", list(await client.lrange(key, 0, -1)))
-    if kind == "set":
-        return Value("set", set(await client.smembers(key)))
-    if kind == "zset":
-        pairs = cast(list[tuple[bytes, float]], await client.zrange(key, 0, -1, withscores=True))
-        return Value("zset", {member: float(score) for member, score in pairs})
-    if kind == "ReJSON-RL":
-        raw = await command(client, "JSON.GET", key, "$")
-        return Value("json", json.loads(text(raw))[0])
-    return Value("string", f"<{kind}>".encode())
-
-
-async def _decode_image(client: Redis, keys: Keyspace, payload: bytes) -> Value:
-    scratch = keys.diff_scratch(secrets.token_hex(8))
-    await command(client, "RESTORE", scratch, SCRATCH_TTL_MS, payload, "REPLACE")
-    try:
-        return await read_value(client, scratch)
-    finally:
-        await client.delete(scratch)
 
 
 def _replay(value: Value, op: list[bytes]) -> Value:
@@ -157,7 +112,7 @@ async def value_at_checkpoint(
     value, rest = now, undo
     if last_image is not None:
         op = undo[last_image]
-        value = await _decode_image(client, keys, op[2]) if op[0] == b"RESTORE" else ABSENT
+        value = await decode_image(client, keys, op[2]) if op[0] == b"RESTORE" else ABSENT
         rest = undo[last_image + 1 :]
     for op in rest:
         value = _replay(value, op)

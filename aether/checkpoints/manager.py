@@ -23,7 +23,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
-from aether.checkpoints.diff import KeyChange, compare, read_value, value_at_checkpoint
+from aether.checkpoints.diff import KeyChange, compare, value_at_checkpoint
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
 from aether.codec import byte_map, command, text
 from aether.config import Settings
@@ -42,6 +42,7 @@ from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
 from aether.store.state import WRITE_WAIT_S, while_busy
+from aether.store.values import read_value
 
 log = structlog.get_logger(__name__)
 

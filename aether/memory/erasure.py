@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from aether.checkpoints.erasure import ErasureHooks, Sighting
+from aether.checkpoints.erasure_model import ErasureHooks, Sighting
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryRecord
 from aether.memory.tiers.memory_index import count_ops

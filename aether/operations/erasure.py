@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from aether.checkpoints.erasure import MAX_SUBJECT
+from aether.checkpoints.erasure_model import MAX_SUBJECT
 from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 

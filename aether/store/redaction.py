@@ -34,27 +34,42 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from aether.codec import command, text
+from aether.codec import text
 from aether.errors import InvalidOperationError
 from aether.keys import Keyspace
+from aether.store.values import Value, decode_image, encode_value
 
 __all__ = [
+    "ERASED_LABEL",
     "MAX_NEEDLE",
     "MIN_NEEDLE",
     "TOMBSTONE",
     "Needle",
     "Redactor",
     "Taint",
-    "Value",
     "is_tombstone",
+    "scrub_json",
 ]
 
+ERASED_LABEL = "[erased]"
+"""What a checkpoint label (or a string in a rollback record) that held the text becomes."""
 TOMBSTONE = b'{"erased":true}'
 """What an erased list element becomes (lists keep their length; readers skip it)."""
 MIN_NEEDLE = 3
 MAX_NEEDLE = 1000
 _WORD = re.compile(r"[0-9a-z]")
 _HEX = frozenset("0123456789abcdef")
+
+
+def scrub_json(value: Any, needle: Needle) -> Any:
+    """A JSON value with every string that holds the needle replaced by ``[erased]``."""
+    if isinstance(value, str):
+        return ERASED_LABEL if needle.in_text(value) else value
+    if isinstance(value, list):
+        return [scrub_json(v, needle) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub_json(v, needle) for k, v in value.items()}
+    return value
 
 
 def is_tombstone(raw: bytes | str) -> bool:
@@ -190,18 +205,6 @@ class Taint:
         return taint
 
 
-@dataclass
-class Value:
-    """A key's value, by type: what redaction reads and rewrites.
-
-    ``content`` is bytes (string), str (JSON), a dict (hash), a list of elements (list,
-    set) or of (member, score) pairs (sorted set).
-    """
-
-    kind: str
-    content: Any
-
-
 _ID_TOKEN = re.compile(rb"[0-9A-Za-z]{16,}")
 
 
@@ -220,7 +223,6 @@ class Redactor:
         self.keys = keys
         self.needle = needle
         self.taint = taint
-        self.scratch = keys.erase_scratch("value")
         self._ids: set[str] = set()
 
     def refresh(self) -> None:
@@ -231,6 +233,10 @@ class Redactor:
     def holds(self, value: bytes | str) -> bool:
         """Whether a value holds the needle."""
         return self.needle is not None and self.needle.in_value(value)
+
+    def document_holds(self, document: Any) -> bool:
+        """Whether a JSON document holds the needle (in any string, key or value)."""
+        return self.holds(json.dumps(document, ensure_ascii=False))
 
     def is_erased_text(self, value: bytes | str) -> bool:
         """Whether a value is exactly the text of an item erased by id."""
@@ -253,7 +259,7 @@ class Redactor:
         owner = self.keys.owner(key)
         return owner is not None and owner in self.taint.keys
 
-    def field_gone(self, name: bytes, value: bytes | None = None) -> bool:
+    def field_gone(self, name: bytes | str, value: bytes | None = None) -> bool:
         """Whether a field of a collection hash goes (its name or value holds the text)."""
         return self.holds(name) or (value is not None and self.holds(value))
 
@@ -263,11 +269,11 @@ class Redactor:
 
     def whole_holds(self, key: str, value: Value) -> bool:
         """Whether a whole item's value holds the needle (a key read as a whole)."""
-        if value.kind == "string":
+        if value.type == "string":
             return self.holds(value.content)
-        if value.kind == "ReJSON-RL":
-            return self.holds(value.content)
-        if value.kind == "hash" and self.keys.is_item_hash(key):
+        if value.type == "json":
+            return self.document_holds(value.content)
+        if value.type == "hash" and self.keys.is_item_hash(key):
             return any(self.holds(f) or self.holds(v) for f, v in value.content.items())
         return False
 
@@ -277,7 +283,7 @@ class Redactor:
         if self.needle is not None and self.needle.in_text(key):
             self.taint.keys.add(key)
             return
-        if value.kind == "hash":
+        if value.type == "hash":
             if self.keys.is_item_hash(key):
                 named = {
                     v.decode() for v in value.content.values() if _ID_TOKEN.fullmatch(v) is not None
@@ -301,66 +307,21 @@ class Redactor:
                 may_name = self.keys.is_item_hash(key) and _ID_TOKEN.search(args[0])
                 if may_hold or may_name:
                     value = await self.decode(args[0])
-                    if value is not None:
-                        self.observe(key, value)
+                    self.observe(key, value)
             elif cmd == "HSET":
-                pairs = dict(zip(args[::2], args[1::2], strict=False))
+                pairs = {text(f): v for f, v in zip(args[::2], args[1::2], strict=False)}
                 self.observe(key, Value("hash", pairs))
             elif (cmd == "SET" or cmd.startswith("JSON.")) and any(self.holds(a) for a in args):
                 self.taint.keys.add(key)
 
     # -- values in Redis ---------------------------------------------------------------
-    async def read(self, key: str) -> Value | None:
-        """The value of a key, or ``None`` when it is missing (or of an unknown type)."""
-        kind = text(await self.client.type(key))
-        content: Any
-        if kind == "string":
-            content = await self.client.get(key)
-        elif kind == "ReJSON-RL":
-            content = text(await command(self.client, "JSON.GET", key))
-        elif kind == "hash":
-            content = await self.client.hgetall(key)
-        elif kind == "list":
-            content = await self.client.lrange(key, 0, -1)
-        elif kind == "zset":
-            content = await self.client.zrange(key, 0, -1, withscores=True)
-        elif kind == "set":
-            content = sorted(await self.client.smembers(key))
-        else:
-            return None
-        return Value(kind, content)
-
-    async def decode(self, payload: bytes) -> Value | None:
-        """The value a DUMP payload holds (restored into a scratch key, then deleted)."""
-        await self.client.restore(self.scratch, 0, payload, replace=True)
-        try:
-            return await self.read(self.scratch)
-        finally:
-            await self.client.delete(self.scratch)
+    async def decode(self, payload: bytes) -> Value:
+        """The value a DUMP payload holds."""
+        return await decode_image(self.client, self.keys, payload)
 
     async def encode(self, value: Value) -> bytes:
-        """A DUMP payload of a value (written into a scratch key, then deleted)."""
-        scratch, client = self.scratch, self.client
-        await client.delete(scratch)
-        try:
-            if value.kind == "string":
-                await client.set(scratch, value.content)
-            elif value.kind == "ReJSON-RL":
-                await command(client, "JSON.SET", scratch, "$", value.content)
-            elif value.kind == "hash":
-                await client.hset(scratch, mapping=value.content)
-            elif value.kind == "list":
-                await client.rpush(scratch, *value.content)
-            elif value.kind == "zset":
-                await client.zadd(scratch, {m: s for m, s in value.content})
-            elif value.kind == "set":
-                await client.sadd(scratch, *value.content)
-            payload = await client.dump(scratch)
-        finally:
-            await client.delete(scratch)
-        if payload is None:
-            raise InvalidOperationError(f"could not re-encode a {value.kind} value")
-        return bytes(payload)
+        """A DUMP payload of a value."""
+        return await encode_value(self.client, self.keys, value)
 
     def redact(self, key: str, value: Value) -> Value | None:
         """The value with what goes taken out; ``None`` when nothing of it stays.
@@ -369,9 +330,11 @@ class Redactor:
         """
         if self.key_gone(key):
             return None
-        kind, content = value.kind, value.content
-        if kind in ("string", "ReJSON-RL"):
+        kind, content = value.type, value.content
+        if kind == "string":
             return None if self.holds(content) else value
+        if kind == "json":
+            return None if self.document_holds(content) else value
         if kind == "hash":
             if self.keys.is_item_hash(key):
                 return None if self.whole_holds(key, value) else value
@@ -384,15 +347,15 @@ class Redactor:
                 return value
             return Value(kind, [TOMBSTONE if self.holds(v) else v for v in content])
         if kind == "zset":
-            kept_pairs = [(m, s) for m, s in content if not self.member_gone(m)]
-            if len(kept_pairs) == len(content):
+            scores = {m: sc for m, sc in content.items() if not self.member_gone(m)}
+            if len(scores) == len(content):
                 return value
-            return Value(kind, kept_pairs) if kept_pairs else None
+            return Value(kind, scores) if scores else None
         if kind == "set":
-            kept_members = [m for m in content if not self.member_gone(m)]
-            if len(kept_members) == len(content):
+            members = {m for m in content if not self.member_gone(m)}
+            if len(members) == len(content):
                 return value
-            return Value(kind, kept_members) if kept_members else None
+            return Value(kind, members) if members else None
         return value
 
     def _payload_may_change(self, key: str, payload: bytes) -> bool:
@@ -410,8 +373,6 @@ class Redactor:
         if not self._payload_may_change(key, payload):
             return payload
         value = await self.decode(payload)
-        if value is None:
-            return payload
         redacted = self.redact(key, value)
         if redacted is None:
             return None

@@ -1,0 +1,78 @@
+"""Journal entries (in Redis or archived) judged and redacted by a :class:`Redactor`.
+
+An entry's ``i`` (the inverses) and ``f`` (the forward ops, while an archive follows) are
+rewritten op by op; ``k`` (the keys touched) loses any key named after the text.
+"""
+
+from __future__ import annotations
+
+import msgpack
+
+from aether.store.redaction import Redactor
+from aether.store.state import decode_ops
+from aether.store.values import Value
+
+__all__ = ["entry_holds", "fields_hold", "redact_entry", "value_holds"]
+
+
+async def redact_entry(redactor: Redactor, fields: dict[bytes, bytes]) -> dict[bytes, bytes] | None:
+    """A journal entry's fields redacted; ``None`` when nothing changes."""
+    out = dict(fields)
+    changed = False
+    for name in (b"i", b"f"):
+        if name in fields:
+            ops = await redactor.ops(decode_ops(fields[name]))
+            if ops is not None:
+                out[name] = msgpack.packb(ops, use_bin_type=False)
+                changed = True
+    if b"k" in fields and redactor.needle is not None:
+        touched = msgpack.unpackb(fields[b"k"], raw=True)
+        if isinstance(touched, list):
+            kept = [k for k in touched if not redactor.needle.in_value(k)]
+            if len(kept) != len(touched):
+                out[b"k"] = msgpack.packb(kept, use_bin_type=False)
+                changed = True
+    return out if changed else None
+
+
+async def entry_holds(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
+    """Whether a journal entry holds the redactor's text (pre-images decoded)."""
+    for name in (b"i", b"f"):
+        if name not in fields:
+            continue
+        for op in decode_ops(fields[name]):
+            if await _op_holds(redactor, op):
+                return True
+    return any(redactor.holds(fields.get(n, b"")) for n in (b"a", b"r", b"to", b"k"))
+
+
+async def _op_holds(redactor: Redactor, op: list[bytes]) -> bool:
+    needle = redactor.needle
+    if needle is None:
+        return False
+    for i, arg in enumerate(op[1:], start=1):
+        if op[0] == b"RESTORE" and i == 2:
+            if needle.maybe_in(arg) and value_holds(redactor, await redactor.decode(arg)):
+                return True
+        elif redactor.holds(arg):
+            return True
+    return False
+
+
+def value_holds(redactor: Redactor, value: Value) -> bool:
+    """Whether a decoded value holds the redactor's text anywhere."""
+    content = value.content
+    if value.type == "string":
+        return redactor.holds(content)
+    if value.type == "json":
+        return redactor.document_holds(content)
+    if value.type == "hash":
+        return any(redactor.holds(f) or redactor.holds(v) for f, v in content.items())
+    if value.type in ("list", "set", "zset"):
+        return any(redactor.holds(v) for v in content)
+    return False
+
+
+def fields_hold(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
+    """Whether a stream entry's fields hold the redactor's text."""
+    return any(redactor.holds(k) or redactor.holds(v) for k, v in fields.items())

@@ -1,0 +1,148 @@
+"""A key's value decoded by type, and DUMP payloads decoded and made through scratch keys.
+
+Shared by what reads values whatever their type: ``checkpoint diff`` (a checkpoint's
+pre-images against now) and erasure (which judges and rewrites values, the journal's
+pre-images included). A payload is decoded by restoring it into a short-lived scratch
+key of the namespace (so a cluster keeps it in the namespace's slot), read, then deleted;
+a crash leaves it to expire.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from redis.asyncio import Redis
+
+from aether.codec import command, text
+from aether.errors import StoreError
+from aether.keys import Keyspace
+
+__all__ = [
+    "ABSENT",
+    "Value",
+    "ValueType",
+    "decode_image",
+    "encode_value",
+    "read_value",
+    "read_values",
+]
+
+# how long a decoded pre-image may outlive a crashed reader, in milliseconds
+SCRATCH_TTL_MS = 60_000
+
+ValueType = Literal["none", "string", "hash", "json", "list", "set", "zset"]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A key's content, decoded: ``content`` by type (None when the key is absent).
+
+    string: bytes; hash: field (str) -> bytes; json: the parsed document; list: bytes
+    items; set: a set of bytes; zset: member (bytes) -> score.
+    """
+
+    type: ValueType
+    content: Any = None
+
+
+ABSENT = Value("none")
+
+
+def _decoded(kind: str, reply: Any) -> Value:
+    if kind == "none":
+        return ABSENT
+    if kind == "string":
+        return Value("string", reply)
+    if kind == "hash":
+        return Value("hash", {text(k): v for k, v in reply.items()})
+    if kind == "list":
+        return Value("list", list(reply))
+    if kind == "set":
+        return Value("set", set(reply))
+    if kind == "zset":
+        pairs = cast(list[tuple[bytes, float]], reply)
+        return Value("zset", {member: float(score) for member, score in pairs})
+    if kind == "ReJSON-RL":
+        return Value("json", json.loads(text(reply))[0])
+    return Value("string", f"<{kind}>".encode())
+
+
+def _queue_read(pipe: Any, key: str, kind: str) -> None:
+    if kind == "string":
+        pipe.get(key)
+    elif kind == "hash":
+        pipe.hgetall(key)
+    elif kind == "list":
+        pipe.lrange(key, 0, -1)
+    elif kind == "set":
+        pipe.smembers(key)
+    elif kind == "zset":
+        pipe.zrange(key, 0, -1, withscores=True)
+    elif kind == "ReJSON-RL":
+        pipe.execute_command("JSON.GET", key, "$")
+    else:
+        pipe.exists(key)
+
+
+async def read_value(client: Redis, key: str) -> Value:
+    """The content of ``key`` now, by its type."""
+    return (await read_values(client, [key]))[0]
+
+
+async def read_values(client: Redis, keys: Sequence[str]) -> list[Value]:
+    """The contents of many keys, in two round trips (their types, then their values)."""
+    if not keys:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.type(key)
+    kinds = [text(k) for k in await pipe.execute()]
+    pipe = client.pipeline(transaction=False)
+    for key, kind in zip(keys, kinds, strict=True):
+        _queue_read(pipe, key, kind)
+    replies = await pipe.execute()
+    return [_decoded(kind, reply) for kind, reply in zip(kinds, replies, strict=True)]
+
+
+async def decode_image(client: Redis, keys: Keyspace, payload: bytes) -> Value:
+    """The value a DUMP payload holds."""
+    scratch = keys.diff_scratch(secrets.token_hex(8))
+    await command(client, "RESTORE", scratch, SCRATCH_TTL_MS, payload, "REPLACE")
+    try:
+        return await read_value(client, scratch)
+    finally:
+        await client.delete(scratch)
+
+
+async def encode_value(client: Redis, keys: Keyspace, value: Value) -> bytes:
+    """A DUMP payload of a value (written into a scratch key, dumped, deleted).
+
+    Raises:
+        StoreError: the value is absent or empty (a key cannot hold it).
+    """
+    scratch = keys.diff_scratch(secrets.token_hex(8))
+    content = value.content
+    pipe = client.pipeline(transaction=True)
+    if value.type == "string":
+        pipe.set(scratch, content)
+    elif value.type == "hash" and content:
+        pipe.hset(scratch, mapping=content)
+    elif value.type == "list" and content:
+        pipe.rpush(scratch, *content)
+    elif value.type == "set" and content:
+        pipe.sadd(scratch, *content)
+    elif value.type == "zset" and content:
+        pipe.zadd(scratch, content)
+    elif value.type == "json":
+        pipe.execute_command("JSON.SET", scratch, "$", json.dumps(content, ensure_ascii=False))
+    else:
+        raise StoreError(f"a {value.type} value with no content cannot be encoded")
+    pipe.pexpire(scratch, SCRATCH_TTL_MS)
+    pipe.dump(scratch)
+    pipe.delete(scratch)
+    replies = await pipe.execute()
+    return bytes(replies[-2])
