@@ -458,6 +458,10 @@ class Keyspace:
         rest = key[len(self.prefix) :] if self.owns(key) else key
         return rest.startswith(_ITEM_HASH_FAMILIES)
 
+    def is_vector(self, key: str) -> bool:
+        """Whether a key is a memory's vector (or passage) hash."""
+        return key.startswith(self.vector_prefix())
+
     def owner(self, key: str) -> str | None:
         """The item a key belongs to, if it belongs to one (erased with it).
 

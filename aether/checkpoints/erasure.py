@@ -108,6 +108,8 @@ class Eraser:
         self.archive_dsn = archive_dsn
         self.hooks = hooks or ErasureHooks()
         self.actor = actor
+        self._phase, self._phase_started = PHASES[0], 0.0
+        self._phase_s: dict[str, float] = {}
 
     # -- the public face ---------------------------------------------------------------
     async def plan(self, subject: str | None = None, item: str | None = None) -> ErasurePlan:
@@ -121,7 +123,14 @@ class Eraser:
         redactor = Redactor(self.client, self.keys, needle, Taint())
         plan = ErasurePlan(counts=await self._scan(redactor, item_key))
         present: set[str] = set()
-        async for names in self._state_pages():
+        async for page in self._state_pages():
+            for name in page:
+                if self.keys.is_vector(name) and redactor.key_gone(name):
+                    owner = self.keys.owner(name)
+                    plan.items.setdefault(self.keys.tier(name), []).append(
+                        {"key": name, "what": f"part of {owner}", "excerpt": ""}
+                    )
+            names = [n for n in page if not self.keys.is_vector(n)]
             for name, value in zip(names, await read_values(self.client, names), strict=True):
                 if value.type == "none":
                     continue
@@ -288,6 +297,7 @@ class Eraser:
         taint_key = self.keys.erase_scratch("taint")
         redactor = Redactor(self.client, self.keys, needle, Taint())
         phase = hold.get("phase", PHASES[0])
+        self._phase, self._phase_started, self._phase_s = phase, time.monotonic(), {}
         if phase == "scan":
             await self.client.delete(taint_key)
             counts.update(await self._scan(redactor, hold.get("item") or None))
@@ -319,6 +329,7 @@ class Eraser:
             documents = self.keys.memory_document_prefixes()
             gone = sorted(k for k in redactor.taint.keys if k.startswith(documents))
             counts["mirror_points"] = await self.hooks.after_state(gone, needle)
+        self._phase_s[self._phase] = time.monotonic() - self._phase_started
         report = ErasureReport(
             id=hold["id"],
             at=int(hold.get("started") or 0),
@@ -327,6 +338,7 @@ class Eraser:
             salt=hold["salt"],
             checkpoint=hold.get("checkpoint", ""),
             counts=counts,
+            phase_s=self._phase_s,
         )
         pipe = self.client.pipeline(transaction=True)
         pipe.lpush(self.keys.erasures(), json.dumps(report.to_dict()))
@@ -337,6 +349,9 @@ class Eraser:
         return report
 
     async def _advance(self, phase: str, counts: dict[str, int]) -> str:
+        now = time.monotonic()
+        self._phase_s[self._phase] = now - self._phase_started
+        self._phase, self._phase_started = phase, now
         await self.client.hset(
             self.keys.write_hold(), mapping={"phase": phase, "counts": json.dumps(counts)}
         )
@@ -352,10 +367,9 @@ class Eraser:
                 content = value.content.get("content")
                 if isinstance(content, str):
                     redactor.taint.texts.add(content)
-        vectors = self.keys.vector_prefix()
         async for names in self._state_pages():
             # a vector hash's text fields copy its document's, which is read itself
-            names = [n for n in names if not n.startswith(vectors)]
+            names = [n for n in names if not self.keys.is_vector(n)]
             for name, value in zip(names, await read_values(self.client, names), strict=True):
                 if value.type != "none":
                     redactor.observe(name, value)
@@ -385,7 +399,13 @@ class Eraser:
                 await self.store.apply(batch, "erase", self.actor, hold_token=token)
             batch, docs = Mutation(), []
 
-        async for names in self._state_pages():
+        async for page in self._state_pages():
+            vectors = [n for n in page if self.keys.is_vector(n)]
+            for name in vectors:  # a vector goes with its document: it need not be read
+                if redactor.key_gone(name):
+                    batch.delete(name)
+                    removed += 1
+            names = [n for n in page if not self.keys.is_vector(n)]
             values = await read_values(self.client, names)
             for name, value in zip(names, values, strict=True):
                 if value.type == "none":

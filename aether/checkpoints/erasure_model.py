@@ -77,7 +77,7 @@ class ErasurePlan:
 
 @dataclass
 class ErasureReport:
-    """What an erasure did."""
+    """What an erasure did: counts per store, seconds per phase, the files' state."""
 
     id: str
     at: int
@@ -89,6 +89,7 @@ class ErasureReport:
     seconds: float = 0.0
     files: str = "pending"
     resumed: bool = False
+    phase_s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON (the record kept in ``ns:erasures``)."""
@@ -103,6 +104,7 @@ class ErasureReport:
             "seconds": round(self.seconds, 3),
             "files": self.files,
             "resumed": self.resumed,
+            "phase_s": {k: round(v, 3) for k, v in self.phase_s.items()},
         }
 
 

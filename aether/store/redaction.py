@@ -300,6 +300,8 @@ class Redactor:
         for op in ops:
             cmd, key = op[0].decode(), op[1].decode()
             args = op[2:]
+            if self.keys.is_vector(key):
+                continue  # a vector goes with its document, never on its own content
             if self.needle is not None and self.needle.in_text(key):
                 self.taint.keys.add(key)
             elif cmd == "RESTORE":
@@ -330,6 +332,8 @@ class Redactor:
         """
         if self.key_gone(key):
             return None
+        if self.keys.is_vector(key):
+            return value  # a vector goes with its document, never on its own content
         kind, content = value.type, value.content
         if kind == "string":
             return None if self.holds(content) else value
@@ -370,7 +374,7 @@ class Redactor:
         """
         if self.key_gone(key):
             return None
-        if not self._payload_may_change(key, payload):
+        if self.keys.is_vector(key) or not self._payload_may_change(key, payload):
             return payload
         value = await self.decode(payload)
         redacted = self.redact(key, value)
