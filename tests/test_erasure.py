@@ -38,7 +38,7 @@ from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
 from aether.store.redaction import TOMBSTONE, Needle
 from aether.store.state import Mutation, Store
 from aether.testing.model import ScriptedOpenAI
-from tests.conftest import PG_DSN
+from tests.conftest import PG_DSN, run_cli
 
 
 def mark() -> str:
@@ -341,6 +341,10 @@ async def test_an_interrupted_erasure_is_finished_by_the_next_one(
         )
     with pytest.raises(ConcurrentAdminError, match="erasure"):
         await parts.checkpoints.rollback_to((await parts.checkpoints.list())[0].id)
+    async with open_archive(PG_DSN) as conn:  # nothing is archived while it holds
+        assert (await Archive(conn, client, keys).sync()).entries == 0
+        rows = await conn.fetchval("SELECT count(*) FROM aether_journal WHERE ns = $1", keys.ns)
+        assert rows == 0
     report = await eraser.resume()
     assert report is not None and report.resumed
     assert not await client.exists(keys.write_hold())
@@ -358,3 +362,32 @@ def test_needle_matching() -> None:
     assert quoted.in_value(json.dumps({"t": 'they say "hi" a lot'}))
     accent = Needle("Zoë")
     assert accent.in_value("ZOË is here") and accent.in_value(json.dumps("zoë"))
+
+
+def test_the_cli_erases_verifies_and_logs(cli_env: dict[str, str]) -> None:
+    text = mark()
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
+    for line in (f"my therapist {text} says rest", "the build is green"):
+        assert run_cli(env, "memory", "log", line).returncode == 0
+    held = run_cli(env, "erase", "--verify", text)
+    assert held.returncode == 1 and "redis" in held.stdout
+    plan = run_cli(env, "erase", text, "--dry-run", "--json")
+    assert plan.returncode == 0 and json.loads(plan.stdout)["items"]["daily"]
+    refused = run_cli(env, "erase", text)  # no terminal and no --yes: nothing changes
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    assert run_cli(env, "erase", "--verify", text).returncode == 1
+    usage = run_cli(env, "erase", text, "--log")
+    assert usage.returncode == 64
+    too_short = run_cli(env, "erase", "ab", "--yes")
+    assert too_short.returncode == 1 and "at least 3" in too_short.stderr
+    done = run_cli(env, "erase", text, "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["files"] == "clean" and report["counts"]["state_removed"] == 1
+    clean = run_cli(env, "erase", "--verify", text)
+    assert clean.returncode == 0 and "not found anywhere" in clean.stdout
+    log = json.loads(run_cli(env, "erase", "--log", "--json").stdout)
+    assert log[0]["id"] == report["id"] and text not in json.dumps(log)
+    found = run_cli(env, "memory", "search", "build", "--json")
+    assert "the build is green" in found.stdout
+    assert run_cli(env, "erase", "--resume").stdout.strip() == "no erasure was interrupted"

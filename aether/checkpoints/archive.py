@@ -154,6 +154,11 @@ class Archive:
         Args:
             progress: told how many more journal entries were copied, batch by batch.
         """
+        if await self.client.hget(self.keys.write_hold(), "kind") == b"erase":
+            # the erasure redacts the journal and then the archive: copying meanwhile could
+            # bring back what it already redacted here
+            log.info("an erasure is running; the archive syncs next time")
+            return SyncReport(0, 0, None, await self.archived_position())
         await self._follow()
         fresh_snapshot = await self._latest_snapshot() is None
         if fresh_snapshot:
