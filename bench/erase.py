@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import random
 import tempfile
 import time
 from typing import Any
 
+import structlog
 from memory import PrecomputedEmbedder, sentence
 
 from aether.app import Aether
@@ -32,6 +34,7 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.memory.tiers.longterm import LongTermMemory
+from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 
 DSN = os.environ.get("AETHER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -116,6 +119,7 @@ async def main(quick: bool) -> None:
     verify_s = time.perf_counter() - started
     journal = await client.xlen(agent.keys.journal())
     await client.aclose()
+    EmbeddedRedis(settings).stop()
     print(
         json.dumps(
             {
@@ -144,6 +148,7 @@ async def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="20k memories")
     options = parser.parse_args()

@@ -271,3 +271,28 @@ async def test_a_primary_killed_and_restarted_loses_no_acknowledged_write(
         assert {h.doc["id"] for h in hits} == set(written)
     finally:
         await agent.client.aclose()
+
+
+async def test_an_erasure_on_a_cluster_shard(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Erasure rebuilds the journal and streams in the agent's slot and proves the text gone."""
+    settings = _settings(
+        cluster, tmp_path, f"{{x{uuid.uuid4().hex[:8]}}}", embedding={"provider": "none"}
+    )
+    agent = Aether(settings, await connect(settings))
+    try:
+        await agent.ready()
+        daily = DailyLog(agent.memory)
+        await daily.log("the build is green")
+        cp = await agent.checkpoints.create(label="before")
+        await daily.log("the operator's cardiologist is Dr Vantrell")
+        await agent.client.xadd(agent.keys.inbox(), {"content": "ask Dr Vantrell"})
+        report = await agent.eraser("test").erase("vantrell")
+        assert report.counts["state_removed"] == 1 and report.counts["stream_entries"] == 1
+        assert await agent.eraser().verify("Vantrell") == []
+        await agent.checkpoints.rollback_to(cp.id)
+        assert await agent.eraser().verify("Vantrell") == []
+        assert [h.doc["content"] for h in await agent.search.search("build green")] == [
+            "the build is green"
+        ]
+    finally:
+        await agent.client.aclose()

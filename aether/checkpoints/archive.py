@@ -623,7 +623,9 @@ class Archive:
         needle = redactor.needle
         async for rows in self._snapshot_rows():
             for row in rows:
-                dump = bytes(row["dump"])
+                dump, key = bytes(row["dump"]), bytes(row["key"]).decode()
+                if self.keys.is_vector(key):
+                    continue  # binary: its text fields copy its document's
                 if needle is not None and needle.maybe_in(dump):
                     value = await redactor.decode(dump)
                     if value_holds(redactor, value):

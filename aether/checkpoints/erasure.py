@@ -20,6 +20,10 @@ at start, and so does the next ``aether erase``):
    checkpoint labels too, then ``VACUUM FULL`` so no dead row keeps the old bytes;
 6. ``hooks``: what the memory layer adds (the Qdrant mirror's points).
 
+Writes wait through phases 1-3 only: once the journal is rebuilt nothing written can bring
+the text back, so the hold opens writes (``writes: open``) and stays only as the marker an
+interrupted run resumes from (and that keeps the archive from syncing meanwhile).
+
 Then the erasure is recorded in ``ns:erasures`` (a salted hash of the text, never the
 text), the hold is released, and the Redis server rewrites its AOF; the erasure waits
 until no file under the data directory holds the text.
@@ -313,6 +317,8 @@ class Eraser:
             phase = await self._advance("journal", counts)
         if phase == "journal":
             counts["journal_entries"] = await self._redact_journal(redactor)
+            # nothing written from here on can bring the text back: writes go on
+            await self.client.hset(self.keys.write_hold(), "writes", "open")
             phase = await self._advance("others", counts)
         if phase == "others":
             async for names in self._key_pages():

@@ -50,9 +50,13 @@ async def _op_holds(redactor: Redactor, op: list[bytes]) -> bool:
     needle = redactor.needle
     if needle is None:
         return False
+    vector = redactor.keys.is_vector(op[1].decode())
     for i, arg in enumerate(op[1:], start=1):
         if op[0] == b"RESTORE" and i == 2:
-            if needle.maybe_in(arg) and value_holds(redactor, await redactor.decode(arg)):
+            # a vector's pre-image is binary: its text fields copy its document's
+            if vector or not needle.maybe_in(arg):
+                continue
+            if value_holds(redactor, await redactor.decode(arg)):
                 return True
         elif redactor.holds(arg):
             return True

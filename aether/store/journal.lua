@@ -42,7 +42,7 @@ and so of the same slot; the cluster client keeps them off half-migrated slots
 (aether/store/cluster.py).
 ]]
 
-local VERSION = '15'
+local VERSION = '16'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -450,11 +450,13 @@ local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writ
 local ERASING = 'TRYAGAIN aether: an erasure is in progress on this namespace; writes wait for it'
 
 -- The refusal while the write hold exists: a rollback's, or an erasure's (kind 'erase').
--- An erasure's own changes pass: they carry the token its hold records.
+-- An erasure's own changes pass: they carry the token its hold records. Once its journal
+-- is rebuilt, an erasure opens writes again ('writes' = 'open') for the rest of its work.
 local function held(hold, token)
   if redis.call('EXISTS', hold) == 0 then return nil end
   local kind = redis.call('HGET', hold, 'kind')
   if kind ~= 'erase' then return redis.error_reply(HELD) end
+  if redis.call('HGET', hold, 'writes') == 'open' then return nil end
   if token ~= nil and token ~= '' and redis.call('HGET', hold, 'token') == token then
     return nil
   end
