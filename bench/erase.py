@@ -120,6 +120,11 @@ async def main(quick: bool) -> None:
     journal = await client.xlen(agent.keys.journal())
     await client.aclose()
     EmbeddedRedis(settings).stop()
+    async with open_archive(DSN) as conn:  # leave the shared database as it was
+        for table in ("aether_snapshots", "aether_journal", "aether_checkpoints"):
+            await conn.execute(f"DELETE FROM {table} WHERE ns = $1", ns)
+        for table in ("aether_snapshot_keys", "aether_journal"):
+            await conn.execute(f"VACUUM FULL {table}")
     print(
         json.dumps(
             {

@@ -360,6 +360,10 @@ def test_needle_matching() -> None:
     assert not needle.in_value(b"\xff\xfeada\x00")  # binary (a vector) never matches
     quoted = Needle('say "hi"')
     assert quoted.in_value(json.dumps({"t": 'they say "hi" a lot'}))
+    trailer = b"\x0b\x00" + b"\xc3" * 8  # RDB version and CRC: not part of the value
+    assert not needle.maybe_in(b"\x00\x05hello" + trailer)
+    assert needle.maybe_in(b"\x00\xc3\x05\x0bzzz" + trailer)  # an LZF string: decode it
+    assert needle.maybe_in(b"\x00\x05I met Ada" + trailer)
     accent = Needle("Zoë")
     assert accent.in_value("ZOË is here") and accent.in_value(json.dumps("zoë"))
 

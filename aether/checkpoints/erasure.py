@@ -63,12 +63,11 @@ from aether.errors import ConcurrentAdminError, InvalidOperationError, NotFoundE
 from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry, value_holds
-from aether.store.journal import entries_after
 from aether.store.lock import StateLock
 from aether.store.outside_redaction import redact_outside_state
 from aether.store.persistence import data_dir, files_holding, rewrite_files, wait_until_clean
 from aether.store.redaction import Needle, Redactor, Taint
-from aether.store.state import Mutation, Store
+from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
 from aether.store.values import Value, read_values
 
@@ -379,10 +378,11 @@ class Eraser:
             for name, value in zip(names, await read_values(self.client, names), strict=True):
                 if value.type != "none":
                     redactor.observe(name, value)
-        async for entry in entries_after(self.client, self.keys.journal(), "0-0", PAGE):
-            await redactor.observe_ops(entry.inverse())
-            if b"f" in entry.fields:
-                await redactor.observe_ops(entry.forward())
+        async for page in stream_pages(self.client, self.keys.journal()):
+            for _, fields in page:
+                for field_name in (b"i", b"f"):
+                    if field_name in fields:
+                        await redactor.observe_ops(decode_ops(fields[field_name]))
         if self.archive_dsn:
             async with self._archive() as archive:
                 await archive.observe(redactor)

@@ -51,9 +51,7 @@ def files_holding(folder: Path, needle: Needle) -> list[Path]:
                 tail = b""
                 while block := f.read(CHUNK):
                     window = tail + block
-                    if needle.maybe_in(window) and needle.in_text(
-                        window.decode("utf-8", "replace")
-                    ):
+                    if needle.in_raw(window) and needle.in_text(window.decode("utf-8", "replace")):
                         found.append(path)
                         break
                     tail = window[-overlap:]

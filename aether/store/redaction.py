@@ -143,18 +143,23 @@ class Needle:
             return False
         return self.in_text(decoded)
 
-    def maybe_in(self, blob: bytes) -> bool:
-        """A quick test of a container (a DUMP payload, a file chunk): ``False`` means no.
-
-        A DUMP made while ``rdbcompression`` was on may hold LZF-compressed strings (marked
-        by the byte 0xC3), where the text cannot be seen: those always answer maybe.
-        """
-        if b"\xc3" in blob:
-            return True
-        low = blob.lower()
+    def in_raw(self, blob: bytes) -> bool:
+        """A quick test of raw bytes (a file chunk, a payload): ``False`` means no."""
         if self._ascii:
+            low = blob.lower()
             return any(f in low for f in self._bytes)
         return self.in_text(blob.decode("utf-8", "replace"))
+
+    def maybe_in(self, payload: bytes) -> bool:
+        """A quick test of a DUMP payload: ``False`` means it cannot hold the needle.
+
+        A payload made while ``rdbcompression`` was on may hold LZF-compressed strings,
+        marked by the byte 0xC3, where the text cannot be seen: those answer maybe (so do
+        non-ASCII and binary values, where the byte occurs too; they are decoded). The
+        last 10 bytes (RDB version and CRC) are not part of the value.
+        """
+        body = payload[:-10]
+        return b"\xc3" in body or self.in_raw(body)
 
 
 @dataclass

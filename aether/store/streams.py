@@ -13,6 +13,7 @@ when it grew meanwhile, the copy is made again.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -26,22 +27,33 @@ __all__ = ["Fields", "rebuild_stream", "stream_pages"]
 
 Fields = dict[bytes, bytes]
 PAGE = 500
+PAGE_BUDGET_MS = 50.0
 ATTEMPTS = 5
 
 
 async def stream_pages(
-    client: Redis, name: str, page: int = PAGE
+    client: Redis, name: str, budget_ms: float = PAGE_BUDGET_MS
 ) -> AsyncIterator[list[tuple[str, Fields]]]:
-    """A stream's entries, oldest first, a page at a time."""
-    lower = "-"
+    """A stream's entries, oldest first, a page at a time.
+
+    Pages are sized to the entries: a journal entry may hold thousands of ops, so a page
+    that took over ``budget_ms`` halves the next one, and a quick one doubles it.
+    """
+    lower, count = "-", 32
     while True:
-        found = await client.xrange(name, min=lower, max="+", count=page)
+        started = time.monotonic()
+        found = await client.xrange(name, min=lower, max="+", count=count)
+        took_ms = (time.monotonic() - started) * 1000
         if not found:
             return
         yield [(text(i), byte_map(f)) for i, f in found]
-        lower = f"({text(found[-1][0])}"
-        if len(found) < page:
+        if len(found) < count:
             return
+        lower = f"({text(found[-1][0])}"
+        if took_ms > budget_ms:
+            count = max(1, count // 2)
+        elif took_ms < budget_ms / 4:
+            count = min(PAGE, count * 2)
 
 
 def _pairs(raw: Any) -> dict[str, Any]:
