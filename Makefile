@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/context.py
 	$(VENV)/bin/python bench/beam.py
 	cd bench && ../$(VENV)/bin/python console.py
+	cd bench && ../$(VENV)/bin/python erase.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -395,3 +395,19 @@ def test_the_cli_erases_verifies_and_logs(cli_env: dict[str, str]) -> None:
     found = run_cli(env, "memory", "search", "build", "--json")
     assert "the build is green" in found.stdout
     assert run_cli(env, "erase", "--resume").stdout.strip() == "no erasure was interrupted"
+
+
+async def test_other_namespaces_are_untouched(
+    parts: Parts, client: Redis, keys: Keyspace, settings: Settings
+) -> None:
+    text = mark()
+    other = Parts(settings.model_copy(update={"namespace": keys.ns + "b"}), client)
+    await other.ready()
+    await DailyLog(other.memory).log(f"the other agent also knows {text}", source="user")
+    other_image = await state_image(client, other.keys)
+    await DailyLog(parts.memory).log(f"this agent knows {text}", source="user")
+    report = await parts.eraser().erase(text)
+    assert report.files.startswith("still holding")  # the other namespace's copy is in the AOF
+    assert await dumps_holding(client, keys, text) == []
+    assert await state_image(client, other.keys) == other_image
+    assert await dumps_holding(client, other.keys, text)

@@ -529,7 +529,10 @@ class Eraser:
             if holding is None:
                 report.files = "rewritten (the data directory is not on this machine)"
             elif holding:
-                report.files = "still holding: " + ", ".join(str(p) for p in holding)
+                report.files = (
+                    "still holding (the server's other namespaces may hold the text too): "
+                    + ", ".join(str(p) for p in holding)
+                )
             else:
                 report.files = "clean"
         await self._update_record(report.id, files=report.files)

@@ -27,6 +27,9 @@ log = structlog.get_logger(__name__)
 __all__ = ["data_dir", "files_holding", "rewrite_files", "wait_until_clean"]
 
 WAIT_S = 60.0
+# Redis deletes the old AOF files just after the rewrite; a text still in the files after
+# this is in the new ones (another namespace of the server holds it too)
+CLEAN_WAIT_S = 5.0
 CHUNK = 4 * 1024 * 1024
 
 
@@ -102,7 +105,7 @@ async def wait_until_clean(client: Redis, needle: Needle) -> list[Path] | None:
     folder = await data_dir(client)
     if folder is None:
         return None
-    deadline = time.monotonic() + WAIT_S
+    deadline = time.monotonic() + CLEAN_WAIT_S
     holding = await asyncio.to_thread(files_holding, folder, needle)
     while holding and time.monotonic() < deadline:
         await asyncio.sleep(0.1)  # Redis deletes the old AOF files in the background
