@@ -156,6 +156,8 @@ async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
     assert {"daily", "longterm", "beliefs", "chat", "episodes", "graph", "tasks"} <= tiers
     assert await dumps_holding(client, keys, text)  # a dry run changes nothing
 
+    relations = keys.relation("*")
+    assert len([k async for k in client.scan_iter(match=relations)]) == 2
     unrelated_keys = {
         k: v
         for k, v in (await state_image(client, keys)).items()
@@ -180,6 +182,8 @@ async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
     verified = await erase_verify(parts, caller, VerifyArgs(text=text))
     assert verified.clean, verified.found
 
+    # the relation naming the erased entity went with it; the unrelated one stays
+    assert len([k async for k in client.scan_iter(match=relations)]) == 1
     # the rest is intact, and searchable
     assert await deploy_found(parts)
     assert {t.title for t in await parts.tasks.list()} == {"renew the TLS certificate"}
