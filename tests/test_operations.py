@@ -27,7 +27,7 @@ REQUIRED_GROUPS = {"memory", "scratchpad", "checkpoint", "identity", "context", 
 
 def test_every_group_has_its_operations() -> None:
     groups = {name.split("_")[0] for name in REGISTRY}
-    assert REQUIRED_GROUPS | {"graph", "approvals", "belief", "chat", "ledger"} == groups
+    assert REQUIRED_GROUPS | {"graph", "approvals", "belief", "chat", "ledger", "erase"} == groups
     operator_only = {op.name for op in REGISTRY.values() if op.name.startswith("approvals_")}
     assert operator_only and not operator_only & {op.name for op in agent_operations()}
     for op in REGISTRY.values():
