@@ -31,6 +31,9 @@ from aether.runtime.daemon import HEARTBEAT_SESSION, Daemon
 from aether.runtime.llm import CircuitBreaker, LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
 from tests.conftest import run_cli
+from tests.test_daemon import _env as llm_env
+from tests.test_daemon_faults import _stop as stop_daemon
+from tests.test_daemon_faults import _up as start_daemon
 
 CALC_SERVER = Path(__file__).parent / "servers" / "calc_mcp.py"
 
@@ -114,19 +117,13 @@ def _env(cli_env: dict[str, str], server: ScriptedOpenAI, tmp: Path) -> dict[str
         )
     )
     return {
-        **cli_env,
+        **llm_env(cli_env, server),
         "AETHER_ARCHETYPE": "coding",
         "AETHER_WORKSPACE": str(tmp / "ws"),
         "AETHER_MCP_SERVERS": str(mcp_file),
         "AETHER_TOOLS__ALLOW": "calc__*",
         "AETHER_TOOLS__APPROVAL_TIMEOUT_S": "6",
         "AETHER_TOOLS__MAX_CALLS": "6",
-        "AETHER_EMBEDDING__PROVIDER": "none",
-        "AETHER_LLM__BASE_URL": server.base_url,
-        "AETHER_LLM__MODEL": "scripted",
-        "AETHER_LLM__MAX_RETRIES": "0",
-        "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
-        "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
         "AETHER_DAEMON__SESSION": "work",
     }
 
@@ -158,12 +155,7 @@ def daemon_env(cli_env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, st
         (tmp_path / "outside" / "secret.txt").write_text("OUTSIDE-SECRET")
         (ws / "sneaky").symlink_to(tmp_path / "outside" / "secret.txt")
         log = tmp_path / "daemon.log"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "aether", "up"],
-            env=env,
-            stdout=log.open("ab"),
-            stderr=subprocess.STDOUT,
-        )
+        proc = start_daemon(env, log)
         try:
 
             def up() -> bool:
@@ -177,12 +169,7 @@ def daemon_env(cli_env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, st
             _until(up, timeout=90)
             yield env
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+            stop_daemon(proc)
 
 
 def _send(env: dict[str, str], message: str) -> str:

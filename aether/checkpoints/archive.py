@@ -30,7 +30,7 @@ from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.entry_redaction import entry_holds, redact_entry, value_holds
+from aether.store.entry_redaction import entry_holds, redact_entry
 from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, touched_keys
 from aether.store.lock import StateLock
@@ -628,7 +628,7 @@ class Archive:
                     continue  # binary: its text fields copy its document's
                 if needle is not None and needle.maybe_in(dump):
                     value = await redactor.decode(dump)
-                    if value_holds(redactor, value):
+                    if redactor.value_holds(value):
                         found.append(
                             ("aether_snapshot_keys", f"{row['snapshot_id']} {bytes(row['key'])!r}")
                         )

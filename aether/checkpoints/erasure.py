@@ -62,7 +62,7 @@ from aether.codec import byte_map, text
 from aether.errors import ConcurrentAdminError, InvalidOperationError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry, value_holds
+from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry
 from aether.store.lock import StateLock
 from aether.store.outside_redaction import redact_outside_state
 from aether.store.persistence import data_dir, files_holding, rewrite_files, wait_until_clean
@@ -515,7 +515,7 @@ class Eraser:
                 for f, v in value.content.items()
                 if redactor.holds(f) or redactor.holds(v)
             ]
-        return ["value"] if value_holds(redactor, value) else []
+        return ["value"] if redactor.value_holds(value) else []
 
     # -- files and the record ------------------------------------------------------------
     async def _settle_files(self, report: ErasureReport, needle: Needle | None) -> None:

@@ -5,6 +5,7 @@ A face over ``aether.operations.erasure``; operator only (never an agent tool).
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -120,13 +121,20 @@ def erase(
             ),
         )
         return
-    plan = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item, dry_run=True))
     if dry_run:
+        plan = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item, dry_run=True))
         emit(plan, as_json, lambda: _print_plan(plan))
         return
-    if not as_json and not yes:
-        _print_plan(plan)
-    confirm(f"Erase {plural(plan['total'], 'item')} and every trace of them?", yes, as_json)
+    if not yes:
+        question = "Erase it and every trace of it?"
+        if sys.stdin.isatty():  # the plan (a scan of everything) only when someone reads it
+            plan = call(
+                ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item, dry_run=True)
+            )
+            if not as_json:
+                _print_plan(plan)
+            question = f"Erase {plural(plan['total'], 'item')} and every trace of them?"
+        confirm(question, yes, as_json)
     report = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item))
     emit(report, as_json, lambda: _print_report(report))
 

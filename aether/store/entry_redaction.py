@@ -10,9 +10,8 @@ import msgpack
 
 from aether.store.redaction import Redactor
 from aether.store.state import decode_ops
-from aether.store.values import Value
 
-__all__ = ["entry_holds", "fields_hold", "redact_entry", "value_holds"]
+__all__ = ["entry_holds", "fields_hold", "redact_entry"]
 
 
 async def redact_entry(redactor: Redactor, fields: dict[bytes, bytes]) -> dict[bytes, bytes] | None:
@@ -56,24 +55,10 @@ async def _op_holds(redactor: Redactor, op: list[bytes]) -> bool:
             # a vector's pre-image is binary: its text fields copy its document's
             if vector or not needle.maybe_in(arg):
                 continue
-            if value_holds(redactor, await redactor.decode(arg)):
+            if redactor.value_holds(await redactor.decode(arg)):
                 return True
         elif redactor.holds(arg):
             return True
-    return False
-
-
-def value_holds(redactor: Redactor, value: Value) -> bool:
-    """Whether a decoded value holds the redactor's text anywhere."""
-    content = value.content
-    if value.type == "string":
-        return redactor.holds(content)
-    if value.type == "json":
-        return redactor.document_holds(content)
-    if value.type == "hash":
-        return any(redactor.holds(f) or redactor.holds(v) for f, v in content.items())
-    if value.type in ("list", "set", "zset"):
-        return any(redactor.holds(v) for v in content)
     return False
 
 

@@ -91,11 +91,6 @@ async def _redact_one(
 
 def _whole_goes(redactor: Redactor, value: Value) -> bool:
     """A cache entry, scratchpad or approval holding the text (or an erased item's text)."""
-    if value.type == "string":
-        return redactor.holds(value.content)
-    if value.type == "json":
-        return redactor.document_holds(value.content)
-    return any(
-        redactor.holds(f) or redactor.holds(v) or redactor.is_erased_text(v)
-        for f, v in value.content.items()
+    return redactor.value_holds(value) or (
+        value.type == "hash" and any(redactor.is_erased_text(v) for v in value.content.values())
     )

@@ -272,15 +272,25 @@ class Redactor:
         """Whether a list, set or sorted-set member goes."""
         return self.holds(member) or self.names_erased(member)
 
+    def value_holds(self, value: Value) -> bool:
+        """Whether a decoded value holds the needle anywhere."""
+        content = value.content
+        if value.type == "string":
+            return self.holds(content)
+        if value.type == "json":
+            return self.document_holds(content)
+        if value.type == "hash":
+            return any(self.holds(f) or self.holds(v) for f, v in content.items())
+        if value.type in ("list", "set", "zset"):
+            return any(self.holds(v) for v in content)
+        return False
+
     def whole_holds(self, key: str, value: Value) -> bool:
         """Whether a whole item's value holds the needle (a key read as a whole)."""
-        if value.type == "string":
-            return self.holds(value.content)
-        if value.type == "json":
-            return self.document_holds(value.content)
-        if value.type == "hash" and self.keys.is_item_hash(key):
-            return any(self.holds(f) or self.holds(v) for f, v in value.content.items())
-        return False
+        whole = value.type in ("string", "json") or (
+            value.type == "hash" and self.keys.is_item_hash(key)
+        )
+        return whole and self.value_holds(value)
 
     # -- scanning (phase 1) ------------------------------------------------------------
     def observe(self, key: str, value: Value) -> None:
