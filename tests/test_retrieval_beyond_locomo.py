@@ -14,7 +14,13 @@ from aether.config import MemorySettings, Settings
 from aether.context.assembly import ScoredMemory, memory_line
 from aether.keys import Keyspace
 from aether.memory.retrieval.newest import values_of
-from aether.memory.retrieval.search import MemorySearch, _fused, _rank_scores, passes_floor
+from aether.memory.retrieval.search import (
+    MemorySearch,
+    _fused,
+    _rank_scores,
+    passes_floor,
+    query_tokens,
+)
 from aether.memory.retrieval.wording import coverage, words
 from aether.memory.storage.conversation import (
     MAX_PASSAGES,
@@ -26,6 +32,7 @@ from aether.memory.storage.conversation import (
 )
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryRecord
+from aether.memory.storage.vectors import nearest, similarities
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Store
 from tests.conftest import dump_state
@@ -219,3 +226,69 @@ async def test_rank_fusion_is_a_setting_and_finds_what_both_signals_find(
     assert (await search.search("my car", now=NOW))[0].doc["id"] == car["id"]  # vectors
     hits = await search.search("quarterly tax report", now=NOW)
     assert hits[0].doc["id"] == tax["id"] and hits[0].text_rank == 1 and hits[0].match == 1.0
+
+
+async def test_a_long_neighbour_of_a_hit_gets_no_share_of_its_relevance(store: Store) -> None:
+    layer = MemoryLayer(store, MemorySettings())  # full text only: neighbours ride in
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    long_one = _long_text("That is the whole tour.")
+    docs = [
+        build_entry(layer, text, session="s", timestamp=NOW - 60 + i)
+        for i, text in enumerate(
+            [
+                long_one,
+                "user: Which port does the staging database listen on?",
+                "assistant: Ask me again tomorrow.",
+            ]
+        )
+    ]
+    await layer.store.apply(DailyLog(layer).mutation(docs), "test")
+    assert len(long_one) > WINDOW_CHARS
+    hits = await search.search("staging database port", limit=10, now=NOW)
+    found = [h.doc["id"] for h in hits]
+    assert found[0] == docs[1]["id"]
+    assert docs[2]["id"] in found  # a short neighbour climbs with the hit
+    assert docs[0]["id"] not in found  # a long one stands on its own
+
+
+async def test_every_candidate_is_scored_on_both_signals(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    lunches = [
+        build_entry(layer, f"Lunch near the office, day {n}.", timestamp=NOW - n) for n in range(60)
+    ]
+    # its rare word makes it the best word match; its meaning puts it far from the query
+    target = build_entry(
+        layer,
+        "Quokka quokka: the invoice for the plumbing repair arrived by mail.",
+        timestamp=NOW - 50,
+    )
+    await layer.attach_embeddings([*lunches, target])
+    await layer.store.apply(DailyLog(layer).mutation([*lunches, target]), "test")
+    target_key = keys.daily_entry(target["id"])
+    query = "quokka lunch near the office"
+    vector = await layer.embed(query)
+    assert vector is not None
+    index = layer.vector_index()
+    assert index is not None
+    every = dict(await nearest(client, index, keys, vector, None, 200))
+    assert target_key not in dict(await nearest(client, index, keys, vector, None, 40))
+
+    hits = await search.search(query, limit=10, now=NOW)
+    hit = next(h for h in hits if h.key == target_key)
+    assert hit.text_rank == 1  # found by its words alone, yet scored by its vector too
+    assert hit.vector_rank is not None and hit.similarity is not None
+    assert abs(hit.similarity - every[target_key]) < 1e-4
+
+    # a short pool: each list missed some; completed, both hold the same candidates
+    lists = await search._candidates(query, query_tokens(query), None, 10, {})
+    texts, vectors = dict(lists["text"]), dict(lists["vector"])
+    assert len(texts) > 10 and texts.keys() == vectors.keys()
+    assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
+    full = await search._candidates(query, query_tokens(query), None, 100, {})
+    assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
+    assert await similarities(client, keys, ["nope"], vector) == {}  # no vector: left out

@@ -48,8 +48,10 @@ __all__ = [
     "nearest",
     "nearest_rows",
     "put",
+    "reading_keys",
     "refilter",
     "remove",
+    "similarities",
     "store_passages",
     "store_vector",
     "stored_datatype",
@@ -161,9 +163,9 @@ def store_vector(
 
 def remove(m: Mutation, keys: Keyspace, key: str) -> Mutation:
     """Delete a memory document, its vector and any passage vectors."""
-    m.delete(key).delete(keys.vector(key))
-    for n in range(2, MAX_PASSAGES + 1):
-        m.delete(keys.passage_vector(key, n))
+    m.delete(key)
+    for reading in reading_keys(keys, key):
+        m.delete(reading)
     return m
 
 
@@ -272,3 +274,49 @@ def nearest_rows(keys: Keyspace, reply: list[Any]) -> list[tuple[str, float]]:
         doc = keys.document_of_vector(key)
         rows[doc] = max(rows.get(doc, -2.0), similarity)
     return sorted(rows.items(), key=lambda row: row[1], reverse=True)
+
+
+def reading_keys(keys: Keyspace, doc_key: str) -> list[str]:
+    """Every hash a memory's readings may live in: its vector, then its passages."""
+    return [keys.vector(doc_key)] + [
+        keys.passage_vector(doc_key, n) for n in range(2, MAX_PASSAGES + 1)
+    ]
+
+
+async def similarities(
+    client: Redis,
+    keys: Keyspace,
+    doc_keys: list[str],
+    vector: list[float],
+    datatype: VectorDatatype = "float32",
+) -> dict[str, float]:
+    """The cosine similarity of each memory to ``vector``, scored as :func:`nearest_rows`.
+
+    For memories a KNN did not return (found by full text alone): their stored readings
+    are read in one pipeline and compared here, the best reading speaking for the memory
+    and the extra ones discounted by ``READING_DISCOUNT``. A memory without a vector is
+    left out.
+    """
+    if not doc_keys:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for key in doc_keys:
+        for reading in reading_keys(keys, key):
+            pipe.hget(reading, VECTOR_FIELD)
+    blobs: list[bytes | None] = await pipe.execute()
+    query = np.asarray(vector, dtype=np.float32)
+    query /= float(np.linalg.norm(query)) or 1.0
+    per_doc = MAX_PASSAGES
+    out: dict[str, float] = {}
+    for at, key in enumerate(doc_keys):
+        best: float | None = None
+        for n, blob in enumerate(blobs[at * per_doc : (at + 1) * per_doc]):
+            if not blob or len(blob) != query.size * np.dtype(_LITTLE_ENDIAN[datatype]).itemsize:
+                continue
+            stored = np.frombuffer(blob, dtype=_LITTLE_ENDIAN[datatype]).astype(np.float32)
+            score = float(stored @ query) / (float(np.linalg.norm(stored)) or 1.0)
+            score -= READING_DISCOUNT if n else 0.0
+            best = score if best is None else max(best, score)
+        if best is not None:
+            out[key] = best
+    return out
