@@ -64,13 +64,18 @@ class MemorySettings(BaseModel):
     candidates_per_result: int = Field(
         default=4, ge=1, le=50, description="hybrid search: candidates per signal per result"
     )
-    fusion: Literal["minmax", "rrf"] = Field(
-        default="minmax",
+    fusion: Literal["adaptive", "minmax", "rrf"] = Field(
+        default="adaptive",
         description="hybrid search: how the full-text and vector lists are fused (min-max "
-        "scaled scores, or reciprocal ranks; see aether/memory/retrieval/search.py)",
+        "scaled and weighted per query by how clearly each list's best stand out, min-max "
+        "scaled with a fixed alpha, or reciprocal ranks; see aether/memory/retrieval/search.py)",
     )
     vector_alpha: float = Field(
-        default=0.35, ge=0, le=1, description="hybrid search: weight of vector vs full text"
+        default=0.35,
+        ge=0,
+        le=1,
+        description="hybrid search: weight of vector vs full text (minmax and rrf; adaptive "
+        "falls back to it when a list is too small to weigh)",
     )
     min_similarity: float = Field(
         default=0.3,

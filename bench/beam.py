@@ -20,6 +20,9 @@ Besides recall (overall and per ability) it prints:
   ``aether.memory.retrieval.search``), and recall@10 at each;
 - search p50/p99 with and without the query's embedding; the load time.
 
+- ``aether_by_fusion``: recall, update and contradiction figures for the other fusions
+  (``memory.fusion``) over the same loaded messages, in the same run.
+
 Usage: python bench/beam.py [DIR] [--embeddings local|none] [--chats 1,2,...]
 """
 
@@ -206,6 +209,14 @@ class Tally:
         }
 
 
+def with_fusion(settings: Settings, fusion: str) -> Settings:
+    """The same settings with another fusion (rrf with its alpha of 0.5)."""
+    update: dict[str, Any] = {"fusion": fusion}
+    if fusion == "rrf":
+        update["vector_alpha"] = 0.5
+    return settings.model_copy(update={"memory": settings.memory.model_copy(update=update)})
+
+
 def floor_off(settings: Settings) -> Settings:
     """The same settings with the relevance floor off (what the trade-off table sweeps)."""
     memory = settings.memory.model_copy(update={"min_similarity": -1.0, "min_coverage": 0.0})
@@ -272,6 +283,8 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-beam-"))
     base = Settings(home=home, embedding={"provider": embeddings})  # type: ignore[arg-type]
     aether, bm25, cosine = Tally(), Tally(), Tally()
+    others = [f for f in ("adaptive", "minmax", "rrf") if f != base.memory.fusion]
+    by_fusion = {f: Tally() for f in others}
     with_embedding: list[float] = []
     without_embedding: list[float] = []
     load_s = 0.0
@@ -289,6 +302,11 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
             open_layer = MemoryLayer.open(floor_off(settings), client)
             open_layer.embedder = layer.embedder
             open_search = MemorySearch(open_layer)
+            variants = {}
+            for fusion in others:
+                variant = MemoryLayer.open(with_fusion(settings, fusion), client)
+                variant.embedder = layer.embedder
+                variants[fusion] = MemorySearch(variant)
             t = time.perf_counter()
             key_to_id = await load(layer, msgs)
             load_s += time.perf_counter() - t
@@ -316,6 +334,14 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                     without_embedding.append(searched)
                     per_k[k] = _ranked(hits, key_to_id)
                 aether.add(q, per_k[25], per_k)
+                for fusion, variant_search in variants.items():
+                    variant_k = {
+                        k: _ranked(
+                            await variant_search.search(q.text, limit=k, now=asked_at), key_to_id
+                        )
+                        for k in KS
+                    }
+                    by_fusion[fusion].add(q, variant_k[25], variant_k)
                 found = await open_search.search(q.text, limit=25, now=asked_at)
                 unfloored.append((q, found, key_to_id))
                 bm25.add(q, [ids[i] for i in lexical.rank(q.text)])
@@ -329,7 +355,9 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
         "messages": n_messages,
         "questions_with_evidence": len(aether.recall[5]),
         "unanswerable": len(aether.abstained),
+        "fusion": base.memory.fusion,
         "aether": aether.figures(),
+        "aether_by_fusion": {f: t.figures() for f, t in by_fusion.items()},
         "bm25": bm25.figures(),
         "minilm_cosine": cosine.figures() if cosine.recall[5] else None,
         "min_similarity": base.memory.min_similarity,

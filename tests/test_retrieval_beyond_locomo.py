@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime
+from typing import cast
 
 from redis.asyncio import Redis
 
@@ -13,11 +14,15 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import MemorySettings, Settings
 from aether.context.assembly import ScoredMemory, memory_line
 from aether.keys import Keyspace
-from aether.memory.retrieval.newest import values_of
+from aether.memory.retrieval.newest import newest_first, values_of
 from aether.memory.retrieval.search import (
     MemorySearch,
+    SearchHit,
+    _chance_corrected,
+    _clarity,
     _fused,
     _rank_scores,
+    fusion_weights,
     passes_floor,
     query_tokens,
 )
@@ -26,12 +31,14 @@ from aether.memory.storage.conversation import (
     MAX_PASSAGES,
     PASSAGE_OVERLAP,
     SHORT_TURN_CHARS,
+    SIMILARITY_SPREAD,
     WINDOW_CHARS,
+    chance_lift,
     embedding_texts,
     passages,
 )
 from aether.memory.storage.layer import MemoryLayer
-from aether.memory.storage.records import MemoryRecord
+from aether.memory.storage.records import MemoryDoc, MemoryRecord
 from aether.memory.storage.vectors import nearest, similarities
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Store
@@ -292,3 +299,70 @@ async def test_every_candidate_is_scored_on_both_signals(
     full = await search._candidates(query, query_tokens(query), None, 100, {})
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
     assert await similarities(client, keys, ["nope"], vector) == {}  # no vector: left out
+
+
+def test_a_long_memory_gives_up_what_its_best_passage_wins_by_chance() -> None:
+    short = "user: The staging database listens on port 6543."
+    lifts = [chance_lift(_long_text("The end.", repeats)) for repeats in (0, 6, 10, 30, 40)]
+    assert chance_lift(short) == 0.0 and lifts[0] == 0.0  # one reading: nothing to correct
+    assert lifts == sorted(lifts) and lifts[1] > 0  # more passages, more chance to win
+    assert lifts[-1] == lifts[-2] < 1.3 * SIMILARITY_SPREAD  # capped with the passages
+    # the best of two similarities beats one by ~0.56 spreads: a long text that matches
+    # only as well as a short one ranks below it once corrected
+    long_one = _long_text("The staging database listens on port 6543.", 8)
+    docs: dict[str, MemoryDoc | None] = {"short": {"content": short}, "long": {"content": long_one}}
+    rows = _chance_corrected([("long", 0.62), ("short", 0.60)], docs)
+    assert [key for key, _ in rows] == ["short", "long"]
+    assert rows[0][1] == 0.60 and rows[1][1] == 0.62 - chance_lift(long_one)
+    assert _chance_corrected([("gone", 0.5)], {"gone": None}) == [("gone", 0.5)]
+
+
+def test_adaptive_fusion_weighs_each_list_by_how_clearly_its_best_stand_out() -> None:
+    sharp = [("a", 10.0)] + [(f"x{n}", 1.0 + n / 100) for n in range(20)]
+    flat = [(f"y{n}", 0.60 - n / 1000) for n in range(21)]
+    clear, blurred = _clarity(sharp), _clarity(flat)
+    assert clear is not None and blurred is not None and clear > 2.5 * blurred
+    weights = fusion_weights({"text": sharp, "vector": flat}, 0.35, "adaptive")
+    assert weights["text"] > 0.7 and abs(sum(weights.values()) - 1) < 1e-9
+    weights = fusion_weights({"text": flat, "vector": sharp}, 0.35, "adaptive")
+    assert weights["vector"] > 0.7
+    # too few or all equal: the configured alpha; other fusions: always the alpha
+    assert _clarity(sharp[:2]) is None and _clarity([("a", 1.0)] * 5) is None
+    assert fusion_weights({"text": sharp[:2], "vector": flat}, 0.35, "adaptive") == {
+        "text": 0.65,
+        "vector": 0.35,
+    }
+    assert fusion_weights({"text": sharp, "vector": flat}, 0.35, "minmax")["vector"] == 0.35
+    assert fusion_weights({"vector": flat}, 0.35, "adaptive") == {"vector": 1.0}
+
+
+def _hit(key: str, content: str, days_ago: float, query: list[str]) -> SearchHit:
+    doc = cast(MemoryDoc, {"id": key, "content": content, "timestamp": NOW - days_ago * 86_400})
+    return SearchHit(key, doc, 1.0, 1, 1, coverage=coverage(query, words(content)))
+
+
+def test_an_update_in_other_words_still_ranks_above_what_it_replaces() -> None:
+    query = query_tokens("What is the test coverage of my API integration module?")
+    old = _hit(
+        "old",
+        "user: I'm trying to reach full test coverage on my API integration module, and "
+        "I've currently reached 65% after my first test suite run on March 27.",
+        30,
+        query,
+    )
+    new = _hit(
+        "new",
+        "user: I want to increase the test coverage for my API integration module, which "
+        "has recently improved to 78%. Can you help me write a test for a 401 error?",
+        10,
+        query,
+    )
+    other = _hit(
+        "other", "user: My API integration module calls OpenWeather every minute.", 5, query
+    )
+    ranked = newest_first([old, other, new], query)
+    assert [h.key for h in ranked] == ["new", "old", "other"]
+    assert [h.earlier for h in ranked] == [False, True, False]
+    # a newer result about another part of the question leaves the order alone
+    lunch = _hit("lunch", "user: The test lunch in the module room cost 12 dollars.", 1, query)
+    assert [h.key for h in newest_first([old, lunch], query)] == ["old", "lunch"]

@@ -8,11 +8,17 @@ holds now, so it ranks directly above the older one, and the older one is marked
 
 "About the same thing", without an LLM, is judged on the sentence of each result that
 best matches the query (a long message says many things; only one is the answer): both
-sentences contain most of the query's meaningful words (:data:`QUERY_COVERAGE`) and are
-near-duplicates of each other (:data:`SHARED_WORDS`, Jaccard over their words outside
-the stopwords). "Different values": each of the two sentences holds a number or a
-capitalised name the other does not. These are properties of the two texts and the query
-alone, not of any dataset.
+sentences contain most of the query's meaningful words (:data:`QUERY_COVERAGE`), and
+either they hold mostly the same ones (:data:`SHARED_QUERY_WORDS`: the part of the
+question each answers is the same part) or they are near-duplicates of each other
+(:data:`SHARED_WORDS`, Jaccard over their words outside the stopwords). An update is
+rarely a rephrasing of what it replaces ("I've reached 65 % coverage" and, weeks later,
+"coverage has recently improved to 78 %" share little but the subject the question asks
+about), which is why the first test counts the question's own words. "Different values":
+for a kind of value both sentences state (numbers with the same unit, bare numbers, or
+names), each holds one the other does not: 65 % and 78 % disagree, 65 % and "60 calls"
+are about different things. These are properties of the two texts and the query alone,
+not of any dataset.
 """
 
 from __future__ import annotations
@@ -33,10 +39,13 @@ QUERY_COVERAGE = 0.5
 """Share of the query's meaningful words each of the two results must contain."""
 SHARED_WORDS = 0.2
 """Jaccard similarity of the two sentences' meaningful words (near-duplicate phrasing)."""
+SHARED_QUERY_WORDS = 0.5
+"""Jaccard similarity of the sets of query words the two sentences contain."""
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?:\s?%|\s?[a-zA-Z]{1,4}\b)?")
-_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w.+-]+")
+_NAME = re.compile(r"(?<=[a-z,;] )[A-Z][\w.+-]+")
+"""A capitalised word inside a sentence (not after a colon: "user: My..." starts one)."""
 
 
 def values_of(text: str) -> set[str]:
@@ -48,9 +57,54 @@ def values_of(text: str) -> set[str]:
     return numbers | {m.lower() for m in _NAME.findall(text)}
 
 
-def _same_thing(a: set[str], b: set[str]) -> bool:
+def _kind(value: str) -> str:
+    """A value's kind: its unit (``"%"``, ``"ms"``), ``"#"`` for a bare number, else a name."""
+    if not value[:1].isdigit():
+        return "name"
+    unit = re.sub(r"^[\d.,:/]+\s?", "", value)
+    return unit or "#"
+
+
+def _disagree(a: set[str], b: set[str], names: bool) -> bool:
+    """Whether two sets of values state different values of one kind (see module docs).
+
+    ``names``: whether names count (only between near-duplicate sentences: technical text
+    is full of capitalised words, and two sentences that merely answer the same part of
+    a question differ in them by chance).
+    """
+    kinds_a: dict[str, set[str]] = {}
+    for value in a:
+        kinds_a.setdefault(_kind(value), set()).add(value)
+    kinds_b: dict[str, set[str]] = {}
+    for value in b:
+        kinds_b.setdefault(_kind(value), set()).add(value)
+    if not names:
+        kinds_a.pop("name", None)
+    return any(
+        kinds_a[kind] - kinds_b[kind] and kinds_b[kind] - kinds_a[kind]
+        for kind in kinds_a.keys() & kinds_b.keys()
+    )
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
     union = a | b
-    return bool(union) and len(a & b) / len(union) >= SHARED_WORDS
+    return len(a & b) / len(union) if union else 0.0
+
+
+def _query_words(query: Sequence[str], found: set[str]) -> set[str]:
+    """The query's words that ``found`` holds (as :func:`coverage` counts them)."""
+    return {q for q in query if coverage([q], found) > 0}
+
+
+def _conflict(
+    vocabulary: tuple[set[str], set[str]], values: tuple[set[str], set[str]], query: Sequence[str]
+) -> bool:
+    """Whether two best sentences state different values of the same thing."""
+    a, b = vocabulary
+    if _jaccard(a, b) >= SHARED_WORDS:  # near-duplicates: names count too
+        return _disagree(*values, names=True)
+    shared = _jaccard(_query_words(query, a), _query_words(query, b))
+    return shared >= SHARED_QUERY_WORDS and _disagree(*values, names=False)
 
 
 def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]:
@@ -79,9 +133,7 @@ def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]
                 continue
             if _timestamp(hits[j]) <= _timestamp(hits[i]):
                 continue  # j must be newer than i
-            if not (values[i] - values[j] and values[j] - values[i]):
-                continue
-            if not _same_thing(vocabulary[i], vocabulary[j]):
+            if not _conflict((vocabulary[i], vocabulary[j]), (values[i], values[j]), query):
                 continue
             earlier.add(i)
             at_i, at_j = order.index(i), order.index(j)

@@ -2,20 +2,25 @@ r"""Hybrid search over ``ns:memory:idx``: BM25 full text + vector KNN, fused, wi
 
 User text never reaches query syntax: it is reduced to word tokens (``\\w+``) before it
 becomes a redisvl ``TextQuery``; filter values go through redisvl's escaping ``Tag`` and
-``Num`` filters. The two candidate lists are fused (``memory.fusion``), then recency
-decay is mixed in:
+``Num`` filters. Every candidate either list found is scored on both signals
+(:meth:`MemorySearch._complete`), a long memory's vector score loses what its best
+passage wins by chance (``chance_lift``), then the two lists are fused
+(``memory.fusion``) and recency decay is mixed in:
 
-- ``minmax`` (the default): each list min-max scaled, blended
-  ``alpha * vector + (1 - alpha) * text`` (alpha 0.35). It keeps each list's score gaps;
+- ``adaptive`` (the default): each list min-max scaled and weighted by how clearly its
+  best candidates stand out from the rest of its own pool (:func:`_clarity`, in the
+  pool's standard deviations). The weights are measured on every query instead of fixed:
+  on short chat turns the words of a question often pick out its answer and the text list
+  leads; on long technical messages, where many share the query's vocabulary, the vector
+  list is the sharper one. A fixed blend suits one of those collections and costs the
+  other; a per-query weight needs no constant tuned to either (README, Benchmarks);
+- ``minmax``: the same scaling blended ``alpha * vector + (1 - alpha) * text`` (alpha
+  0.35, ``memory.vector_alpha``); it keeps each list's score gaps;
 - ``rrf``: reciprocal-rank fusion (:func:`_rank_scores`): ranks mean the same on any
   data, where raw BM25 and cosine scores do not; set alpha to 0.5 with it.
 
 Either way a word match's scaled score is weighted by the square root of its coverage,
 the share of the query's meaningful words it holds (:func:`_fused`).
-
-On long technical chats (BEAM) the two are within 0.02 recall@10 of each other with rrf
-ahead, on short social chat (LoCoMo) minmax is 0.02 ahead (README, Benchmarks): neither
-wins both, so the default stays the one that costs neither benchmark anything.
 
 Relevance is first gated on absolute signals that mean the same on any data: a candidate
 must be at least ``min_similarity`` cosine-similar to the query, or match it in full text
@@ -33,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +56,7 @@ from aether.logging import log_once
 from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.retrieval.wording import coverage, words
-from aether.memory.storage.conversation import in_context
+from aether.memory.storage.conversation import chance_lift, in_context
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import (
@@ -224,6 +230,49 @@ def _rank_scores(rows: list[tuple[str, float]]) -> dict[str, float]:
     return scores
 
 
+def _clarity(rows: list[tuple[str, float]]) -> float | None:
+    """How far a list's best score stands above its pool, in the pool's standard deviations.
+
+    ``None`` when the pool is too small or flat to say (fewer than three, or all equal).
+    """
+    values = [score for _, score in rows]
+    if len(values) < 3:
+        return None
+    spread = statistics.pstdev(values)
+    if spread <= 0:
+        return None
+    return (max(values) - statistics.fmean(values)) / spread
+
+
+def fusion_weights(
+    ranked: dict[str, list[tuple[str, float]]], alpha: float, fusion: str
+) -> dict[str, float]:
+    """The weight of each candidate list in the fusion.
+
+    One list alone weighs 1. With ``adaptive`` fusion each list weighs its share of the
+    two lists' :func:`_clarity` (``alpha`` when either cannot say); otherwise the vector
+    list weighs ``alpha`` and the text list the rest.
+    """
+    if len(ranked) == 1:
+        return dict.fromkeys(ranked, 1.0)
+    if fusion == "adaptive":
+        text, vector = _clarity(ranked.get("text", [])), _clarity(ranked.get("vector", []))
+        if text is not None and vector is not None and text + vector > 0:
+            alpha = vector / (text + vector)
+    return {"text": 1.0 - alpha, "vector": alpha}
+
+
+def _chance_corrected(
+    rows: list[tuple[str, float]], docs: dict[str, MemoryDoc | None]
+) -> list[tuple[str, float]]:
+    """The vector list with each long memory's chance lift taken off, best first again."""
+    corrected = [
+        (key, score - chance_lift(str((docs.get(key) or {}).get("content", ""))))
+        for key, score in rows
+    ]
+    return sorted(corrected, key=lambda row: row[1], reverse=True)
+
+
 def _fused(
     ranked: dict[str, list[tuple[str, float]]],
     weights: dict[str, float],
@@ -232,7 +281,8 @@ def _fused(
 ) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     """The fused score of every candidate, and its rank in each list.
 
-    Each list is scaled (:func:`_min_max` or :func:`_rank_scores`) and weighted; a word
+    Each list is scaled (:func:`_min_max`, or :func:`_rank_scores` for ``rrf``) and
+    weighted (:func:`fusion_weights`); a word
     match's scaled score is then multiplied by the square root of its coverage, the share
     of the query's meaningful words it holds. Scaling alone hands the best word match
     full marks however little of the query it matches (one rare shared word of a long
@@ -432,9 +482,6 @@ class MemorySearch:
         include_inactive: bool = False,
     ) -> list[SearchHit]:
         settings = self.layer.settings
-        weights = {"text": 1.0 - self.alpha, "vector": self.alpha}
-        if len(ranked) == 1:
-            weights = dict.fromkeys(ranked, 1.0)
         candidates = list(dict.fromkeys(key for rows in ranked.values() for key, _ in rows))
         if not candidates:
             return []
@@ -442,7 +489,10 @@ class MemorySearch:
         read = dict(zip(candidates, await self.layer.get_docs(candidates), strict=True))
         # how much of the query each word match holds: it weighs the match (see _fused)
         covered = {key: _coverage(tokens, read[key]) for key, _ in ranked.get("text", [])}
-        similarity = dict(ranked.get("vector", []))
+        similarity = dict(ranked.get("vector", []))  # raw: what the floor judges
+        if "vector" in ranked:
+            ranked = {**ranked, "vector": _chance_corrected(ranked["vector"], read)}
+        weights = fusion_weights(ranked, self.alpha, settings.fusion)
         fused, ranks = _fused(ranked, weights, covered, settings.fusion)
         floor = settings.min_similarity
         for key in list(fused):  # the absolute gate: similar enough, or a word match that
