@@ -44,6 +44,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from locomo import with_fusion
+
 from aether.config import Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
 from aether.memory.storage.layer import MemoryLayer
@@ -207,14 +209,6 @@ class Tally:
             "both_contradicting@10": mean(self.contradiction),
             "abstention": mean(self.abstained),
         }
-
-
-def with_fusion(settings: Settings, fusion: str) -> Settings:
-    """The same settings with another fusion (rrf with its alpha of 0.5)."""
-    update: dict[str, Any] = {"fusion": fusion}
-    if fusion == "rrf":
-        update["vector_alpha"] = 0.5
-    return settings.model_copy(update={"memory": settings.memory.model_copy(update=update)})
 
 
 def floor_off(settings: Settings) -> Settings:

@@ -13,6 +13,9 @@ coverage); NONSENSE queries (about nothing a conversation holds) give each floor
 false-positive rate, the share of them that return anything. The configured floor
 (``memory.min_similarity``, ``memory.min_coverage``) is what the totals above use.
 
+``recall_by_fusion``: recall@5/10/25 and per category for the other fusions
+(``memory.fusion``) over the same loaded turns, in the same run.
+
 Usage: python bench/locomo.py [PATH] [--embeddings local|none]
 """
 
@@ -93,6 +96,14 @@ def questions(sample: dict[str, Any]) -> list[tuple[str, set[str], int]]:
     return out
 
 
+def with_fusion(settings: Settings, fusion: str) -> Settings:
+    """The same settings with another fusion (rrf with its alpha of 0.5)."""
+    update: dict[str, Any] = {"fusion": fusion}
+    if fusion == "rrf":
+        update["vector_alpha"] = 0.5
+    return settings.model_copy(update={"memory": settings.memory.model_copy(update=update)})
+
+
 def floor_table(
     unfloored: list[tuple[list[SearchHit], set[str]]],
     nonsense: list[list[SearchHit]],
@@ -159,6 +170,8 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     latencies: list[float] = []
     tables = []
     nonsense_answered = 0
+    others = [f for f in ("adaptive", "minmax", "rrf") if f != base.memory.fusion]
+    by_fusion: dict[str, dict[str, list[float]]] = {f: {} for f in others}
     client = await connect(base)
     try:
         for sample in data:
@@ -180,6 +193,11 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             )
             unfloored_layer.embedder = layer.embedder
             unfloored = MemorySearch(unfloored_layer)
+            variants = {}
+            for fusion in others:
+                variant = MemoryLayer.open(with_fusion(settings, fusion), client)
+                variant.embedder = layer.embedder
+                variants[fusion] = MemorySearch(variant)
             asked = []
             for question, evidence, category in questions(sample):
                 for k in KS:  # each k asked for as a caller would: limit=k
@@ -191,6 +209,15 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     if k == 10:
                         by_category[category].append(recalls[k][-1])
                         top10_tokens.append(sum(count_tokens(h.content) for h in hits))
+                for fusion, variant_search in variants.items():
+                    for k in KS:
+                        hits = await variant_search.search(question, limit=k, now=asked_at)
+                        share = len(evidence & {key_to_dia.get(h.key) for h in hits})
+                        tally = by_fusion[fusion]
+                        tally.setdefault(f"recall@{k}", []).append(share / len(evidence))
+                        if k == 10:
+                            name = f"{category} {CATEGORIES[category]}"
+                            tally.setdefault(name, []).append(share / len(evidence))
                 found = await unfloored.search(question, limit=25, now=asked_at)
                 asked.append((found, evidence))
             nonsense = [await unfloored.search(q, limit=10, now=asked_at) for q in NONSENSE]
@@ -221,6 +248,11 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             f"{c} {name}": round(statistics.fmean(by_category[c]), 3)
             for c, name in CATEGORIES.items()
             if by_category[c]
+        },
+        "fusion": base.memory.fusion,
+        "recall_by_fusion": {
+            f: {name: round(statistics.fmean(v), 3) for name, v in sorted(tally.items())}
+            for f, tally in by_fusion.items()
         },
         "min_similarity": base.memory.min_similarity,
         "min_coverage": base.memory.min_coverage,

@@ -298,7 +298,7 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
     full = await search._candidates(query, query_tokens(query), None, 100, {})
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
-    assert await similarities(client, keys, ["nope"], vector) == {}  # no vector: left out
+    assert await similarities(client, index, keys, ["nope"], vector) == {}  # no vector: left out
 
 
 def test_a_long_memory_gives_up_what_its_best_passage_wins_by_chance() -> None:

@@ -444,10 +444,11 @@ class MemorySearch:
         that matches the query's words well and is also fairly similar to it loses to one
         that only does either, merely because it fell outside one list's cut. So the
         memories found by full text alone get their cosine similarity from their stored
-        readings, and those found by vector alone their BM25 score (a full-text query
-        limited to them, ``INKEYS``: the same scorer and statistics as the list). That
-        is a property of fusing two cut lists, not of any data; it raised recall@10 on
-        both benchmarks (README, Benchmarks).
+        readings (a KNN query limited to them), and those found by vector alone their
+        BM25 score (a full-text query limited to them, ``INKEYS``: the same scorer and
+        statistics as the list); the two queries are sent at once. That is a property of
+        fusing two cut lists, not of any data; it raised recall@10 on both benchmarks
+        (README, Benchmarks).
         """
         if "text" not in lists or "vector" not in lists:
             return
@@ -455,9 +456,17 @@ class MemorySearch:
         wordless = [key for key in vectors if key not in texts]
         vectorless = [key for key in texts if key not in vectors]
         layer = self.layer
+        vector_index = layer.vector_index()
+        if vector_index is None:
+            return
         pending: list[Any] = [
             similarities(
-                layer.client, layer.keys, vectorless, vector, layer.settings.vector_datatype
+                layer.client,
+                vector_index,
+                layer.keys,
+                vectorless,
+                vector,
+                layer.settings.vector_datatype,
             )
         ]
         if wordless:

@@ -285,6 +285,7 @@ def reading_keys(keys: Keyspace, doc_key: str) -> list[str]:
 
 async def similarities(
     client: Redis,
+    index: AsyncSearchIndex,
     keys: Keyspace,
     doc_keys: list[str],
     vector: list[float],
@@ -292,31 +293,13 @@ async def similarities(
 ) -> dict[str, float]:
     """The cosine similarity of each memory to ``vector``, scored as :func:`nearest_rows`.
 
-    For memories a KNN did not return (found by full text alone): their stored readings
-    are read in one pipeline and compared here, the best reading speaking for the memory
-    and the extra ones discounted by ``READING_DISCOUNT``. A memory without a vector is
-    left out.
+    For memories a KNN did not return (found by full text alone): one KNN query limited
+    to their readings (``INKEYS``), so Redis compares them where they are stored and the
+    best reading speaks for each memory. A memory without a vector is left out.
     """
     if not doc_keys:
         return {}
-    pipe = client.pipeline(transaction=False)
-    for key in doc_keys:
-        for reading in reading_keys(keys, key):
-            pipe.hget(reading, VECTOR_FIELD)
-    blobs: list[bytes | None] = await pipe.execute()
-    query = np.asarray(vector, dtype=np.float32)
-    query /= float(np.linalg.norm(query)) or 1.0
-    per_doc = MAX_PASSAGES
-    out: dict[str, float] = {}
-    for at, key in enumerate(doc_keys):
-        best: float | None = None
-        for n, blob in enumerate(blobs[at * per_doc : (at + 1) * per_doc]):
-            if not blob or len(blob) != query.size * np.dtype(_LITTLE_ENDIAN[datatype]).itemsize:
-                continue
-            stored = np.frombuffer(blob, dtype=_LITTLE_ENDIAN[datatype]).astype(np.float32)
-            score = float(stored @ query) / (float(np.linalg.norm(stored)) or 1.0)
-            score -= READING_DISCOUNT if n else 0.0
-            best = score if best is None else max(best, score)
-        if best is not None:
-            out[key] = best
-    return out
+    readings = [reading for key in doc_keys for reading in reading_keys(keys, key)]
+    query = knn_query(vector, None, len(readings), datatype)
+    query.limit_ids(*readings)
+    return dict(nearest_rows(keys, await command(client, *search_command(index, query))))
