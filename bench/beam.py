@@ -44,7 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from locomo import with_fusion
+from locomo import FUSIONS, fusion_variants
 
 from aether.config import Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
@@ -277,8 +277,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-beam-"))
     base = Settings(home=home, embedding={"provider": embeddings})  # type: ignore[arg-type]
     aether, bm25, cosine = Tally(), Tally(), Tally()
-    others = [f for f in ("adaptive", "minmax", "rrf") if f != base.memory.fusion]
-    by_fusion = {f: Tally() for f in others}
+    by_fusion = {f: Tally() for f in FUSIONS if f != base.memory.fusion}
     with_embedding: list[float] = []
     without_embedding: list[float] = []
     load_s = 0.0
@@ -296,11 +295,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
             open_layer = MemoryLayer.open(floor_off(settings), client)
             open_layer.embedder = layer.embedder
             open_search = MemorySearch(open_layer)
-            variants = {}
-            for fusion in others:
-                variant = MemoryLayer.open(with_fusion(settings, fusion), client)
-                variant.embedder = layer.embedder
-                variants[fusion] = MemorySearch(variant)
+            variants = fusion_variants(settings, layer)
             t = time.perf_counter()
             key_to_id = await load(layer, msgs)
             load_s += time.perf_counter() - t

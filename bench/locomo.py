@@ -31,9 +31,9 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from aether.config import Settings
+from aether.config import MemorySettings, Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
@@ -96,12 +96,26 @@ def questions(sample: dict[str, Any]) -> list[tuple[str, set[str], int]]:
     return out
 
 
+FUSIONS: tuple[str, ...] = get_args(MemorySettings.model_fields["fusion"].annotation)
+
+
 def with_fusion(settings: Settings, fusion: str) -> Settings:
     """The same settings with another fusion (rrf with its alpha of 0.5)."""
     update: dict[str, Any] = {"fusion": fusion}
     if fusion == "rrf":
         update["vector_alpha"] = 0.5
     return settings.model_copy(update={"memory": settings.memory.model_copy(update=update)})
+
+
+def fusion_variants(settings: Settings, layer: MemoryLayer) -> dict[str, MemorySearch]:
+    """A search per fusion other than ``settings``', over ``layer``'s memories and embedder."""
+    variants = {}
+    for fusion in FUSIONS:
+        if fusion != settings.memory.fusion:
+            variant = MemoryLayer.open(with_fusion(settings, fusion), layer.client)
+            variant.embedder = layer.embedder
+            variants[fusion] = MemorySearch(variant)
+    return variants
 
 
 def floor_table(
@@ -170,8 +184,9 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     latencies: list[float] = []
     tables = []
     nonsense_answered = 0
-    others = [f for f in ("adaptive", "minmax", "rrf") if f != base.memory.fusion]
-    by_fusion: dict[str, dict[str, list[float]]] = {f: {} for f in others}
+    by_fusion: dict[str, dict[str, list[float]]] = {
+        f: {} for f in FUSIONS if f != base.memory.fusion
+    }
     client = await connect(base)
     try:
         for sample in data:
@@ -193,11 +208,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             )
             unfloored_layer.embedder = layer.embedder
             unfloored = MemorySearch(unfloored_layer)
-            variants = {}
-            for fusion in others:
-                variant = MemoryLayer.open(with_fusion(settings, fusion), client)
-                variant.embedder = layer.embedder
-                variants[fusion] = MemorySearch(variant)
+            variants = fusion_variants(settings, layer)
             asked = []
             for question, evidence, category in questions(sample):
                 for k in KS:  # each k asked for as a caller would: limit=k

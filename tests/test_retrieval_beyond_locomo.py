@@ -51,6 +51,13 @@ FILLER = (
 )
 
 
+async def _ready(layer: MemoryLayer) -> MemorySearch:
+    """A search over ``layer`` with its indexes created."""
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    return search
+
+
 def _long_text(ending: str, repeats: int = 12) -> str:
     return "assistant: " + FILLER * repeats + ending
 
@@ -131,8 +138,7 @@ async def test_a_long_memory_is_found_by_its_last_passage_and_rolls_back_whole(
     settings: Settings, client: Redis, keys: Keyspace, checkpoints: Checkpoints
 ) -> None:
     layer = MemoryLayer.open(settings, client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     daily = DailyLog(layer)
     await daily.log("We planted tomatoes and basil in the garden", timestamp=NOW - 50)
     before = await dump_state(client, keys)
@@ -168,8 +174,7 @@ async def test_the_newer_statement_ranks_first_and_the_older_is_marked_earlier(
     settings: Settings, client: Redis
 ) -> None:
     layer = MemoryLayer.open(settings, client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     daily = DailyLog(layer)
     old = await daily.log(
         "user: The dashboard API response time averages 400 ms on the staging server.",
@@ -194,8 +199,7 @@ async def test_the_newer_statement_ranks_first_and_the_older_is_marked_earlier(
 
 async def test_a_query_sharing_one_word_of_many_finds_nothing(store: Store) -> None:
     layer = MemoryLayer(store, MemorySettings())  # full text only: the gate alone decides
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     daily = DailyLog(layer)
     await daily.log("I wrote code all day for the billing service", timestamp=NOW - 60)
     assert await search.search("the tax code of the byzantine empire", now=NOW) == []
@@ -208,8 +212,7 @@ async def test_a_passage_is_never_read_as_a_memory_of_its_own(
     settings: Settings, client: Redis, keys: Keyspace
 ) -> None:
     layer = MemoryLayer.open(settings, client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     doc = build_entry(layer, _long_text("The printer jammed again."), timestamp=NOW)
     await layer.attach_embeddings([doc])
     assert len(doc.get("passage_embeddings", [])) == len(passages(doc["content"])) - 1
@@ -225,8 +228,7 @@ async def test_rank_fusion_is_a_setting_and_finds_what_both_signals_find(
 ) -> None:
     memory = settings.memory.model_copy(update={"fusion": "rrf", "vector_alpha": 0.5})
     layer = MemoryLayer.open(settings.model_copy(update={"memory": memory}), client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     daily = DailyLog(layer)
     car = await daily.log("I bought a new automobile yesterday", timestamp=NOW - 100)
     tax = await daily.log("The quarterly tax report is due on Friday", timestamp=NOW - 100)
@@ -237,8 +239,7 @@ async def test_rank_fusion_is_a_setting_and_finds_what_both_signals_find(
 
 async def test_a_long_neighbour_of_a_hit_gets_no_share_of_its_relevance(store: Store) -> None:
     layer = MemoryLayer(store, MemorySettings())  # full text only: neighbours ride in
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     long_one = _long_text("That is the whole tour.")
     docs = [
         build_entry(layer, text, session="s", timestamp=NOW - 60 + i)
@@ -263,8 +264,7 @@ async def test_every_candidate_is_scored_on_both_signals(
     settings: Settings, client: Redis, keys: Keyspace
 ) -> None:
     layer = MemoryLayer.open(settings, client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     lunches = [
         build_entry(layer, f"Lunch near the office, day {n}.", timestamp=NOW - n) for n in range(60)
     ]

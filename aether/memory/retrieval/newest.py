@@ -65,6 +65,13 @@ def _kind(value: str) -> str:
     return unit or "#"
 
 
+def _by_kind(values: set[str]) -> dict[str, set[str]]:
+    kinds: dict[str, set[str]] = {}
+    for value in values:
+        kinds.setdefault(_kind(value), set()).add(value)
+    return kinds
+
+
 def _disagree(a: set[str], b: set[str], names: bool) -> bool:
     """Whether two sets of values state different values of one kind (see module docs).
 
@@ -72,12 +79,7 @@ def _disagree(a: set[str], b: set[str], names: bool) -> bool:
     is full of capitalised words, and two sentences that merely answer the same part of
     a question differ in them by chance).
     """
-    kinds_a: dict[str, set[str]] = {}
-    for value in a:
-        kinds_a.setdefault(_kind(value), set()).add(value)
-    kinds_b: dict[str, set[str]] = {}
-    for value in b:
-        kinds_b.setdefault(_kind(value), set()).add(value)
+    kinds_a, kinds_b = _by_kind(a), _by_kind(b)
     if not names:
         kinds_a.pop("name", None)
     return any(

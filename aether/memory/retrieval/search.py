@@ -48,6 +48,7 @@ from typing import Any, cast
 import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
+from redisvl.index import AsyncSearchIndex
 from redisvl.query import TextQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
@@ -282,13 +283,13 @@ def _fused(
     """The fused score of every candidate, and its rank in each list.
 
     Each list is scaled (:func:`_min_max`, or :func:`_rank_scores` for ``rrf``) and
-    weighted (:func:`fusion_weights`); a word
-    match's scaled score is then multiplied by the square root of its coverage, the share
-    of the query's meaningful words it holds. Scaling alone hands the best word match
-    full marks however little of the query it matches (one rare shared word of a long
-    question); coverage means the same on any data, so the product says how strongly
-    *and* how fully a memory matches. The square root keeps a short paraphrase that
-    shares few of a question's words in play: coverage itself cost LoCoMo recall@5
+    weighted (:func:`fusion_weights`); a word match's scaled score is then multiplied by
+    the square root of its coverage, the share of the query's meaningful words it holds.
+    Scaling alone hands the best word match full marks however little of the query it
+    matches (one rare shared word of a long question); coverage means the same on any
+    data, so the product says how strongly *and* how fully a memory matches. The square
+    root keeps a short paraphrase that shares few of a question's words in play:
+    coverage itself cost LoCoMo recall@5
     0.02 for BEAM's +0.03 at recall@10 (README, Benchmarks).
     """
     fused: dict[str, float] = {}
@@ -428,7 +429,7 @@ class MemorySearch:
         if vector is not None and mirror is not None:
             out["vector"] = results[-1]
         if vector is not None and vector_index is not None:
-            await self._complete(out, tokens, flt, vector)
+            await self._complete(out, tokens, flt, vector, vector_index)
         return out
 
     async def _complete(
@@ -437,6 +438,7 @@ class MemorySearch:
         tokens: list[str],
         flt: FilterExpression | None,
         vector: list[float],
+        vector_index: AsyncSearchIndex,
     ) -> None:
         """Score every candidate on both signals, in place (one more round trip).
 
@@ -456,9 +458,6 @@ class MemorySearch:
         wordless = [key for key in vectors if key not in texts]
         vectorless = [key for key in texts if key not in vectors]
         layer = self.layer
-        vector_index = layer.vector_index()
-        if vector_index is None:
-            return
         pending: list[Any] = [
             similarities(
                 layer.client,
