@@ -292,6 +292,11 @@ class Keyspace:
         """
         return f"{self.vector(doc_key)}#{n}"
 
+    def readings(self, doc_key: str, passages: int) -> list[str]:
+        """:meth:`vector`, then :meth:`passage_vector` 2 to ``passages``, of one memory."""
+        first = self.vector(doc_key)
+        return [first, *(f"{first}#{n}" for n in range(2, passages + 1))]
+
     def document_of_vector(self, vector_key: str) -> str:
         """The document key a vector or passage hash belongs to.
 

@@ -292,11 +292,12 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert abs(hit.similarity - every[target_key]) < 1e-4
 
     # a short pool: each list missed some; completed, both hold the same candidates
-    lists = await search._candidates(query, query_tokens(query), None, 10, {})
+    lists, docs = await search._candidates(query, query_tokens(query), None, 10, {})
+    assert docs.keys() == dict(lists["text"]).keys() | dict(lists["vector"]).keys()
     texts, vectors = dict(lists["text"]), dict(lists["vector"])
     assert len(texts) > 10 and texts.keys() == vectors.keys()
     assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
-    full = await search._candidates(query, query_tokens(query), None, 100, {})
+    full, _ = await search._candidates(query, query_tokens(query), None, 100, {})
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
     assert await similarities(client, index, keys, ["nope"], vector) == {}  # no vector: left out
 

@@ -12,7 +12,7 @@ from aether.keys import Keyspace
 from aether.memory.knowledge.beliefs import Beliefs
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage import vectors
-from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.layer import MemoryLayer, read_mget
 from aether.memory.storage.vector_layout import migrate_vectors
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Mutation
@@ -195,3 +195,20 @@ async def test_long_memories_of_an_older_namespace_gain_their_passages_once(
     assert not await client.exists(keys.passage_vector(key, 2))
     assert await client.get(keys.memory_layout()) == b"vectors-float32"
     assert await migrate_vectors(layer) == 1
+
+
+async def test_documents_are_read_in_order_with_the_missing_ones_as_none(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    layer = await _layer(settings, client)
+    daily = DailyLog(layer)
+    first = await daily.log('He said "hi", then \\ and ünïcode ☃')
+    second = await daily.log("a second entry")
+    wanted = [keys.daily_entry("gone"), keys.daily_entry(first["id"])]
+    wanted += [keys.daily_entry("also-gone"), keys.daily_entry(second["id"])]
+    found = await layer.get_docs(wanted)
+    assert found[0] is None and found[2] is None
+    assert found[1] is not None and found[1]["content"] == first["content"]
+    assert found[3] is not None and found[3]["id"] == second["id"]
+    assert await layer.get_docs([keys.daily_entry("gone")]) == [None]
+    assert read_mget([None, '[{"a": 1}]', b"[]"]) == [None, {"a": 1}, None]

@@ -20,6 +20,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import OutOfMemoryError, ResponseError, TryAgainError
 
 from aether.errors import BusyError, CapacityError, RefusedError, UnavailableError
+from aether.store.packing import pack_with_hiredis
 
 # prefixes of error replies that mean "busy now, the same call may succeed later"
 BUSY_PREFIXES = ("BUSY", "MASTERDOWN")
@@ -55,7 +56,14 @@ class AetherPipeline(Pipeline):
 
 
 class AetherRedis(Redis):
-    """redis-py's asyncio client, with errors translated at the boundary."""
+    """redis-py's asyncio client, with errors translated at the boundary.
+
+    Its connections pack commands with hiredis (:mod:`aether.store.packing`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        pack_with_hiredis(self.connection_pool)
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         """Run one command (see redis-py's ``Redis.execute_command``)."""

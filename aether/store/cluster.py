@@ -44,6 +44,7 @@ from redis.exceptions import AskError, MovedError
 from aether.codec import text
 from aether.errors import AetherError, BusyError, ConfigError, UnavailableError
 from aether.store.boundary import AetherPipeline, AetherRedis
+from aether.store.packing import pack_with_hiredis
 
 log = structlog.get_logger(__name__)
 
@@ -160,7 +161,8 @@ class SlotRedis(AetherRedis):
                 return  # another call already followed it
             log.info("hash slot moved", slot=moved.slot_id, to=f"{address[0]}:{address[1]}")
             self._retired.append(self.connection_pool)
-            self.connection_pool = ConnectionPool.from_url(node_url(self.url, *address))
+            pool = ConnectionPool.from_url(node_url(self.url, *address))
+            self.connection_pool = pack_with_hiredis(pool)
             self.owner_address = address
         for name, listener in list(self._listeners.items()):
             try:

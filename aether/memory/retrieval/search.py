@@ -3,7 +3,7 @@ r"""Hybrid search over ``ns:memory:idx``: BM25 full text + vector KNN, fused, wi
 User text never reaches query syntax: it is reduced to word tokens (``\\w+``) before it
 becomes a redisvl ``TextQuery``; filter values go through redisvl's escaping ``Tag`` and
 ``Num`` filters. Every candidate either list found is scored on both signals
-(:meth:`MemorySearch._complete`), a long memory's vector score loses what its best
+(:meth:`MemorySearch._completion`), a long memory's vector score loses what its best
 passage wins by chance (``chance_lift``), then the two lists are fused
 (``memory.fusion``) and recency decay is mixed in:
 
@@ -38,13 +38,13 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+import numpy as np
 import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
@@ -52,14 +52,13 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import TextQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
-from aether.codec import command
 from aether.logging import log_once
 from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.retrieval.wording import coverage, words
 from aether.memory.storage.conversation import chance_lift, in_context
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
-from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
 from aether.memory.storage.records import (
     HIT_FIELDS,
     MemoryDoc,
@@ -73,7 +72,7 @@ from aether.memory.storage.vectors import (
     ensure_vector_index,
     knn_query,
     nearest_rows,
-    similarities,
+    similarity_command,
 )
 from aether.memory.tiers.daily import DailyLog
 from aether.store.cluster import SlotRedis
@@ -236,13 +235,13 @@ def _clarity(rows: list[tuple[str, float]]) -> float | None:
 
     ``None`` when the pool is too small or flat to say (fewer than three, or all equal).
     """
-    values = [score for _, score in rows]
-    if len(values) < 3:
+    if len(rows) < 3:
         return None
-    spread = statistics.pstdev(values)
+    values = np.fromiter((score for _, score in rows), dtype=np.float64, count=len(rows))
+    spread = float(values.std())
     if spread <= 0:
         return None
-    return (max(values) - statistics.fmean(values)) / spread
+    return float((values.max() - values.mean()) / spread)
 
 
 def fusion_weights(
@@ -388,10 +387,10 @@ class MemorySearch:
             "scopes": [check_scope(x) for x in scopes or []],
         }
         try:
-            ranked = await self._candidates(query, tokens, flt, pool, criteria)
+            ranked, read = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
-        return await self._rank(ranked, tokens, limit, now or time.time(), include_inactive)
+        return await self._rank(ranked, read, tokens, limit, now or time.time(), include_inactive)
 
     async def _candidates(
         self,
@@ -400,8 +399,12 @@ class MemorySearch:
         flt: FilterExpression | None,
         pool: int,
         criteria: dict[str, Any],
-    ) -> dict[str, list[tuple[str, float]]]:
-        """Candidates of each signal: (key, similarity) best first."""
+    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, MemoryDoc | None]]:
+        """Candidates of each signal, (key, score) best first, and their documents.
+
+        The documents are read while the candidates are completed (:meth:`_completion`):
+        both need only the keys the first round trip found, so they share the second.
+        """
         vector = await self.layer.embed(query) if query.strip() else None
         # both searches in one round trip, their replies read raw (see search_command)
         pipe = self.layer.client.pipeline(transaction=False)
@@ -428,73 +431,82 @@ class MemorySearch:
                 out[name] = nearest_rows(self.layer.keys, reply)
         if vector is not None and mirror is not None:
             out["vector"] = results[-1]
+        keys = list(dict.fromkeys(key for rows in out.values() for key, _ in rows))
+        if not keys:
+            return out, {}
+        # the documents and the completion need only these keys: one more round trip
+        pipe = self.layer.client.pipeline(transaction=False)
+        pipe.execute_command(*mget_command(keys))
+        completion: dict[str, list[Any]] = {}
         if vector is not None and vector_index is not None:
-            await self._complete(out, tokens, flt, vector, vector_index)
-        return out
+            completion = self._completion(out, tokens, flt, vector, vector_index)
+        for args in completion.values():
+            pipe.execute_command(*args)
+        replies = await pipe.execute()
+        self._complete(out, dict(zip(completion, replies[1:], strict=True)))
+        return out, dict(zip(keys, read_mget(replies[0]), strict=True))
 
-    async def _complete(
+    def _completion(
         self,
         lists: dict[str, list[tuple[str, float]]],
         tokens: list[str],
         flt: FilterExpression | None,
         vector: list[float],
         vector_index: AsyncSearchIndex,
-    ) -> None:
-        """Score every candidate on both signals, in place (one more round trip).
+    ) -> dict[str, list[Any]]:
+        """The commands that score every candidate on both signals, by the list they fill.
 
         A candidate one list missed would otherwise score zero on that signal: a memory
         that matches the query's words well and is also fairly similar to it loses to one
         that only does either, merely because it fell outside one list's cut. So the
         memories found by full text alone get their cosine similarity from their stored
-        readings (a KNN query limited to them), and those found by vector alone their
-        BM25 score (a full-text query limited to them, ``INKEYS``: the same scorer and
-        statistics as the list); the two queries are sent at once. That is a property of
-        fusing two cut lists, not of any data; it raised recall@10 on both benchmarks
-        (README, Benchmarks).
+        readings (a KNN query limited to them: ``vector``), and those found by vector
+        alone their BM25 score (a full-text query limited to them, ``INKEYS``, with the
+        same scorer and statistics as the list: ``text``). That is a property of fusing
+        two cut lists, not of any data; it raised recall@10 on both benchmarks (README,
+        Benchmarks).
         """
         if "text" not in lists or "vector" not in lists:
-            return
+            return {}
         texts, vectors = dict(lists["text"]), dict(lists["vector"])
-        wordless = [key for key in vectors if key not in texts]
+        commands: dict[str, list[Any]] = {}
         vectorless = [key for key in texts if key not in vectors]
-        layer = self.layer
-        pending: list[Any] = [
-            similarities(
-                layer.client,
-                vector_index,
-                layer.keys,
-                vectorless,
-                vector,
-                layer.settings.vector_datatype,
+        if vectorless:
+            layer = self.layer
+            datatype = layer.settings.vector_datatype
+            commands["vector"] = similarity_command(
+                vector_index, layer.keys, vectorless, vector, datatype
             )
-        ]
+        wordless = [key for key in vectors if key not in texts]
         if wordless:
             query = _text_query(tokens, flt, len(wordless))
             query.limit_ids(*wordless)
-            pending.append(command(layer.client, *search_command(self.index, query)))
-        found = await asyncio.gather(*pending)
-        if vectorless:
-            vectors.update(found[0])
-            lists["vector"] = sorted(vectors.items(), key=lambda row: row[1], reverse=True)
-        if wordless:
-            rows = search_results(found[1], scores=True, fields=False)
-            texts.update((key, score) for key, score, _ in rows)
-            lists["text"] = sorted(texts.items(), key=lambda row: row[1], reverse=True)
+            commands["text"] = search_command(self.index, query)
+        return commands
+
+    def _complete(self, lists: dict[str, list[tuple[str, float]]], replies: dict[str, Any]) -> None:
+        """Add the completion's scores (:meth:`_completion`) to the lists, in place."""
+        scored = {name: dict(rows) for name, rows in lists.items()}
+        if "vector" in replies:
+            scored["vector"].update(nearest_rows(self.layer.keys, replies["vector"]))
+        if "text" in replies:
+            rows = search_results(replies["text"], scores=True, fields=False)
+            scored["text"].update((key, score) for key, score, _ in rows)
+        for name in replies:
+            lists[name] = sorted(scored[name].items(), key=lambda row: row[1], reverse=True)
 
     async def _rank(
         self,
         ranked: dict[str, list[tuple[str, float]]],
+        read: dict[str, MemoryDoc | None],
         tokens: list[str],
         limit: int,
         now: float,
         include_inactive: bool = False,
     ) -> list[SearchHit]:
         settings = self.layer.settings
-        candidates = list(dict.fromkeys(key for rows in ranked.values() for key, _ in rows))
-        if not candidates:
+        if not read:
             return []
-        # whole documents in one JSON.MGET: cheaper than reading a few paths twice
-        read = dict(zip(candidates, await self.layer.get_docs(candidates), strict=True))
         # how much of the query each word match holds: it weighs the match (see _fused)
         covered = {key: _coverage(tokens, read[key]) for key, _ in ranked.get("text", [])}
         similarity = dict(ranked.get("vector", []))  # raw: what the floor judges

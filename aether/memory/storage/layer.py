@@ -26,6 +26,26 @@ if TYPE_CHECKING:
     from aether.memory.storage.qdrant_mirror import QdrantMirror
 
 
+def mget_command(keys: list[str]) -> list[Any]:
+    """The raw command that reads whole JSON documents (read by :func:`read_mget`)."""
+    return ["JSON.MGET", *keys, "$"]
+
+
+def read_mget(raw: list[Any]) -> list[Any]:
+    """The documents of a :func:`mget_command` reply (``None`` where missing).
+
+    Each found document is a one-element JSON array; they are parsed as one array of
+    arrays, one parser call instead of one per document.
+    """
+    found = [item.encode() if isinstance(item, str) else item for item in raw if item is not None]
+    values = iter(json.loads(b"[" + b",".join(found) + b"]") if found else [])
+    out: list[Any] = []
+    for item in raw:
+        value = None if item is None else next(values)
+        out.append(value[0] if isinstance(value, list) and value else None)
+    return out
+
+
 @dataclass
 class MemoryLayer:
     """The memory of one namespace.
@@ -113,15 +133,7 @@ class MemoryLayer:
                     values = {paths[0]: values}
                 partial.append({p[2:]: v[0] for p, v in values.items() if v})
             return partial
-        raw = await command(self.client, "JSON.MGET", *keys, "$")
-        out: list[Any] = []
-        for item in raw:
-            if item is None:
-                out.append(None)
-            else:
-                value = json.loads(item)
-                out.append(value[0] if isinstance(value, list) and value else None)
-        return out
+        return read_mget(await command(self.client, *mget_command(keys)))
 
     async def attach_embeddings(self, docs: Sequence[MemoryRecord]) -> None:
         """Give each document its content's vector, in one batch (no-op without embedder).

@@ -52,6 +52,7 @@ __all__ = [
     "refilter",
     "remove",
     "similarities",
+    "similarity_command",
     "store_passages",
     "store_vector",
     "stored_datatype",
@@ -278,9 +279,7 @@ def nearest_rows(keys: Keyspace, reply: list[Any]) -> list[tuple[str, float]]:
 
 def reading_keys(keys: Keyspace, doc_key: str) -> list[str]:
     """Every hash a memory's readings may live in: its vector, then its passages."""
-    return [keys.vector(doc_key)] + [
-        keys.passage_vector(doc_key, n) for n in range(2, MAX_PASSAGES + 1)
-    ]
+    return keys.readings(doc_key, MAX_PASSAGES)
 
 
 async def similarities(
@@ -299,7 +298,22 @@ async def similarities(
     """
     if not doc_keys:
         return {}
+    reply = await command(client, *similarity_command(index, keys, doc_keys, vector, datatype))
+    return dict(nearest_rows(keys, reply))
+
+
+def similarity_command(
+    index: AsyncSearchIndex,
+    keys: Keyspace,
+    doc_keys: list[str],
+    vector: list[float],
+    datatype: VectorDatatype = "float32",
+) -> list[Any]:
+    """The raw KNN command of :func:`similarities` (its reply is read by :func:`nearest_rows`).
+
+    For a caller that pipelines it with other commands; ``doc_keys`` must not be empty.
+    """
     readings = [reading for key in doc_keys for reading in reading_keys(keys, key)]
     query = knn_query(vector, None, len(readings), datatype)
     query.limit_ids(*readings)
-    return dict(nearest_rows(keys, await command(client, *search_command(index, query))))
+    return search_command(index, query)
