@@ -128,10 +128,17 @@ def test_coverage_counts_the_query_words_a_memory_holds() -> None:
     assert coverage([], words("anything")) == 0.0
 
 
-def test_values_are_numbers_with_units_and_names() -> None:
+def test_values_are_dates_numbers_with_what_they_count_and_names() -> None:
     found = values_of("The API response time averages 400 ms on Redis, up from Flask 2.3")
     assert {"400 ms", "redis", "flask", "2.3"} <= found
     assert "i" not in values_of("Then I said so")
+    dates = values_of("Moved from April 20, 2024 to the 25th of April; see you on the 3rd")
+    assert dates == {"apr 20", "apr 25", "3"}  # one date whatever its form; an ordinal bare
+    assert values_of("I secured 5 interviews for 3 of the roles at 2:00 PM") == {
+        "5 interviews",
+        "3",  # a stopword is no unit
+        "2:00 pm",
+    }
 
 
 async def test_a_long_memory_is_found_by_its_last_passage_and_rolls_back_whole(
@@ -367,3 +374,27 @@ def test_an_update_in_other_words_still_ranks_above_what_it_replaces() -> None:
     # a newer result about another part of the question leaves the order alone
     lunch = _hit("lunch", "user: The test lunch in the module room cost 12 dollars.", 1, query)
     assert [h.key for h in newest_first([old, lunch], query)] == ["old", "lunch"]
+
+
+def test_a_short_update_that_restates_the_subject_ranks_above_the_full_statement() -> None:
+    query = query_tokens("What deadline should I aim for to submit my draft to the writing group?")
+    old = _hit(
+        "old",
+        "user: I'm worried about meeting my April 20 deadline for submitting the draft to "
+        "the local writing group.",
+        30,
+        query,
+    )
+    new = _hit("new", "user: I won't meet the new April 25 deadline for the draft.", 5, query)
+    ranked = newest_first([old, new], query)
+    assert [h.key for h in ranked] == ["new", "old"] and ranked[1].earlier
+    # without a word of change it is another date, not an update: the order stays
+    other = _hit("other", "user: The writing group meets again on May 2.", 5, query)
+    assert [h.key for h in newest_first([old, other], query)] == ["old", "other"]
+    # a bare number counts what the other counts when its sentence names it
+    query = query_tokens("How many commits have been merged into the main branch?")
+    before = _hit("before", "user: The main branch has 150 commits merged so far.", 20, query)
+    after = _hit("after", "user: Commits merged into main have now reached 165.", 2, query)
+    assert [h.key for h in newest_first([before, after], query)] == ["after", "before"]
+    unrelated = _hit("x", "user: Commits merged into main run 12 checks each now.", 2, query)
+    assert [h.key for h in newest_first([before, unrelated], query)] == ["before", "x"]
