@@ -14,7 +14,6 @@ decides, and the history is the session window as the thresholds left it.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -314,18 +313,13 @@ class ContextAssembler:
                 raise InvalidOperationError(f"max_tokens must be at least {MIN_MAX_TOKENS}")
             budgets = Budgets.standalone(max_tokens, self.settings)
         when = now or datetime.now(UTC)
-        # three independent reads, sent at once
-        identity, table, stored = await asyncio.gather(
-            self.identity.load(),
-            self.index.read(budgets.index),
-            self._stored(session if view is None else None, budgets),
-        )
+        identity = await self.identity.load()
         zone = operator_zone(identity)
         prompt = build_system_prompt(identity, budgets.system, when)
         system = Section("system", prompt.text, prompt.tokens, budgets.system)
+        table = await self.index.read(budgets.index)
         index = Section("index", table.text, table.tokens, budgets.index, table.rows)
-        given = view is not None
-        history_messages, history = self._history(view if given else stored, given, budgets, zone)
+        history_messages, history = await self._history(session, view, budgets, zone)
         empty = Section("memories", "", 0, 0)
         ctx = AssembledContext(
             query, budgets.total, system, index, empty, history, history_messages, []
@@ -357,24 +351,17 @@ class ContextAssembler:
             ctx.memories = Section("memories", text, count_tokens(text), room, len(ctx.chosen))
         return ctx
 
-    async def _stored(self, session: str | None, budgets: Budgets) -> WindowView | None:
-        """The session's stored window, when the standalone history has room for it."""
-        if session is None or (budgets.history or 0) <= 0:
-            return None
-        found, _ = await read_view(self.chats, session, self.settings.max_history_messages)
-        return found
-
-    def _history(
-        self, found: WindowView | None, whole: bool, budgets: Budgets, zone: ZoneInfo
+    async def _history(
+        self, session: str | None, view: WindowView | None, budgets: Budgets, zone: ZoneInfo
     ) -> tuple[list[ChatMessage], Section]:
-        """The history: a given view whole (``whole``), else the newest units that fit."""
-        if found is not None and whole:
-            messages = found.messages(zone)
+        if view is not None:
+            messages = view.messages(zone)
             tokens = sum(count_message(m) for m in messages)
             return messages, Section("history", "", tokens, tokens, len(messages))
         budget = budgets.history or 0
-        if found is None or budget <= 0:
+        if session is None or budget <= 0:
             return [], Section("history", "", 0, budget)
+        found, _ = await read_view(self.chats, session, self.settings.max_history_messages)
         kept: list[list[ChatMessage]] = []
         used = 0
         for unit in reversed(found.units):
