@@ -290,12 +290,12 @@ class Keyspace:
 
         Passage 1 is :meth:`vector`; the same prefix puts them under the same index.
         """
-        return f"{self.vector(doc_key)}#{n}"
+        return _passage(self.vector(doc_key), n)
 
     def readings(self, doc_key: str, passages: int) -> list[str]:
         """:meth:`vector`, then :meth:`passage_vector` 2 to ``passages``, of one memory."""
         first = self.vector(doc_key)
-        return [first, *(f"{first}#{n}" for n in range(2, passages + 1))]
+        return [first, *(_passage(first, n) for n in range(2, passages + 1))]
 
     def document_of_vector(self, vector_key: str) -> str:
         """The document key a vector or passage hash belongs to.
@@ -510,3 +510,8 @@ class Keyspace:
             if rest.startswith(family):
                 return tier
         return "other"
+
+
+def _passage(vector_key: str, n: int) -> str:
+    """Passage ``n``'s hash, named after its memory's vector hash."""
+    return f"{vector_key}#{n}"

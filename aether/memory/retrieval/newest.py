@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.retrieval.wording import STEM_CHARS, coverage, sentences, words
+from aether.memory.retrieval.wording import STEM_CHARS, coverage, held, sentences, words
 
 if TYPE_CHECKING:
     from aether.memory.retrieval.search import SearchHit
@@ -151,9 +151,33 @@ def _by_kind(values: set[str]) -> dict[str, set[str]]:
     return kinds
 
 
-def _disagree(
-    values: tuple[set[str], set[str]], vocabulary: tuple[set[str], set[str]], loose: bool
-) -> bool:
+@dataclass(frozen=True)
+class _Statement:
+    """What the pairwise tests read of one result's best sentence, computed once."""
+
+    vocabulary: set[str]
+    stems: set[str]
+    values: set[str]
+    asked: set[str]
+    """The query's words it holds (:func:`held`)."""
+    share: float
+    """Its :func:`coverage` of the query."""
+
+    @classmethod
+    def of(cls, sentence: str, query: Sequence[str]) -> _Statement:
+        vocabulary = words(sentence)
+        found = held(query, vocabulary)
+        share = len(found) / len(query) if query else 0.0
+        stems = {word[:STEM_CHARS] for word in vocabulary}
+        return cls(vocabulary, stems, values_of(sentence), set(found), share)
+
+    @property
+    def full(self) -> bool:
+        """Whether it holds most of the query's words (:data:`QUERY_COVERAGE`)."""
+        return self.share >= QUERY_COVERAGE
+
+
+def _disagree(older: _Statement, newer: _Statement, loose: bool) -> bool:
     """Whether two sentences state different values of one kind (see module docs).
 
     A bare number counts what the other sentence's number counts when its own sentence
@@ -162,9 +186,9 @@ def _disagree(
     sentences: technical text is full of capitalised words, and two sentences that merely
     answer the same part of a question differ in them by chance).
     """
-    kinds_a, kinds_b = _by_kind(values[0]), _by_kind(values[1])
-    _adopt(kinds_a, kinds_b, vocabulary[0])
-    _adopt(kinds_b, kinds_a, vocabulary[1])
+    kinds_a, kinds_b = _by_kind(older.values), _by_kind(newer.values)
+    _adopt(kinds_a, kinds_b, older.stems)
+    _adopt(kinds_b, kinds_a, newer.stems)
     return any(
         kinds_a[kind] - kinds_b[kind] and kinds_b[kind] - kinds_a[kind]
         for kind in kinds_a.keys() & kinds_b.keys()
@@ -172,12 +196,11 @@ def _disagree(
     )
 
 
-def _adopt(kinds: dict[str, set[str]], other: dict[str, set[str]], vocabulary: set[str]) -> None:
+def _adopt(kinds: dict[str, set[str]], other: dict[str, set[str]], stems: set[str]) -> None:
     """Give ``kinds``' bare numbers each counted kind of ``other`` its sentence names."""
     bare = kinds.get("#")
     if not bare:
         return
-    stems = {word[:STEM_CHARS] for word in vocabulary}
     for kind in other.keys() - kinds.keys():
         if kind.isalpha() and kind not in ("date", "name") and kind in stems:
             kinds[kind] = bare
@@ -188,25 +211,16 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(union) if union else 0.0
 
 
-def _query_words(query: Sequence[str], found: set[str]) -> set[str]:
-    """The query's words that ``found`` holds (as :func:`coverage` counts them)."""
-    return {q for q in query if coverage([q], found) > 0}
-
-
-def _conflict(
-    vocabulary: tuple[set[str], set[str]], values: tuple[set[str], set[str]], query: Sequence[str]
-) -> bool:
+def _conflict(older: _Statement, newer: _Statement) -> bool:
     """Whether two best sentences, the older first, state different values of one thing."""
-    a, b = vocabulary
-    about_a, about_b = (coverage(query, w) >= QUERY_COVERAGE for w in vocabulary)
-    if about_a and about_b and _jaccard(a, b) >= SHARED_WORDS:  # near-duplicates
-        return _disagree(values, vocabulary, loose=True)  # names count too
-    asked_a, asked_b = _query_words(query, a), _query_words(query, b)
-    if about_a and about_b and _jaccard(asked_a, asked_b) >= SHARED_QUERY_WORDS:
-        return _disagree(values, vocabulary, loose=False)
-    restated = about_a and len(asked_b) >= RESTATED_WORDS and asked_b <= asked_a
-    restated = restated and bool(b & CHANGE_WORDS)
-    return restated and _disagree(values, vocabulary, loose=False)
+    both = older.full and newer.full
+    if both and _jaccard(older.vocabulary, newer.vocabulary) >= SHARED_WORDS:
+        return _disagree(older, newer, loose=True)  # near-duplicates: names count too
+    if both and _jaccard(older.asked, newer.asked) >= SHARED_QUERY_WORDS:
+        return _disagree(older, newer, loose=False)
+    restated = older.full and len(newer.asked) >= RESTATED_WORDS
+    restated = restated and newer.asked <= older.asked and bool(newer.vocabulary & CHANGE_WORDS)
+    return restated and _disagree(older, newer, loose=False)
 
 
 def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]:
@@ -223,9 +237,8 @@ def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]
     # a sentence never holds more of the query than its whole text: skip the rest
     least = min(QUERY_COVERAGE, RESTATED_WORDS / len(query)) if query else QUERY_COVERAGE
     best = [_best_sentence(h.content, query) if _coverage_of(h) >= least else "" for h in hits]
-    vocabulary = [words(sentence) for sentence in best]
-    values = [values_of(sentence) for sentence in best]
-    about = [coverage(query, w) >= least for w in vocabulary]
+    said = [_Statement.of(sentence, query) for sentence in best]
+    about = [statement.share >= least for statement in said]
     order = list(range(len(hits)))
     earlier: set[int] = set()
     for i in range(len(hits)):
@@ -234,7 +247,7 @@ def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]
                 continue
             if _timestamp(hits[j]) <= _timestamp(hits[i]):
                 continue  # j must be newer than i
-            if not _conflict((vocabulary[i], vocabulary[j]), (values[i], values[j]), query):
+            if not _conflict(said[i], said[j]):
                 continue
             earlier.add(i)
             at_i, at_j = order.index(i), order.index(j)

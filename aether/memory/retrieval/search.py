@@ -288,8 +288,8 @@ def _fused(
     matches (one rare shared word of a long question); coverage means the same on any
     data, so the product says how strongly *and* how fully a memory matches. The square
     root keeps a short paraphrase that shares few of a question's words in play:
-    coverage itself cost LoCoMo recall@5
-    0.02 for BEAM's +0.03 at recall@10 (README, Benchmarks).
+    coverage itself cost LoCoMo recall@5 0.02 for BEAM's +0.03 at recall@10 (README,
+    Benchmarks).
     """
     fused: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from aether.memory.retrieval.stopwords import STOPWORDS
 
-__all__ = ["coverage", "sentences", "words"]
+__all__ = ["coverage", "held", "sentences", "words"]
 
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -29,9 +29,18 @@ def coverage(query: Sequence[str], found: set[str]) -> float:
     """
     if not query:
         return 0.0
+    return len(held(query, found)) / len(query)
+
+
+def held(query: Sequence[str], found: set[str]) -> list[str]:
+    """The query's words found among ``found``, a word or its first letters (``STEM_CHARS``).
+
+    Args:
+        query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
+        found: a memory's :func:`words`.
+    """
     stems = {w[:STEM_CHARS] for w in found}
-    hits = sum(1 for q in query if q in found or q[:STEM_CHARS] in stems)
-    return hits / len(query)
+    return [q for q in query if q in found or q[:STEM_CHARS] in stems]
 
 
 def sentences(text: str) -> list[str]:
