@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
 from aether.config import ContextSettings, Settings
-from aether.context.assembly import Budgets, ContextAssembler
+from aether.context.assembly import Budgets, ContextAssembler, ScoredMemory, render_memories
 from aether.context.compression import HEADER, ExtractiveSummarizer, LLMSummarizer
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, Thresholds
 from aether.context.window import limit, render, units
@@ -30,7 +30,7 @@ from aether.memory.tiers.memory_index import MemoryIndex
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
 from aether.testing.model import ScriptedOpenAI
-from aether.tokens import count_message, count_messages, count_tokens
+from aether.tokens import count_message, count_messages, count_tokens, truncate_to_tokens
 from tests.conftest import run_cli
 
 UTC = ZoneInfo("UTC")
@@ -254,6 +254,35 @@ async def test_assembly_fits_its_budget_and_ranks_relevant_memories(
     assert "# Relevant memories" in ctx.system_message()["content"]
     with pytest.raises(InvalidOperationError):
         await assembler.assemble("x", 10)
+
+
+def test_memories_are_a_timeline_with_each_day_written_once() -> None:
+    day = 86_400.0
+    start = 1_760_000_000.0  # 2025-10-09 08:53 UTC
+    said = [  # by score, as the assembler chooses them
+        ("the deploy pipeline moved to the blue cluster", start + 2 * day, "daily", False),
+        ("the deploy pipeline runs nightly at two", start, "daily", True),
+        ("the deploy pipeline got a canary stage", start + 2 * day + 60, "belief", False),
+        ("the deploy pipeline was paused for the audit", start + 60, "daily", False),
+    ]
+    chosen = [
+        ScoredMemory(f"k{i}", text, 1 - i / 10, 1, 1, 1, {"timestamp": at, "kind": kind}, earlier=e)
+        for i, (text, at, kind, e) in enumerate(said)
+    ]
+    assert render_memories(chosen, 100).splitlines() == [
+        "[2025-10-09]",
+        "- (earlier: a later memory differs) the deploy pipeline runs nightly at two",
+        "- the deploy pipeline was paused for the audit",
+        "[2025-10-11]",
+        "- the deploy pipeline moved to the blue cluster",
+        "- (belief) the deploy pipeline got a canary stage",
+    ]
+    dated = sum(count_tokens(f"- [2025-10-09] {text}") + 1 for text, *_ in said)
+    assert count_tokens(render_memories(chosen, 100)) < dated
+    assert render_memories(chosen[:1], 5) == "[2025-10-11]\n" + truncate_to_tokens(
+        "- the deploy pipeline moved to the blue cluster", 5
+    )
+    assert render_memories([], 100) == ""
 
 
 async def test_assembly_includes_recent_history_of_a_session(

@@ -220,21 +220,50 @@ def score_memory(
     )
 
 
+def memory_day(memory: ScoredMemory) -> str:
+    """The UTC day a memory was made, as the context writes it (``[2026-11-26]``)."""
+    stamp = float(memory.doc.get("timestamp", 0))
+    return datetime.fromtimestamp(stamp, tz=UTC).strftime("[%Y-%m-%d]")
+
+
 def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
-    """One memory as a context line: ``- [day] (kind) content``."""
+    """One memory as a context line under its day: ``- (kind) content``."""
     doc = memory.doc
-    day = datetime.fromtimestamp(float(doc.get("timestamp", 0)), tz=UTC).strftime("%Y-%m-%d")
     kind = doc.get("kind", "")
-    label = "" if kind == "daily" else f" ({kind})"
+    labels = [] if kind == "daily" else [f"({kind})"]
     if memory.uncertain:
-        label += " (uncertain)"
+        labels.append("(uncertain)")
     if memory.question:
-        label += " (open question: still true?)"
+        labels.append("(open question: still true?)")
     if memory.earlier:
-        label += " (earlier: a later memory differs)"
-    content = " ".join(memory.content.split())
-    line = f"- [{day}]{label} {content}"
+        labels.append("(earlier: a later memory differs)")
+    line = " ".join(["-", *labels, " ".join(memory.content.split())])
     return line if count_tokens(line) <= max_tokens else truncate_to_tokens(line, max_tokens)
+
+
+def render_memories(chosen: list[ScoredMemory], max_tokens: int) -> str:
+    """The chosen memories as a timeline: each day written once, days and memories in time.
+
+    A date on every line cost about seven tokens a memory, and a context's memories fall
+    on a few days (LoCoMo: 30 memories on 10 days); written once per day, the same
+    memories take about a tenth fewer tokens. Time order, not score order, because the
+    memories are chosen by score already, and in time order the model reads a later
+    statement after the earlier one it replaces, as the history reads.
+    """
+    ordered = sorted(chosen, key=lambda m: float(m.doc.get("timestamp", 0)))
+    lines: list[str] = []
+    day = ""
+    for memory in ordered:
+        if memory_day(memory) != day:
+            day = memory_day(memory)
+            lines.append(day)
+        lines.append(memory_line(memory, max_tokens))
+    return "\n".join(lines)
+
+
+def _per_item(budget: int) -> int:
+    """The most one memory may take of the memories' budget."""
+    return max(40, budget // 4)
 
 
 class ContextAssembler:
@@ -345,9 +374,8 @@ class ContextAssembler:
             query, room, history_messages, when.timestamp()
         )
         while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:
-            ctx.chosen.pop()
-            lines = ctx.memories.text.splitlines()[:-1]
-            text = "\n".join(lines)
+            ctx.chosen.pop()  # the least scored
+            text = render_memories(ctx.chosen, _per_item(room))
             ctx.memories = Section("memories", text, count_tokens(text), room, len(ctx.chosen))
         return ctx
 
@@ -408,24 +436,26 @@ class ContextAssembler:
         scoring = (top, now, self.settings, half_life, self.beliefs)
         scored = [m for h in visible if (m := score_memory(h, *scoring))]
         scored.sort(key=lambda m: m.score, reverse=True)
-        per_item = max(40, budget // 4)
-        lines: list[str] = []
+        per_item = _per_item(budget)
         chosen: list[ScoredMemory] = []
         used = 0
         taken: set[str] = set()
+        days: set[str] = set()
         for memory in scored:
             said = " ".join(memory.content.split())
             if said in shown or said in taken:
                 continue  # already in the history, or the same words as a chosen memory
-            line = memory_line(memory, per_item)
-            cost = count_tokens(line) + 1
+            day = memory_day(memory)
+            cost = count_tokens(memory_line(memory, per_item)) + 1
+            if day not in days:
+                cost += count_tokens(day) + 1
             if used + cost > budget:
                 continue
-            lines.append(line)
             chosen.append(memory)
             taken.add(said)
+            days.add(day)
             used += cost
-        text = "\n".join(lines)
+        text = render_memories(chosen, per_item)
         return Section(
             "memories", text, count_tokens(text) if text else 0, budget, len(chosen)
         ), chosen
