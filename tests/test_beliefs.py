@@ -185,7 +185,7 @@ async def test_confidence_tiers_and_forgotten_beliefs_in_context(
     async def context(query: str) -> str:
         return (await assembler.assemble(query, 2000)).text()
 
-    assert "- [" in await context("backup bucket name")
+    assert "# Relevant memories\n[20" in await context("backup bucket name")  # under its day
     assert "(belief) The backup bucket is named falcon-archive" in await context("backup bucket")
     assert "(belief) (uncertain) The backup job starts at midnight" in await context("backup job")
     # an open question enters only as the best match, marked as one

@@ -164,13 +164,17 @@ async def in_context(
     if not turns:
         return boosted
     names = layer.keys
-    lists = list(dict.fromkeys(names.daily(date.fromisoformat(day)) for _, _, day, _ in turns))
-    slot = {key: i for i, key in enumerate(lists, 1)}
+    slots: dict[str, int] = {}  # day -> its log's 1-based place among the lists read
+    lists: list[str] = []
     pairs: list[str] = []
     for _, entry_id, day, _ in turns:
-        pairs += [str(slot[names.daily(date.fromisoformat(day))]), entry_id]
+        if day not in slots:
+            lists.append(names.daily(date.fromisoformat(day)))
+            slots[day] = len(lists)
+        pairs += [str(slots[day]), entry_id]
     reach = len(NEIGHBOUR_SHARE)
     windows = await Functions(layer.client, layer.keys).neighbours(lists, reach, pairs)
+    entry_keys: dict[bytes | str, str] = {}
     shares: dict[tuple[str, str], float] = {}  # (neighbour, the session it must be in)
     for (key, _, _, session), located in zip(turns, windows, strict=True):
         if not located:
@@ -180,7 +184,10 @@ async def in_context(
             distance = abs(first + offset - pos)
             if distance == 0:
                 continue
-            neighbour = names.daily_entry(raw.decode() if isinstance(raw, bytes) else str(raw))
+            neighbour = entry_keys.get(raw)
+            if neighbour is None:
+                entry_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+                neighbour = entry_keys[raw] = names.daily_entry(entry_id)
             share = NEIGHBOUR_SHARE[distance - 1] * boosted[key]
             shares[neighbour, session] = shares.get((neighbour, session), 0.0) + share
     if not shares:
