@@ -299,13 +299,15 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert abs(hit.similarity - every[target_key]) < 1e-4
 
     # a short pool: each list missed some; completed, both hold the same candidates
-    lists, docs = await search._candidates(query, query_tokens(query), None, 10, {})
+    found = await search._candidates(query, query_tokens(query), None, 10, {})
+    lists, docs = found.lists, found.docs
     assert docs.keys() == dict(lists["text"]).keys() | dict(lists["vector"]).keys()
     texts, vectors = dict(lists["text"]), dict(lists["vector"])
     assert len(texts) > 10 and texts.keys() == vectors.keys()
     assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
-    full, _ = await search._candidates(query, query_tokens(query), None, 100, {})
+    full = (await search._candidates(query, query_tokens(query), None, 100, {})).lists
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
+    assert found.openings.keys() == vectors.keys()  # short memories: the opening is all
     assert await similarities(client, index, keys, ["nope"], vector) == {}  # no vector: left out
 
 
@@ -319,10 +321,48 @@ def test_a_long_memory_gives_up_what_its_best_passage_wins_by_chance() -> None:
     # only as well as a short one ranks below it once corrected
     long_one = _long_text("The staging database listens on port 6543.", 8)
     docs: dict[str, MemoryDoc | None] = {"short": {"content": short}, "long": {"content": long_one}}
-    rows = _chance_corrected([("long", 0.62), ("short", 0.60)], docs)
+    rows = _chance_corrected([("long", 0.62), ("short", 0.60)], docs, {"short": 0.60})
     assert [key for key, _ in rows] == ["short", "long"]
     assert rows[0][1] == 0.60 and rows[1][1] == 0.62 - chance_lift(long_one)
-    assert _chance_corrected([("gone", 0.5)], {"gone": None}) == [("gone", 0.5)]
+    assert _chance_corrected([("gone", 0.5)], {"gone": None}, {}) == [("gone", 0.5)]
+    # its opening is the one reading every memory has: it stands uncorrected, so a long
+    # memory scores at least what its first passage alone scores
+    openings = {"long": 0.61, "short": 0.60}
+    rows = _chance_corrected([("long", 0.62), ("short", 0.60)], docs, openings)
+    assert rows == [("long", 0.61), ("short", 0.60)]
+
+
+async def test_a_long_reply_whose_opening_answers_keeps_its_openings_score(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = await _ready(layer)
+    daily = DailyLog(layer)
+    reply = (
+        "assistant: To keep your app from overwhelming the API, throttle outgoing requests "
+        "with a token bucket, queue the overflow and back off exponentially on HTTP 429. "
+        + FILLER
+        * 30
+    )
+    assert len(passages(reply)) == MAX_PASSAGES
+    long_one = await daily.log(reply, timestamp=NOW - 100)
+    for n, text in enumerate(
+        [
+            "user: my weather app calls the forecast API every few seconds",
+            "user: I deployed the app to the service last night",
+        ]
+    ):
+        await daily.log(text, timestamp=NOW - 50 + n)
+    query = "how should my app throttle requests so it does not overwhelm the API"
+    found = await search._candidates(query, query_tokens(query), None, 40, {})
+    key = keys.daily_entry(long_one["id"])
+    opening = found.openings[key]
+    corrected = dict(_chance_corrected(found.lists["vector"], found.docs, found.openings))
+    assert corrected[key] == opening  # its opening alone scores this: no lift is taken
+    assert opening - chance_lift(reply) < max(v for k, v in corrected.items() if k != key)
+    assert corrected[key] == max(corrected.values())  # first, where the lift ranked it under
+    hits = await search.search(query, limit=4, now=NOW)
+    assert hits[0].key == key
 
 
 def test_adaptive_fusion_weighs_each_list_by_how_clearly_its_best_stand_out() -> None:

@@ -263,11 +263,27 @@ def fusion_weights(
 
 
 def _chance_corrected(
-    rows: list[tuple[str, float]], docs: dict[str, MemoryDoc | None]
+    rows: list[tuple[str, float]],
+    docs: dict[str, MemoryDoc | None],
+    openings: dict[str, float],
 ) -> list[tuple[str, float]]:
-    """The vector list with each long memory's chance lift taken off, best first again."""
+    """The vector list with each long memory's chance lift taken off, best first again.
+
+    The lift is what picking the best of several readings wins by chance; a memory's
+    own opening (``openings``: its first passage) is the one reading every memory has,
+    as a short memory's whole text is, so it stands uncorrected: a long memory scores at
+    least what its opening alone scores. Correcting the opening too ranked a long reply
+    whose first lines answer the query below short messages that merely share its topic
+    (BEAM dev, "how did you recommend..." questions).
+    """
     corrected = [
-        (key, score - chance_lift(str((docs.get(key) or {}).get("content", ""))))
+        (
+            key,
+            max(
+                score - chance_lift(str((docs.get(key) or {}).get("content", ""))),
+                openings.get(key, -2.0),
+            ),
+        )
         for key, score in rows
     ]
     return sorted(corrected, key=lambda row: row[1], reverse=True)
@@ -301,6 +317,22 @@ def _fused(
         for rank, (key, _) in enumerate(rows, 1):
             ranks.setdefault(key, {})[name] = rank
     return fused, ranks
+
+
+@dataclass
+class _Candidates:
+    """What the candidate round trips found (:meth:`MemorySearch._candidates`).
+
+    Attributes:
+        lists: each signal's candidates, (key, score) best first.
+        docs: the candidates' documents (``None``: gone).
+        openings: each candidate's opening reading's similarity, where a reply held it
+            (none from the Qdrant mirror, whose rows are scored whole).
+    """
+
+    lists: dict[str, list[tuple[str, float]]]
+    docs: dict[str, MemoryDoc | None]
+    openings: dict[str, float]
 
 
 class MemorySearch:
@@ -387,10 +419,10 @@ class MemorySearch:
             "scopes": [check_scope(x) for x in scopes or []],
         }
         try:
-            ranked, read = await self._candidates(query, tokens, flt, pool, criteria)
+            found = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
-        return await self._rank(ranked, read, tokens, limit, now or time.time(), include_inactive)
+        return await self._rank(found, tokens, limit, now or time.time(), include_inactive)
 
     async def _candidates(
         self,
@@ -399,7 +431,7 @@ class MemorySearch:
         flt: FilterExpression | None,
         pool: int,
         criteria: dict[str, Any],
-    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, MemoryDoc | None]]:
+    ) -> _Candidates:
         """Candidates of each signal, (key, score) best first, and their documents.
 
         The documents are read while the candidates are completed (:meth:`_completion`):
@@ -423,17 +455,18 @@ class MemorySearch:
             pending.append(mirror.search(vector, pool, criteria))
         results = await asyncio.gather(*pending)
         out: dict[str, list[tuple[str, float]]] = {}
+        openings: dict[str, float] = {}
         for name, reply in zip(sent, results[0] if sent else [], strict=True):
             if name == "text":
                 rows = search_results(reply, scores=True, fields=False)
                 out[name] = [(key, score) for key, score, _ in rows]
             else:
-                out[name] = nearest_rows(self.layer.keys, reply)
+                out[name] = nearest_rows(self.layer.keys, reply, openings)
         if vector is not None and mirror is not None:
             out["vector"] = results[-1]
         keys = list(dict.fromkeys(key for rows in out.values() for key, _ in rows))
         if not keys:
-            return out, {}
+            return _Candidates(out, {}, openings)
         # the documents and the completion need only these keys: one more round trip
         pipe = self.layer.client.pipeline(transaction=False)
         pipe.execute_command(*mget_command(keys))
@@ -443,8 +476,8 @@ class MemorySearch:
         for args in completion.values():
             pipe.execute_command(*args)
         replies = await pipe.execute()
-        self._complete(out, dict(zip(completion, replies[1:], strict=True)))
-        return out, dict(zip(keys, read_mget(replies[0]), strict=True))
+        self._complete(out, dict(zip(completion, replies[1:], strict=True)), openings)
+        return _Candidates(out, dict(zip(keys, read_mget(replies[0]), strict=True)), openings)
 
     def _completion(
         self,
@@ -484,11 +517,16 @@ class MemorySearch:
             commands["text"] = search_command(self.index, query)
         return commands
 
-    def _complete(self, lists: dict[str, list[tuple[str, float]]], replies: dict[str, Any]) -> None:
+    def _complete(
+        self,
+        lists: dict[str, list[tuple[str, float]]],
+        replies: dict[str, Any],
+        openings: dict[str, float],
+    ) -> None:
         """Add the completion's scores (:meth:`_completion`) to the lists, in place."""
         scored = {name: dict(rows) for name, rows in lists.items()}
         if "vector" in replies:
-            scored["vector"].update(nearest_rows(self.layer.keys, replies["vector"]))
+            scored["vector"].update(nearest_rows(self.layer.keys, replies["vector"], openings))
         if "text" in replies:
             rows = search_results(replies["text"], scores=True, fields=False)
             scored["text"].update((key, score) for key, score, _ in rows)
@@ -497,21 +535,22 @@ class MemorySearch:
 
     async def _rank(
         self,
-        ranked: dict[str, list[tuple[str, float]]],
-        read: dict[str, MemoryDoc | None],
+        found: _Candidates,
         tokens: list[str],
         limit: int,
         now: float,
         include_inactive: bool = False,
     ) -> list[SearchHit]:
         settings = self.layer.settings
+        ranked, read = found.lists, found.docs
         if not read:
             return []
         # how much of the query each word match holds: it weighs the match (see _fused)
         covered = {key: _coverage(tokens, read[key]) for key, _ in ranked.get("text", [])}
         similarity = dict(ranked.get("vector", []))  # raw: what the floor judges
         if "vector" in ranked:
-            ranked = {**ranked, "vector": _chance_corrected(ranked["vector"], read)}
+            corrected = _chance_corrected(ranked["vector"], read, found.openings)
+            ranked = {**ranked, "vector": corrected}
         weights = fusion_weights(ranked, self.alpha, settings.fusion)
         fused, ranks = _fused(ranked, weights, covered, settings.fusion)
         floor = settings.min_similarity

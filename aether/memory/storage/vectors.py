@@ -260,19 +260,29 @@ def knn_query(
     )
 
 
-def nearest_rows(keys: Keyspace, reply: list[Any]) -> list[tuple[str, float]]:
+def nearest_rows(
+    keys: Keyspace, reply: list[Any], openings: dict[str, float] | None = None
+) -> list[tuple[str, float]]:
     """(document key, cosine similarity) of a raw :func:`knn_query` reply, best first.
 
     A memory with several readings (passages, a contextual reading) is scored by its best
     one, the extra readings discounted by ``READING_DISCOUNT``.
+
+    Args:
+        keys: the namespace's keyspace.
+        reply: the raw reply.
+        openings: when given, filled with the similarity of each memory's own opening
+            reading (its first passage, or its whole text), where the reply holds it.
     """
     rows: dict[str, float] = {}
     for vector_key, _, fields in search_results(reply, scores=False, fields=True):
         key = text(vector_key)
         similarity = 1.0 - float(fields[b"vector_distance"])
+        doc = keys.document_of_vector(key)
         if "#" in key:
             similarity -= READING_DISCOUNT
-        doc = keys.document_of_vector(key)
+        elif openings is not None:
+            openings[doc] = similarity
         rows[doc] = max(rows.get(doc, -2.0), similarity)
     return sorted(rows.items(), key=lambda row: row[1], reverse=True)
 
