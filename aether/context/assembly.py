@@ -250,14 +250,18 @@ def render_memories(chosen: list[ScoredMemory], max_tokens: int) -> str:
     memories are chosen by score already, and in time order the model reads a later
     statement after the earlier one it replaces, as the history reads.
     """
-    ordered = sorted(chosen, key=lambda m: float(m.doc.get("timestamp", 0)))
+    return _timeline([(m, memory_day(m), memory_line(m, max_tokens)) for m in chosen])
+
+
+def _timeline(rows: list[tuple[ScoredMemory, str, str]]) -> str:
+    """:func:`render_memories` of (memory, its day, its line), each computed once."""
     lines: list[str] = []
-    day = ""
-    for memory in ordered:
-        if memory_day(memory) != day:
-            day = memory_day(memory)
+    current = ""
+    for _, day, line in sorted(rows, key=lambda row: float(row[0].doc.get("timestamp", 0))):
+        if day != current:
+            current = day
             lines.append(day)
-        lines.append(memory_line(memory, max_tokens))
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -437,7 +441,7 @@ class ContextAssembler:
         scored = [m for h in visible if (m := score_memory(h, *scoring))]
         scored.sort(key=lambda m: m.score, reverse=True)
         per_item = _per_item(budget)
-        chosen: list[ScoredMemory] = []
+        rows: list[tuple[ScoredMemory, str, str]] = []
         used = 0
         taken: set[str] = set()
         days: set[str] = set()
@@ -445,17 +449,18 @@ class ContextAssembler:
             said = " ".join(memory.content.split())
             if said in shown or said in taken:
                 continue  # already in the history, or the same words as a chosen memory
-            day = memory_day(memory)
-            cost = count_tokens(memory_line(memory, per_item)) + 1
+            day, line = memory_day(memory), memory_line(memory, per_item)
+            cost = count_tokens(line) + 1
             if day not in days:
                 cost += count_tokens(day) + 1
             if used + cost > budget:
                 continue
-            chosen.append(memory)
+            rows.append((memory, day, line))
             taken.add(said)
             days.add(day)
             used += cost
-        text = render_memories(chosen, per_item)
+        chosen = [memory for memory, _, _ in rows]
+        text = _timeline(rows)
         return Section(
             "memories", text, count_tokens(text) if text else 0, budget, len(chosen)
         ), chosen

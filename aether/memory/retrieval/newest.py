@@ -166,9 +166,9 @@ class _Statement:
     @classmethod
     def of(cls, sentence: str, query: Sequence[str]) -> _Statement:
         vocabulary = words(sentence)
-        found = held(query, vocabulary)
-        share = len(found) / len(query) if query else 0.0
         stems = {word[:STEM_CHARS] for word in vocabulary}
+        found = held(query, vocabulary, stems)
+        share = len(found) / len(query) if query else 0.0
         return cls(vocabulary, stems, values_of(sentence), set(found), share)
 
     @property

@@ -32,14 +32,16 @@ def coverage(query: Sequence[str], found: set[str]) -> float:
     return len(held(query, found)) / len(query)
 
 
-def held(query: Sequence[str], found: set[str]) -> list[str]:
+def held(query: Sequence[str], found: set[str], stems: set[str] | None = None) -> list[str]:
     """The query's words found among ``found``, a word or its first letters (``STEM_CHARS``).
 
     Args:
         query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
         found: a memory's :func:`words`.
+        stems: ``found``'s first letters, when the caller has them already.
     """
-    stems = {w[:STEM_CHARS] for w in found}
+    if stems is None:
+        stems = {w[:STEM_CHARS] for w in found}
     return [q for q in query if q in found or q[:STEM_CHARS] in stems]
 
 
