@@ -91,6 +91,14 @@ class MemorySettings(BaseModel):
         description="hybrid search: a full-text match below min_similarity must contain this "
         "share of the query's meaningful words",
     )
+    rerank: Literal["off", "cross-encoder"] = Field(
+        default="off",
+        description="hybrid search: rerank the best results with the packaged ms-marco "
+        "cross-encoder (aether[local]; see aether/memory/retrieval/rerank.py)",
+    )
+    rerank_depth: int = Field(
+        default=30, ge=1, le=200, description="hybrid search: how many results it reranks"
+    )
     vector_datatype: Literal["float32", "float16"] = Field(
         default="float32",
         description="how vectors are stored: float16 halves their memory (recall in README)",

