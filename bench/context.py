@@ -110,6 +110,7 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
         "embeddings": embeddings,
         "window_tokens": window,
         "max_tokens": max_tokens,
+        "rerank": base.memory.rerank,  # AETHER_MEMORY__RERANK=cross-encoder to try it
         "questions": len(recalls),
         "context_recall": round(statistics.fmean(recalls), 3),
         "token_reduction": round(statistics.fmean(reductions), 3),
