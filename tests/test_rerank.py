@@ -122,3 +122,21 @@ def test_rerank_is_a_setting_the_cli_search_honours(cli_env: dict[str, str]) -> 
     assert "Sweden" in hits[0]["content"] and len(hits) == 4
     bad = run_cli({**cli_env, "AETHER_MEMORY__RERANK": "llm"}, "memory", "search", QUESTION)
     assert bad.returncode != 0 and "rerank" in (bad.stderr + bad.stdout).lower()
+
+
+async def test_reranked_searches_take_hostile_queries_and_run_concurrently(
+    settings: Settings, client: Redis
+) -> None:
+    layer = MemoryLayer.open(_reranking(settings), client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    answer = await _seed(layer)
+    image = await dump_state(client, layer.keys)
+    odd = await search.search("*&^%$#@!{}[]|\\\"' -@tag:{x} Caroline", limit=4, now=NOW)
+    assert all(h.doc["content"] for h in odd)
+    long_query = QUESTION + " and" * 20_000  # cut to the model's window, not an error
+    assert len(await search.search(long_query, limit=4, now=NOW)) <= 4
+    together = await asyncio.gather(*(search.search(QUESTION, limit=4, now=NOW) for _ in range(4)))
+    assert all(hits[0].doc["id"] == answer for hits in together)
+    assert len({tuple(h.relevance for h in hits) for hits in together}) == 1
+    assert await dump_state(client, layer.keys) == image  # a reranked read writes nothing
