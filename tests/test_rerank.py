@@ -9,8 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from redis.asyncio import Redis
 
+from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
+from aether.context.assembly import ContextAssembler
 from aether.errors import ConfigError
+from aether.identity.bootstrap import default_identity_dir
+from aether.identity.profile import IdentityStore
 from aether.memory.retrieval import rerank as rerank_module
 from aether.memory.retrieval.rerank import WEIGHT, cross_encoder, model_dir, rerank
 from aether.memory.retrieval.search import MemorySearch, SearchHit
@@ -140,3 +144,30 @@ async def test_reranked_searches_take_hostile_queries_and_run_concurrently(
     assert all(hits[0].doc["id"] == answer for hits in together)
     assert len({tuple(h.relevance for h in hits) for hits in together}) == 1
     assert await dump_state(client, layer.keys) == image  # a reranked read writes nothing
+
+
+async def test_a_context_over_simulated_days_leads_with_the_reranked_answer(
+    settings: Settings, client: Redis
+) -> None:
+    layer = MemoryLayer.open(_reranking(settings), client)
+    await MemorySearch(layer).ensure_index()
+    daily = DailyLog(layer)
+    day = 86_400.0
+    start = NOW - 12 * day
+    await daily.log(ANSWER, timestamp=start + day)  # said once, early on
+    for n in range(2, 6):  # the days after: talk that shares the question's words
+        for i, text in enumerate(DISTRACTORS):
+            await daily.log(text, timestamp=start + n * day + i)
+        await daily.log(f"Melanie: day {n} of the garden went fine.", timestamp=start + n * day + 9)
+    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
+    await identity.ensure(default_identity_dir())
+    at = datetime.fromtimestamp(NOW, UTC)
+    plain = MemoryLayer.open(settings, client)
+    plain.embedder = layer.embedder
+    before = await ContextAssembler(plain, identity, settings.context).assemble(
+        QUESTION, 600, now=at
+    )
+    assert before.chosen and "Sweden" not in before.memories.text  # fusion alone misses it
+    ctx = await ContextAssembler(layer, identity, settings.context).assemble(QUESTION, 600, now=at)
+    assert ctx.chosen and "Sweden" in ctx.chosen[0].content
+    assert "Sweden" in ctx.memories.text
