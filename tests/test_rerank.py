@@ -16,8 +16,9 @@ from aether.errors import ConfigError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.memory.retrieval import rerank as rerank_module
-from aether.memory.retrieval.rerank import WEIGHT, cross_encoder, model_dir, rerank
-from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.retrieval.rerank import WEIGHT, cross_encoder, judged_text, model_dir, rerank
+from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
+from aether.memory.storage.conversation import passages
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog
 from tests.conftest import dump_state, run_cli
@@ -63,7 +64,7 @@ def test_rerank_averages_match_and_judgement_and_keeps_recency() -> None:
         _hit("b", ANSWER, match=0.6, relevance=0.59),
         _hit("c", DISTRACTORS[1], match=0.5, relevance=0.5),
     ]
-    out = asyncio.run(rerank(QUESTION, hits, depth=2, recency_weight=0.1))
+    out = asyncio.run(rerank(QUESTION, query_tokens(QUESTION), hits, depth=2, recency_weight=0.1))
     assert out[0].key == "b"
     probability = cross_encoder().score(QUESTION, [ANSWER])[0]
     b = next(h for h in out if h.key == "b")
@@ -73,7 +74,7 @@ def test_rerank_averages_match_and_judgement_and_keeps_recency() -> None:
     assert b.relevance - 0.9 * b.match == pytest.approx(0.59 - 0.9 * 0.6, abs=1e-5)
     c = next(h for h in out if h.key == "c")  # below the depth: unjudged, half its match
     assert c.match == pytest.approx((1 - WEIGHT) * 0.5)
-    assert asyncio.run(rerank(QUESTION, [], depth=5, recency_weight=0.1)) == []
+    assert asyncio.run(rerank(QUESTION, [], [], depth=5, recency_weight=0.1)) == []
 
 
 async def _seed(layer: MemoryLayer) -> str:
@@ -171,3 +172,16 @@ async def test_a_context_over_simulated_days_leads_with_the_reranked_answer(
     ctx = await ContextAssembler(layer, identity, settings.context).assemble(QUESTION, 600, now=at)
     assert ctx.chosen and "Sweden" in ctx.chosen[0].content
     assert "Sweden" in ctx.memories.text
+
+
+def test_a_long_memory_is_judged_by_its_passage_that_holds_the_query() -> None:
+    filler = "We reviewed the build scripts and the lint settings of the repository. " * 40
+    long_text = filler + "Caroline moved here from Sweden four years ago, right after school."
+    tokens = query_tokens(QUESTION)
+    judged = judged_text(tokens, long_text)
+    assert "Sweden" in judged and len(judged) < len(long_text)
+    assert judged in passages(long_text)
+    assert judged_text(tokens, ANSWER) == ANSWER  # a short memory is read whole
+    model = cross_encoder()
+    head, best = model.score(QUESTION, [long_text, judged])
+    assert best > head  # cut at its head, the answer would be lost

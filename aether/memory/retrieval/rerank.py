@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 from importlib.util import find_spec
@@ -33,11 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aether.errors import ConfigError
+from aether.memory.retrieval.wording import coverage, words
+from aether.memory.storage.conversation import passages
 
 if TYPE_CHECKING:
     from aether.memory.retrieval.search import SearchHit
 
-__all__ = ["WEIGHT", "CrossEncoder", "cross_encoder", "model_dir", "rerank"]
+__all__ = ["WEIGHT", "CrossEncoder", "cross_encoder", "judged_text", "model_dir", "rerank"]
 
 WEIGHT = 0.5
 """The cross-encoder's share of a reranked result's match (the fused match has the rest)."""
@@ -148,18 +151,39 @@ def cross_encoder() -> CrossEncoder:
         return _load(folder)
 
 
+def judged_text(tokens: Sequence[str], content: str) -> str:
+    """What the model reads of a memory: a long one's passage holding most of the query.
+
+    A long message (BEAM's run to 2,000 characters and more) does not fit the model's
+    window; cut at its head, the part that answers is often lost. Its passages (the ones
+    its vectors read, :func:`~aether.memory.storage.conversation.passages`) each fit, and
+    the one that holds most of the query's meaningful words is the one to judge (the
+    first of equals). Measured on BEAM: the same recall as the head, at half the time.
+    """
+    readings = passages(content)
+    if len(readings) == 1:
+        return content
+    return max(readings, key=lambda text: coverage(tokens, words(text)))
+
+
 async def rerank(
-    query: str, hits: list[SearchHit], depth: int, recency_weight: float
+    query: str,
+    tokens: Sequence[str],
+    hits: list[SearchHit],
+    depth: int,
+    recency_weight: float,
 ) -> list[SearchHit]:
     """The hits reordered by their match averaged with the cross-encoder's judgement.
 
-    The first ``depth`` hits are judged; a hit's match becomes
+    The first ``depth`` hits are judged (a long one by :func:`judged_text`); a hit's
+    match becomes
     ``(1 - WEIGHT) * match + WEIGHT * probability`` (the others keep ``1 - WEIGHT`` of
     theirs) and its relevance moves by the same amount, weighted as search weighs the
     match against recency.
 
     Args:
         query: the query as the caller wrote it.
+        tokens: its meaningful words (``search.query_tokens``).
         hits: search's results, best first.
         depth: how many of them the model reads.
         recency_weight: search's ``memory.recency_weight``.
@@ -172,7 +196,7 @@ async def rerank(
     model = cross_encoder()
     judged = hits[:depth]
     probabilities: list[Any] = await asyncio.to_thread(
-        model.score, query, [h.content for h in judged]
+        model.score, query, [judged_text(tokens, h.content) for h in judged]
     )
     probabilities += [0.0] * (len(hits) - len(judged))
     out = []

@@ -596,7 +596,7 @@ class MemorySearch:
             )
         hits.sort(key=lambda h: h.relevance, reverse=True)
         if settings.rerank != "off":
-            hits = await rerank(query, hits, settings.rerank_depth, settings.recency_weight)
+            hits = await rerank(query, tokens, hits, settings.rerank_depth, settings.recency_weight)
         # reordered within the results only: what is found stays what fusion found
         return newest_first(hits[:limit], tokens)
 
