@@ -44,7 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from locomo import FUSIONS, fusion_variants, percentile, reranked
+from locomo import FUSIONS, fusion_variants, judged, percentile, rerank_floor_table, reranked
 
 from aether.config import Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
@@ -275,6 +275,8 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     by_fusion = {f: Tally() for f in FUSIONS if f != base.memory.fusion}
     rerank_tally = Tally()
     rerank_ms: list[float] = []
+    rerank_judged: list[tuple[list[Any], list[float], set[Any]]] = []
+    unanswerable_judged: list[list[float]] = []
     with_embedding: list[float] = []
     without_embedding: list[float] = []
     load_s = 0.0
@@ -338,6 +340,12 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                             rerank_ms.append((time.perf_counter() - t) * 1000)
                         rerank_k[k] = _ranked(hits, key_to_id)
                     rerank_tally.add(q, rerank_k[25], rerank_k)
+                    probs = judged(q.text, hits)  # the last limit's results
+                    if q.ability == "abstention":
+                        unanswerable_judged.append(probs)
+                    else:
+                        found_ids = [key_to_id.get(h.key) for h in hits]
+                        rerank_judged.append((found_ids, probs, q.evidence))
                 found = await open_search.search(q.text, limit=25, now=asked_at)
                 unfloored.append((q, found, key_to_id))
                 bm25.add(q, [ids[i] for i in lexical.rank(q.text)])
@@ -358,6 +366,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
             **rerank_tally.figures(),
             "search_p50_ms_incl_embedding": percentile(rerank_ms, 0.5),
             "search_p99_ms_incl_embedding": percentile(rerank_ms, 0.99),
+            "floor_tradeoff": rerank_floor_table(rerank_judged, unanswerable_judged, "abstention"),
         }
         if rerank_ms
         else None,

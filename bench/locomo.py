@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, get_args
 
 from aether.config import MemorySettings, Settings
-from aether.memory.retrieval.rerank import model_dir
-from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
+from aether.memory.retrieval.rerank import cross_encoder, judged_text, model_dir
+from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.server.embedded import EmbeddedRedis
@@ -135,6 +135,46 @@ def reranked(settings: Settings, layer: MemoryLayer) -> MemorySearch | None:
     return MemorySearch(variant)
 
 
+RERANK_FLOORS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5)
+"""The cross-encoder's relevance probabilities a result must reach, in the trade-off table."""
+
+
+def judged(question: str, hits: list[SearchHit]) -> list[float]:
+    """The cross-encoder's relevance probability of each hit (cached from the search)."""
+    tokens = query_tokens(question)
+    return cross_encoder().score(question, [judged_text(tokens, h.content) for h in hits])
+
+
+def rerank_floor_table(
+    answerable: list[tuple[list[Any], list[float], set[Any]]],
+    unanswerable: list[list[float]],
+    name: str,
+) -> list[dict[str, float]]:
+    """recall@10 and the share of ``unanswerable`` queries left with nothing, per floor.
+
+    Args:
+        answerable: per question, its reranked results' ids, their probabilities and
+            its evidence ids.
+        unanswerable: per query that should find nothing, its results' probabilities.
+        name: what the second figure is called in the output.
+    """
+    table = []
+    for floor in RERANK_FLOORS:
+        recall = []
+        for ids, probs, evidence in answerable:
+            kept = [i for i, p in zip(ids, probs, strict=True) if p >= floor][:10]
+            recall.append(len(evidence & set(kept)) / len(evidence))
+        nothing = [all(p < floor for p in probs) for probs in unanswerable]
+        table.append(
+            {
+                "min_probability": floor,
+                "recall@10": round(statistics.fmean(recall), 3),
+                name: round(statistics.fmean(nothing), 3) if nothing else 0.0,
+            }
+        )
+    return table
+
+
 def floor_table(
     unfloored: list[tuple[list[SearchHit], set[str]]],
     nonsense: list[list[SearchHit]],
@@ -206,6 +246,8 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     }
     rerank_recall: dict[str, list[float]] = {}
     rerank_ms: list[float] = []
+    rerank_judged: list[tuple[list[Any], list[float], set[Any]]] = []
+    nonsense_judged: list[list[float]] = []
     client = await connect(base)
     try:
         for sample in data:
@@ -261,11 +303,17 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     if k == 10:
                         name = f"{category} {CATEGORIES[category]}"
                         rerank_recall.setdefault(name, []).append(share / len(evidence))
+                    if k == KS[-1]:
+                        found_ids = [key_to_dia.get(h.key) for h in hits]
+                        rerank_judged.append((found_ids, judged(question, hits), evidence))
                 found = await unfloored.search(question, limit=25, now=asked_at)
                 asked.append((found, evidence))
             nonsense = [await unfloored.search(q, limit=10, now=asked_at) for q in NONSENSE]
             for query in NONSENSE:
                 nonsense_answered += bool(await search.search(query, limit=10, now=asked_at))
+                if rerank is not None:
+                    hits = await rerank.search(query, limit=10, now=asked_at)
+                    nonsense_judged.append(judged(query, hits))
             tables.append((len(asked), floor_table(asked, nonsense, key_to_dia)))
     finally:
         await client.aclose()
@@ -301,6 +349,9 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             **{name: round(statistics.fmean(v), 3) for name, v in sorted(rerank_recall.items())},
             "search_p50_ms_incl_embedding": percentile(rerank_ms, 0.5),
             "search_p99_ms_incl_embedding": percentile(rerank_ms, 0.99),
+            "floor_tradeoff": rerank_floor_table(
+                rerank_judged, nonsense_judged, "nonsense_find_nothing"
+            ),
         }
         if rerank_ms
         else None,
