@@ -193,7 +193,7 @@ async def rerank(
     """
     if not hits:
         return hits
-    model = cross_encoder()
+    model = await asyncio.to_thread(cross_encoder)  # the first call loads it: off the loop
     judged = hits[:depth]
     probabilities: list[Any] = await asyncio.to_thread(
         model.score, query, [judged_text(tokens, h.content) for h in judged]
