@@ -119,6 +119,21 @@ def fusion_variants(settings: Settings, layer: MemoryLayer) -> dict[str, MemoryS
     return variants
 
 
+def _count(
+    tally: dict[str, list[float]],
+    hits: list[SearchHit],
+    k: int,
+    evidence: set[str],
+    category: int,
+    key_to_dia: dict[str, str],
+) -> None:
+    """Add one search's recall@k (and at 10, its category's) to a variant's tally."""
+    share = len(evidence & {key_to_dia.get(h.key) for h in hits}) / len(evidence)
+    tally.setdefault(f"recall@{k}", []).append(share)
+    if k == 10:
+        tally.setdefault(f"{category} {CATEGORIES[category]}", []).append(share)
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-quantile of ``values``, in ms, rounded."""
     ordered = sorted(values)
@@ -285,12 +300,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                 for fusion, variant_search in variants.items():
                     for k in KS:
                         hits = await variant_search.search(question, limit=k, now=asked_at)
-                        share = len(evidence & {key_to_dia.get(h.key) for h in hits})
-                        tally = by_fusion[fusion]
-                        tally.setdefault(f"recall@{k}", []).append(share / len(evidence))
-                        if k == 10:
-                            name = f"{category} {CATEGORIES[category]}"
-                            tally.setdefault(name, []).append(share / len(evidence))
+                        _count(by_fusion[fusion], hits, k, evidence, category, key_to_dia)
                 for k in KS:
                     if rerank is None:
                         break
@@ -298,11 +308,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     hits = await rerank.search(question, limit=k, now=asked_at)
                     if k == KS[0]:  # the model's scores are cached for the other limits
                         rerank_ms.append((time.perf_counter() - t) * 1000)
-                    share = len(evidence & {key_to_dia.get(h.key) for h in hits})
-                    rerank_recall.setdefault(f"recall@{k}", []).append(share / len(evidence))
-                    if k == 10:
-                        name = f"{category} {CATEGORIES[category]}"
-                        rerank_recall.setdefault(name, []).append(share / len(evidence))
+                    _count(rerank_recall, hits, k, evidence, category, key_to_dia)
                     if k == KS[-1]:
                         found_ids = [key_to_dia.get(h.key) for h in hits]
                         rerank_judged.append((found_ids, judged(question, hits), evidence))

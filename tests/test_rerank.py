@@ -77,6 +77,13 @@ def test_rerank_averages_match_and_judgement_and_keeps_recency() -> None:
     assert asyncio.run(rerank(QUESTION, [], [], depth=5, recency_weight=0.1)) == []
 
 
+async def _ready(layer: MemoryLayer) -> MemorySearch:
+    """A search over ``layer`` with its indexes created."""
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    return search
+
+
 async def _seed(layer: MemoryLayer) -> str:
     daily = DailyLog(layer)
     for i, text in enumerate(DISTRACTORS):
@@ -89,8 +96,7 @@ async def test_a_reranked_search_puts_the_answer_first_where_fusion_did_not(
     settings: Settings, client: Redis
 ) -> None:
     plain = MemoryLayer.open(settings, client)
-    search = MemorySearch(plain)
-    await search.ensure_index()
+    search = await _ready(plain)
     answer = await _seed(plain)
     before = await search.search(QUESTION, limit=4, now=NOW)
     assert before and before[0].doc["id"] != answer  # the words of the question mislead fusion
@@ -106,8 +112,7 @@ async def test_rerank_without_the_model_says_how_to_install_it_and_changes_nothi
     settings: Settings, client: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     layer = MemoryLayer.open(_reranking(settings), client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     await _seed(layer)
     image = await dump_state(client, layer.keys)
     monkeypatch.setattr(rerank_module, "model_dir", lambda: None)
@@ -133,8 +138,7 @@ async def test_reranked_searches_take_hostile_queries_and_run_concurrently(
     settings: Settings, client: Redis
 ) -> None:
     layer = MemoryLayer.open(_reranking(settings), client)
-    search = MemorySearch(layer)
-    await search.ensure_index()
+    search = await _ready(layer)
     answer = await _seed(layer)
     image = await dump_state(client, layer.keys)
     odd = await search.search("*&^%$#@!{}[]|\\\"' -@tag:{x} Caroline", limit=4, now=NOW)
@@ -151,7 +155,7 @@ async def test_a_context_over_simulated_days_leads_with_the_reranked_answer(
     settings: Settings, client: Redis
 ) -> None:
     layer = MemoryLayer.open(_reranking(settings), client)
-    await MemorySearch(layer).ensure_index()
+    await _ready(layer)
     daily = DailyLog(layer)
     day = 86_400.0
     start = NOW - 12 * day

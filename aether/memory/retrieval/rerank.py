@@ -31,7 +31,7 @@ from dataclasses import replace
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aether.errors import ConfigError
 from aether.memory.retrieval.wording import coverage, words
@@ -176,10 +176,9 @@ async def rerank(
     """The hits reordered by their match averaged with the cross-encoder's judgement.
 
     The first ``depth`` hits are judged (a long one by :func:`judged_text`); a hit's
-    match becomes
-    ``(1 - WEIGHT) * match + WEIGHT * probability`` (the others keep ``1 - WEIGHT`` of
-    theirs) and its relevance moves by the same amount, weighted as search weighs the
-    match against recency.
+    match becomes ``(1 - WEIGHT) * match + WEIGHT * probability`` (the others keep
+    ``1 - WEIGHT`` of theirs) and its relevance moves by the same amount, weighted as
+    search weighs the match against recency.
 
     Args:
         query: the query as the caller wrote it.
@@ -195,7 +194,7 @@ async def rerank(
         return hits
     model = await asyncio.to_thread(cross_encoder)  # the first call loads it: off the loop
     judged = hits[:depth]
-    probabilities: list[Any] = await asyncio.to_thread(
+    probabilities: list[float] = await asyncio.to_thread(
         model.score, query, [judged_text(tokens, h.content) for h in judged]
     )
     probabilities += [0.0] * (len(hits) - len(judged))
