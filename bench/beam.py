@@ -18,6 +18,8 @@ Besides recall (overall and per ability) it prints:
 - the floor trade-off: the share of answerable questions that still find something and
   of unanswerable ones that find nothing, for a range of relative floors (see
   ``aether.memory.retrieval.search``), and recall@10 at each;
+- ``recall@10_ceiling``: recall@10 if the first 25 (50) results were perfectly ordered,
+  for each retriever: what any reranker of them could reach at most;
 - search p50/p99 with and without the query's embedding; the load time.
 
 - ``aether_by_fusion``: recall, update and contradiction figures for the other fusions
@@ -44,7 +46,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from locomo import FUSIONS, fusion_variants, judged, percentile, rerank_floor_table, reranked
+from locomo import (
+    CEILING_DEPTHS,
+    FUSIONS,
+    ceiling,
+    fusion_variants,
+    judged,
+    percentile,
+    rerank_floor_table,
+    reranked,
+)
 
 from aether.config import Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
@@ -172,6 +183,12 @@ class Tally:
         self.updated: list[bool] = []
         self.contradiction: list[bool] = []
         self.abstained: list[bool] = []
+        self.ceiling: dict[int, list[float]] = {depth: [] for depth in CEILING_DEPTHS}
+
+    def add_ceiling(self, q: Question, depth: int, found: list[int]) -> None:
+        """Count what a perfect ordering of ``found`` (the first ``depth`` results) reaches."""
+        if q.ability != "abstention":
+            self.ceiling[depth].append(ceiling(found[:depth], q.evidence))
 
     def add(
         self, q: Question, ranked: list[int], per_k: dict[int, list[int]] | None = None
@@ -208,6 +225,7 @@ class Tally:
             "updated_above_original@10": mean(self.updated),
             "both_contradicting@10": mean(self.contradiction),
             "abstention": mean(self.abstained),
+            "recall@10_ceiling": {f"top{d}": mean(v) for d, v in self.ceiling.items() if v},
         }
 
 
@@ -313,7 +331,10 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                     t = time.perf_counter()
                     query_vector = await layer.embedder.embed(q.text)
                     embed_ms = (time.perf_counter() - t) * 1000
-                    cosine.add(q, [ids[i] for i in _cosine_rank(query_vector, vectors or [])])
+                    by_cosine = [ids[i] for i in _cosine_rank(query_vector, vectors or [])]
+                    cosine.add(q, by_cosine)
+                    for depth in CEILING_DEPTHS:
+                        cosine.add_ceiling(q, depth, by_cosine)
                 per_k = {}
                 for k in KS:  # each k asked for as a caller would: limit=k
                     t = time.perf_counter()
@@ -323,6 +344,9 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                     without_embedding.append(searched)
                     per_k[k] = _ranked(hits, key_to_id)
                 aether.add(q, per_k[25], per_k)
+                for depth in CEILING_DEPTHS:
+                    hits = await search.search(q.text, limit=depth, now=asked_at)
+                    aether.add_ceiling(q, depth, _ranked(hits, key_to_id))
                 for fusion, variant_search in variants.items():
                     variant_k = {
                         k: _ranked(
@@ -348,7 +372,10 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                         rerank_judged.append((found_ids, probs, q.evidence))
                 found = await open_search.search(q.text, limit=25, now=asked_at)
                 unfloored.append((q, found, key_to_id))
-                bm25.add(q, [ids[i] for i in lexical.rank(q.text)])
+                by_words = [ids[i] for i in lexical.rank(q.text)]
+                bm25.add(q, by_words)
+                for depth in CEILING_DEPTHS:
+                    bm25.add_ceiling(q, depth, by_words)
     finally:
         await client.aclose()
         EmbeddedRedis(base).stop()

@@ -13,6 +13,9 @@ coverage); NONSENSE queries (about nothing a conversation holds) give each floor
 false-positive rate, the share of them that return anything. The configured floor
 (``memory.min_similarity``, ``memory.min_coverage``) is what the totals above use.
 
+``recall@10_ceiling``: recall@10 if the first 25 (50) results of a search with that limit
+were perfectly ordered, evidence first: what any reranker of them could reach at most.
+
 ``recall_by_fusion``: recall@5/10/25 and per category for the other fusions
 (``memory.fusion``) over the same loaded turns, in the same run.
 
@@ -44,6 +47,8 @@ from aether.tokens import count_tokens
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10, 25)
+CEILING_DEPTHS = (25, 50)
+"""How many of a search's results a perfect reordering may draw on (``recall@10_ceiling``)."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 FLOORS = (-1.0, 0.2, 0.3, 0.4, 0.5)
 COVERAGES = (0.0, 0.3, 0.5, 0.67)
@@ -132,6 +137,15 @@ def _count(
     tally.setdefault(f"recall@{k}", []).append(share)
     if k == 10:
         tally.setdefault(f"{category} {CATEGORIES[category]}", []).append(share)
+
+
+def ceiling(found: list[Any], evidence: set[Any], k: int = 10) -> float:
+    """recall@k if ``found`` were perfectly ordered: its evidence first.
+
+    What any reranking of these results could reach at most; below it, the evidence was
+    never among them (the candidates, not their order, are what falls short).
+    """
+    return min(k, len(evidence & set(found))) / len(evidence)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -260,6 +274,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
         f: {} for f in FUSIONS if f != base.memory.fusion
     }
     rerank_recall: dict[str, list[float]] = {}
+    ceilings: dict[int, list[float]] = {depth: [] for depth in CEILING_DEPTHS}
     rerank_ms: list[float] = []
     rerank_judged: list[tuple[list[Any], list[float], set[Any]]] = []
     nonsense_judged: list[list[float]] = []
@@ -292,11 +307,15 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     t = time.perf_counter()
                     hits = await search.search(question, limit=k, now=asked_at)
                     latencies.append((time.perf_counter() - t) * 1000)
-                    found = {key_to_dia.get(h.key) for h in hits}
-                    recalls[k].append(len(evidence & found) / len(evidence))
+                    returned = {key_to_dia.get(h.key) for h in hits}
+                    recalls[k].append(len(evidence & returned) / len(evidence))
                     if k == 10:
                         by_category[category].append(recalls[k][-1])
                         top10_tokens.append(sum(count_tokens(h.content) for h in hits))
+                for depth in CEILING_DEPTHS:
+                    hits = await search.search(question, limit=depth, now=asked_at)
+                    found_dia = [key_to_dia.get(h.key) for h in hits]
+                    ceilings[depth].append(ceiling(found_dia, evidence))
                 for fusion, variant_search in variants.items():
                     for k in KS:
                         hits = await variant_search.search(question, limit=k, now=asked_at)
@@ -345,6 +364,9 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             f"{c} {name}": round(statistics.fmean(by_category[c]), 3)
             for c, name in CATEGORIES.items()
             if by_category[c]
+        },
+        "recall@10_ceiling": {
+            f"top{depth}": round(statistics.fmean(v), 3) for depth, v in ceilings.items()
         },
         "fusion": base.memory.fusion,
         "recall_by_fusion": {
