@@ -18,7 +18,7 @@ Besides recall (overall and per ability) it prints:
 - the floor trade-off: the share of answerable questions that still find something and
   of unanswerable ones that find nothing, for a range of relative floors (see
   ``aether.memory.retrieval.search``), and recall@10 at each;
-- ``recall@10_ceiling``: recall@10 if the first 25 (50) results were perfectly ordered,
+- ``recall@10_ceiling``: recall@10 if the first 30 (50) results were perfectly ordered,
   for each retriever: what any reranker of them could reach at most;
 - search p50/p99 with and without the query's embedding; the load time.
 

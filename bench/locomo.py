@@ -13,7 +13,7 @@ coverage); NONSENSE queries (about nothing a conversation holds) give each floor
 false-positive rate, the share of them that return anything. The configured floor
 (``memory.min_similarity``, ``memory.min_coverage``) is what the totals above use.
 
-``recall@10_ceiling``: recall@10 if the first 25 (50) results of a search with that limit
+``recall@10_ceiling``: recall@10 if the first 30 (50) results of a search with that limit
 were perfectly ordered, evidence first: what any reranker of them could reach at most.
 
 ``recall_by_fusion``: recall@5/10/25 and per category for the other fusions
@@ -47,8 +47,9 @@ from aether.tokens import count_tokens
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (5, 10, 25)
-CEILING_DEPTHS = (25, 50)
-"""How many of a search's results a perfect reordering may draw on (``recall@10_ceiling``)."""
+CEILING_DEPTHS = (30, 50)
+"""How many of a search's results a perfect reordering may draw on (``recall@10_ceiling``):
+30 is how many the optional reranker reads (``memory.rerank_depth``)."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 FLOORS = (-1.0, 0.2, 0.3, 0.4, 0.5)
 COVERAGES = (0.0, 0.3, 0.5, 0.67)
