@@ -465,15 +465,15 @@ class MemorySearch:
     ) -> _Candidates:
         """Candidates of each signal, (key, score) best first, and their documents.
 
+        The documents are read while the candidates are completed (:meth:`_completion`):
+        both need only the keys the first round trip found, so they share the second.
+
         Args:
             vector: the query's embedding (``None``: full text alone).
             tokens: the query's meaningful words.
             flt: the filter both signals apply.
             pool: how many candidates each signal brings.
             criteria: the filter's values, for the Qdrant mirror.
-
-        The documents are read while the candidates are completed (:meth:`_completion`):
-        both need only the keys the first round trip found, so they share the second.
         """
         # both searches in one round trip, their replies read raw (see search_command)
         pipe = self.layer.client.pipeline(transaction=False)
