@@ -299,13 +299,13 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert abs(hit.similarity - every[target_key]) < 1e-4
 
     # a short pool: each list missed some; completed, both hold the same candidates
-    found = await search._candidates(vector, query_tokens(query), None, 10, {})
+    found = await search._candidates(query, query_tokens(query), None, 10, {})
     lists, docs = found.lists, found.docs
     assert docs.keys() == dict(lists["text"]).keys() | dict(lists["vector"]).keys()
     texts, vectors = dict(lists["text"]), dict(lists["vector"])
     assert len(texts) > 10 and texts.keys() == vectors.keys()
     assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
-    full = (await search._candidates(vector, query_tokens(query), None, 100, {})).lists
+    full = (await search._candidates(query, query_tokens(query), None, 100, {})).lists
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
     assert found.openings.keys() == vectors.keys()  # short memories: the opening is all
     assert await similarities(client, index, keys, ["nope"], vector) == {}  # no vector: left out
@@ -354,8 +354,7 @@ async def test_a_long_reply_whose_opening_answers_keeps_its_openings_score(
     ):
         await daily.log(text, timestamp=NOW - 50 + n)
     query = "how should my app throttle requests so it does not overwhelm the API"
-    vector = await layer.embed(query)
-    found = await search._candidates(vector, query_tokens(query), None, 40, {})
+    found = await search._candidates(query, query_tokens(query), None, 40, {})
     key = keys.daily_entry(long_one["id"])
     opening = found.openings[key]
     corrected = dict(_chance_corrected(found.lists["vector"], found.docs, found.openings))
@@ -439,52 +438,3 @@ def test_a_short_update_that_restates_the_subject_ranks_above_the_full_statement
     assert [h.key for h in newest_first([before, after], query)] == ["after", "before"]
     unrelated = _hit("x", "user: Commits merged into main run 12 checks each now.", 2, query)
     assert [h.key for h in newest_first([before, unrelated], query)] == ["before", "x"]
-
-
-def _chat_turns(count: int) -> list[str]:
-    """Turns of a chat about a few projects that share most of their words."""
-    people = ("Ana", "Ben", "Chloe", "Dev", "Emil")
-    things = ("deploy", "test suite", "cache", "login page", "database", "dashboard")
-    states = ("is slow", "broke again", "works now", "needs a review", "was rewritten")
-    turns = []
-    for n in range(count):
-        person, thing = people[n % 5], things[(n * 7) % 6]
-        state = states[(n * 3) % 5]
-        turns.append(
-            f"user: {person} told me the {thing} of project {n % 4} {state}, "
-            f"{n * 13 % 90 + 5} minutes after the standup on day {n % 9}"
-        )
-    return turns
-
-
-async def test_asking_for_more_results_never_reorders_the_first_page(
-    settings: Settings, client: Redis
-) -> None:
-    layer = MemoryLayer.open(settings, client)
-    search = await _ready(layer)
-    daily = DailyLog(layer)
-    turns = _chat_turns(160)
-    for start in range(0, len(turns), 40):  # four sessions, logged the way a chat evicts
-        docs = [
-            build_entry(layer, text, session=f"s{start}", timestamp=NOW - 86_400 * 40 + i * 900)
-            for i, text in enumerate(turns[start : start + 40], start)
-        ]
-        await layer.attach_embeddings(docs)
-        await layer.store.apply(daily.mutation(docs), "test")
-    queries = (
-        "what did Ana say about the slow deploy",
-        "which dashboard was rewritten",
-        "the database broke again after the standup",
-        "Chloe cache review",
-    )
-    for query in queries:
-        first = [h.key for h in await search.search(query, limit=10, now=NOW)]
-        assert len(first) == 10
-        for more in (11, 25, 50, 120):
-            hits = await search.search(query, limit=more, now=NOW)
-            assert len(hits) == more and len({h.key for h in hits}) == more
-            assert [h.key for h in hits[:10]] == first, (query, more)
-        for fewer in (1, 3, 9):
-            assert [h.key for h in await search.search(query, limit=fewer, now=NOW)] == (
-                first[:fewer]
-            )

@@ -202,10 +202,6 @@ def _min_max(rows: list[tuple[str, float]]) -> dict[str, float]:
     return {key: (score - low) / (high - low) for key, score in rows}
 
 
-FIRST_PAGE = 10
-"""The first results of any search are ranked from the candidates a search of this many
-brings (see :meth:`MemorySearch.search`)."""
-
 RRF_K = 5
 """Reciprocal-rank fusion's damping constant: how fast credit falls with rank.
 
@@ -392,15 +388,6 @@ class MemorySearch:
     ) -> list[SearchHit]:
         """The ``limit`` most relevant memories for ``query``; none when nothing is relevant.
 
-        The first :data:`FIRST_PAGE` results are always ranked from the candidates a search
-        of that many brings; a larger ``limit`` adds the rest after them, ranked from its
-        larger pool. Fusion's scaling, its per-query weights and the neighbours' shares all
-        move with the pool, so without this, asking for more reordered the best results:
-        the first 10 of 50 were worse than a search of 10 on both benchmarks (BEAM dev
-        recall@10 0.585 against 0.611, LoCoMo 0.718 against 0.735). Now asking for more
-        never changes the first page, and a context (which asks for up to 50) leads with
-        what ``memory search`` finds.
-
         Args:
             query: what to look for, in any words (reduced to word tokens).
             kind: only this kind of memory.
@@ -423,6 +410,7 @@ class MemorySearch:
             raise InvalidOperationError("limit must be between 1 and 1000")
         flt = build_filter(kind, source, tags, since, session, scopes)
         tokens = query_tokens(query)
+        pool = max(limit * self.layer.settings.candidates_per_result, 40)
         criteria = {
             "kind": kind,
             "source": source,
@@ -431,33 +419,15 @@ class MemorySearch:
             "since": check_timestamp(since) if since is not None else None,
             "scopes": [check_scope(x) for x in scopes or []],
         }
-        now = now or time.time()
-        first, pool = self._pool(FIRST_PAGE), self._pool(limit)
         try:
-            vector = await self.layer.embed(query) if query.strip() else None
-            asked = [self._candidates(vector, tokens, flt, first, criteria)]
-            if pool > first:
-                asked.append(self._candidates(vector, tokens, flt, pool, criteria))
-            found = await asyncio.gather(*asked)
+            found = await self._candidates(query, tokens, flt, pool, criteria)
         except (ResponseError, RedisSearchError) as e:
             return await self._fallback(query, tokens, kind, source, tags, since, limit, e)
-        ranked = await asyncio.gather(
-            self._rank(query, found[0], tokens, FIRST_PAGE, now, include_inactive),
-            *(self._rank(query, more, tokens, limit, now, include_inactive) for more in found[1:]),
-        )
-        page = ranked[0]
-        if len(ranked) > 1:
-            shown = {hit.key for hit in page}
-            page = page + [hit for hit in ranked[1] if hit.key not in shown]
-        return page[:limit]
-
-    def _pool(self, limit: int) -> int:
-        """How many candidates each signal brings for ``limit`` results."""
-        return max(limit * self.layer.settings.candidates_per_result, 40)
+        return await self._rank(query, found, tokens, limit, now or time.time(), include_inactive)
 
     async def _candidates(
         self,
-        vector: list[float] | None,
+        query: str,
         tokens: list[str],
         flt: FilterExpression | None,
         pool: int,
@@ -467,14 +437,8 @@ class MemorySearch:
 
         The documents are read while the candidates are completed (:meth:`_completion`):
         both need only the keys the first round trip found, so they share the second.
-
-        Args:
-            vector: the query's embedding (``None``: full text alone).
-            tokens: the query's meaningful words.
-            flt: the filter both signals apply.
-            pool: how many candidates each signal brings.
-            criteria: the filter's values, for the Qdrant mirror.
         """
+        vector = await self.layer.embed(query) if query.strip() else None
         # both searches in one round trip, their replies read raw (see search_command)
         pipe = self.layer.client.pipeline(transaction=False)
         sent: list[str] = []
