@@ -172,7 +172,7 @@ async def test_a_context_over_simulated_days_leads_with_the_reranked_answer(
     before = await ContextAssembler(plain, identity, settings.context).assemble(
         QUESTION, 600, now=at
     )
-    assert before.chosen and "Sweden" not in before.memories.text  # fusion alone misses it
+    assert before.chosen and "Sweden" not in before.chosen[0].content  # fusion: not first
     ctx = await ContextAssembler(layer, identity, settings.context).assemble(QUESTION, 600, now=at)
     assert ctx.chosen and "Sweden" in ctx.chosen[0].content
     assert "Sweden" in ctx.memories.text

@@ -16,12 +16,14 @@ from aether.context.assembly import ScoredMemory, memory_line
 from aether.keys import Keyspace
 from aether.memory.retrieval.newest import newest_first, values_of
 from aether.memory.retrieval.search import (
+    OWN_READING_WEIGHT,
     MemorySearch,
     SearchHit,
     _chance_corrected,
     _clarity,
     _fused,
     _rank_scores,
+    _with_own_reading,
     fusion_weights,
     passes_floor,
     query_tokens,
@@ -241,7 +243,11 @@ async def test_rank_fusion_is_a_setting_and_finds_what_both_signals_find(
     tax = await daily.log("The quarterly tax report is due on Friday", timestamp=NOW - 100)
     assert (await search.search("my car", now=NOW))[0].doc["id"] == car["id"]  # vectors
     hits = await search.search("quarterly tax report", now=NOW)
-    assert hits[0].doc["id"] == tax["id"] and hits[0].text_rank == 1 and hits[0].match == 1.0
+    best = hits[0]
+    assert best.doc["id"] == tax["id"] and best.text_rank == 1 and best.vector_rank == 1
+    # rank one in both lists: full marks, plus its own reading's similarity
+    assert best.similarity is not None and best.match is not None
+    assert abs(best.match - (1.0 + OWN_READING_WEIGHT * best.similarity)) < 1e-5
 
 
 async def test_a_long_neighbour_of_a_hit_gets_no_share_of_its_relevance(store: Store) -> None:
@@ -363,6 +369,46 @@ async def test_a_long_reply_whose_opening_answers_keeps_its_openings_score(
     assert corrected[key] == max(corrected.values())  # first, where the lift ranked it under
     hits = await search.search(query, limit=4, now=NOW)
     assert hits[0].key == key
+
+
+def test_a_memory_gains_its_own_readings_similarity_on_top_of_its_fused_score() -> None:
+    fused = {"borrowed": 0.80, "itself": 0.78, "mirrored": 0.5, "wordless": 0.9}
+    own = {"borrowed": 0.20, "itself": 0.55}  # "borrowed" matched by its context only
+    scored = _with_own_reading(fused, own, {"borrowed": 0.6, "mirrored": 0.7})
+    assert scored["itself"] > scored["borrowed"]  # the memory that answers leads
+    assert scored["itself"] == 0.78 + OWN_READING_WEIGHT * 0.55
+    assert scored["mirrored"] == 0.5 + OWN_READING_WEIGHT * 0.7  # scored whole: its best
+    assert scored["wordless"] == 0.9  # no vector: nothing added, nothing taken
+    assert 0 < OWN_READING_WEIGHT < 1
+
+
+async def test_every_vector_candidate_gets_its_own_openings_similarity(
+    settings: Settings, client: Redis, keys: Keyspace
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = await _ready(layer)
+    daily = DailyLog(layer)
+    text = _long_text(
+        "Finally, some news from home: a tabby kitten named Miso was adopted from the animal "
+        "shelter. The kitten sleeps on the sofa every afternoon and chases toy mice."
+    )
+    long_one = await daily.log(text, timestamp=NOW - 100)
+    await daily.log("user: We planted tomatoes and basil in the garden", timestamp=NOW - 50)
+    key = keys.daily_entry(long_one["id"])
+    query = "a kitten was adopted from the shelter"
+    # a pool of two readings: the long memory's last passages, never its opening
+    found = await search._candidates(query, query_tokens(query), None, 2, {})
+    assert dict(found.lists["vector"]).keys() == {key}
+    assert key not in found.openings  # the reply did not hold it: chance correction as before
+    vector = await layer.embed(query)
+    opening = await layer.embed(passages(text)[0])
+    assert vector is not None and opening is not None
+    cosine = sum(a * b for a, b in zip(vector, opening, strict=True))
+    assert abs(found.own[key] - cosine) < 1e-3
+    assert found.own[key] < dict(found.lists["vector"])[key]  # its opening is about code
+    whole = await search._candidates(query, query_tokens(query), None, 40, {})
+    assert whole.own.keys() >= dict(whole.lists["vector"]).keys()
+    assert abs(whole.own[key] - found.own[key]) < 1e-6
 
 
 def test_adaptive_fusion_weighs_each_list_by_how_clearly_its_best_stand_out() -> None:

@@ -318,12 +318,17 @@ def similarity_command(
     doc_keys: list[str],
     vector: list[float],
     datatype: VectorDatatype = "float32",
+    *,
+    openings_only: bool = False,
 ) -> list[Any]:
     """The raw KNN command of :func:`similarities` (its reply is read by :func:`nearest_rows`).
 
     For a caller that pipelines it with other commands; ``doc_keys`` must not be empty.
+    With ``openings_only`` it compares each memory's own opening reading alone (its
+    first passage, or its whole text), not its other readings.
     """
-    readings = [reading for key in doc_keys for reading in reading_keys(keys, key)]
+    per_memory = 1 if openings_only else MAX_PASSAGES
+    readings = [reading for key in doc_keys for reading in keys.readings(key, per_memory)]
     query = knn_query(vector, None, len(readings), datatype)
     query.limit_ids(*readings)
     return search_command(index, query)
