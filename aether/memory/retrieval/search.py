@@ -322,7 +322,7 @@ def _fused(
     return fused, ranks
 
 
-OWN_READING_WEIGHT = 0.3
+OWN_READING_WEIGHT = 0.25
 """How much a memory's own cosine similarity to the query adds to its fused score.
 
 Fusion scales each list (min-max or by rank) and context then lends relevance to
@@ -332,9 +332,11 @@ opening reading (its whole text, or its first passage; not a contextual reading,
 later passage) says how similar the memory itself is on the model's scale, which is the
 same on any collection (see ``SIMILARITY_SPREAD``): a memory that answers in its own
 words leads one that only borrowed relevance from its neighbours or its context. Added
-after the context's shares so neighbours do not inherit it. Weights 0.2 to 0.4 gave the
-same gain on both benchmarks (dev splits, recall@10: LoCoMo 0.735 -> 0.744-0.746, BEAM
-0.611 -> 0.619-0.622); 0.3 is the middle, not a peak of either.
+after the context's shares so neighbours do not inherit it (added before them, LoCoMo
+lost what it gained). On both benchmarks' dev splits, recall@10 rose with any weight
+from 0.15 to 0.45 (LoCoMo 0.735 -> 0.743-0.746, BEAM 0.611 -> 0.616-0.620); past 0.25
+BEAM's recall@5 fell (0.499 -> 0.484 at 0.3-0.45, 0.492 at 0.2-0.25). 0.25 is the
+largest weight that keeps every figure of both within a question of where it was.
 """
 
 
