@@ -245,9 +245,10 @@ async def test_rank_fusion_is_a_setting_and_finds_what_both_signals_find(
     hits = await search.search("quarterly tax report", now=NOW)
     best = hits[0]
     assert best.doc["id"] == tax["id"] and best.text_rank == 1 and best.vector_rank == 1
-    # rank one in both lists: full marks, plus its own reading's similarity
+    # rank one in both lists: full marks, plus its own reading's lead over the mean
     assert best.similarity is not None and best.match is not None
-    assert abs(best.match - (1.0 + OWN_READING_WEIGHT * best.similarity)) < 1e-5
+    centre = sum(h.similarity or 0.0 for h in hits) / len(hits)  # the hits are the candidates
+    assert abs(best.match - (1.0 + OWN_READING_WEIGHT * (best.similarity - centre))) < 1e-5
 
 
 async def test_a_long_neighbour_of_a_hit_gets_no_share_of_its_relevance(store: Store) -> None:
@@ -376,9 +377,14 @@ def test_a_memory_gains_its_own_readings_similarity_on_top_of_its_fused_score() 
     own = {"borrowed": 0.20, "itself": 0.55}  # "borrowed" matched by its context only
     scored = _with_own_reading(fused, own, {"borrowed": 0.6, "mirrored": 0.7})
     assert scored["itself"] > scored["borrowed"]  # the memory that answers leads
-    assert scored["itself"] == 0.78 + OWN_READING_WEIGHT * 0.55
-    assert scored["mirrored"] == 0.5 + OWN_READING_WEIGHT * 0.7  # scored whole: its best
+    mean = (0.20 + 0.55 + 0.7) / 3  # centred on the candidates: no lift common to all
+    assert abs(scored["itself"] - (0.78 + OWN_READING_WEIGHT * (0.55 - mean))) < 1e-12
+    assert abs(scored["borrowed"] - (0.80 + OWN_READING_WEIGHT * (0.20 - mean))) < 1e-12
+    # scored whole (the Qdrant mirror): its best reading is its own
+    assert abs(scored["mirrored"] - (0.5 + OWN_READING_WEIGHT * (0.7 - mean))) < 1e-12
     assert scored["wordless"] == 0.9  # no vector: nothing added, nothing taken
+    assert abs(sum(scored.values()) - sum(fused.values())) < 1e-12
+    assert _with_own_reading({"a": 0.5}, {}, {}) == {"a": 0.5}
     assert 0 < OWN_READING_WEIGHT < 1
 
 
