@@ -325,7 +325,7 @@ def _fused(
 
 
 OWN_READING_WEIGHT = 0.25
-"""How much a memory's own cosine similarity to the query adds to its fused score.
+"""The share of its own reading's lead over the candidates' mean a memory's score gains.
 
 Fusion scales each list (min-max or by rank) and context then lends relevance to
 neighbours and contextual readings: what is left of the absolute similarity is only a
@@ -366,9 +366,8 @@ def _with_own_reading(
         fused: the candidates' scores after fusion and context.
         own: each candidate's own opening reading's cosine similarity to the query.
         similarity: each vector candidate's best reading's similarity, for a candidate
-            whose opening was not read (scored whole by the Qdrant mirror, or far down
-            the vector list: :data:`OPENINGS_READ`). A memory with neither keeps its
-            score.
+            whose opening was not read (far down the vector list:
+            :data:`OPENINGS_READ`). A memory with neither keeps its score.
     """
     readings = {key: own.get(key, similarity.get(key)) for key in fused}
     known = [value for value in readings.values() if value is not None]
@@ -390,8 +389,9 @@ class _Candidates:
         docs: the candidates' documents (``None``: gone).
         openings: each candidate's opening reading's similarity, where a reply held it
             (none from the Qdrant mirror, whose rows are scored whole).
-        own: each candidate's opening reading's similarity, read for every vector
-            candidate (:func:`_with_own_reading`); ``openings`` alone decides the chance
+        own: each candidate's opening reading's similarity, also read for the first
+            :data:`OPENINGS_READ` vector candidates whose reply lacked it
+            (:func:`_with_own_reading`); ``openings`` alone decides the chance
             correction, which was measured with the openings the replies hold.
     """
 
@@ -544,7 +544,7 @@ class MemorySearch:
         replies = await pipe.execute()
         own = dict(openings)
         self._complete(out, dict(zip(completion, replies[1:], strict=True)), openings, own)
-        own.update(openings)
+        own.update(openings)  # the text-only candidates' openings, read with all readings
         docs = dict(zip(keys, read_mget(replies[0]), strict=True))
         return _Candidates(out, docs, openings, own)
 
