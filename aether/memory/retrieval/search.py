@@ -336,7 +336,7 @@ same on any collection (see ``SIMILARITY_SPREAD``): a memory that answers in its
 words leads one that only borrowed relevance from its neighbours or its context. Added
 after the context's shares so neighbours do not inherit it (added before them, LoCoMo
 lost what it gained). On both benchmarks' dev splits, recall@10 rose with any weight
-from 0.15 to 0.45 (LoCoMo 0.735 -> 0.743-0.746, BEAM 0.611 -> 0.616-0.620); past 0.25
+from 0.15 to 0.45 (LoCoMo 0.735 -> 0.743-0.746, BEAM 0.611 -> 0.616-0.622); past 0.25
 BEAM's recall@5 fell (0.499 -> 0.484 at 0.3-0.45, 0.492 at 0.2-0.25). 0.25 is the
 largest weight that keeps every figure of both within a question of where it was.
 """
