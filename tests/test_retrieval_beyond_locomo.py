@@ -380,7 +380,7 @@ def test_a_memory_gains_its_own_readings_similarity_on_top_of_its_fused_score() 
     mean = (0.20 + 0.55 + 0.7) / 3  # centred on the candidates: no lift common to all
     assert abs(scored["itself"] - (0.78 + OWN_READING_WEIGHT * (0.55 - mean))) < 1e-12
     assert abs(scored["borrowed"] - (0.80 + OWN_READING_WEIGHT * (0.20 - mean))) < 1e-12
-    # scored whole (the Qdrant mirror): its best reading is its own
+    # its opening not read (far down the vector list): its best reading stands for it
     assert abs(scored["mirrored"] - (0.5 + OWN_READING_WEIGHT * (0.7 - mean))) < 1e-12
     assert scored["wordless"] == 0.9  # no vector: nothing added, nothing taken
     assert abs(sum(scored.values()) - sum(fused.values())) < 1e-12

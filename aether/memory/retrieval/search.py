@@ -542,9 +542,9 @@ class MemorySearch:
         for args in completion.values():
             pipe.execute_command(*args)
         replies = await pipe.execute()
-        own = dict(openings)
+        own: dict[str, float] = {}
         self._complete(out, dict(zip(completion, replies[1:], strict=True)), openings, own)
-        own.update(openings)  # the text-only candidates' openings, read with all readings
+        own.update(openings)  # with the text-only candidates', read with all their readings
         docs = dict(zip(keys, read_mget(replies[0]), strict=True))
         return _Candidates(out, docs, openings, own)
 
