@@ -375,8 +375,8 @@ def _with_own_reading(
         return fused
     centre = sum(known) / len(known)
     return {
-        key: score + OWN_READING_WEIGHT * (value - centre if value is not None else 0.0)
-        for (key, score), value in zip(fused.items(), readings.values(), strict=True)
+        key: fused[key] + OWN_READING_WEIGHT * (value - centre if value is not None else 0.0)
+        for key, value in readings.items()
     }
 
 
