@@ -61,6 +61,7 @@ from aether.config import Settings
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
+from aether.runtime.heap import settle_heap
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 
@@ -325,6 +326,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
             )
             ids = [m.id for m in msgs]
             asked_at = max(m.timestamp for m in msgs) + 60  # asked at the chat's end
+            settle_heap()  # as the daemon does once it is up
             for q in questions(root / chat):
                 embed_ms = 0.0
                 if layer.embedder is not None:  # the searches below find it in the cache

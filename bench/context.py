@@ -30,6 +30,7 @@ from aether.app import Aether
 from aether.config import ContextSettings, Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.runtime.agent import AgentRuntime
+from aether.runtime.heap import settle_heap
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.tokens import count_tokens
@@ -88,6 +89,7 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
             t = time.perf_counter()
             replayed = await replay(rt, sample)
             replay_s += time.perf_counter() - t
+            settle_heap()  # as the daemon does once it is up
             actions += replayed["actions"]
             whole = sum(count_tokens(content) for _, content, _ in turns(sample))
             for question, evidence, _category in questions(sample):

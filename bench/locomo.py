@@ -41,6 +41,7 @@ from aether.memory.retrieval.rerank import cross_encoder, judged_text, model_dir
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
+from aether.runtime.heap import settle_heap
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.tokens import count_tokens
@@ -288,6 +289,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             await search.ensure_index()
             key_to_dia = await load(layer, sample)
             asked_at = max(ts for _, _, ts in turns(sample)) + 60  # asked at the chat's end
+            settle_heap()  # as the daemon does once it is up
             unfloored_layer = MemoryLayer.open(
                 settings.model_copy(
                     update={

@@ -36,6 +36,7 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.memory.transfer import import_file
+from aether.runtime.heap import settle_heap
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.store.state import Store
@@ -174,6 +175,7 @@ async def search_latency(
         await layer.store.apply(daily.mutation(docs), "bench.fill")
     after = await used_memory(client)
     await quiesce(client)
+    settle_heap()  # as the daemon does once it is up
     for _ in range(100):  # warm-up
         await search.search(" ".join(random.sample(QUERY_WORDS, 3)), limit=10)
     plain: list[float] = []

@@ -25,6 +25,7 @@ from aether.operations import Parts
 from aether.runtime import embedding_service
 from aether.runtime.daemon import Daemon, finish_interrupted_erasure, finish_interrupted_rollback
 from aether.runtime.health import Health
+from aether.runtime.heap import settle_heap
 from aether.runtime.lease import DaemonLease, Holder, keep_alive, publish, reclaim
 from aether.runtime.llm import LLMClient
 from aether.runtime.supervisor import Supervisor
@@ -131,6 +132,7 @@ async def _serve(
     http = mcp_http(parts, llm) if mcp_http is not None and settings.mcp.port else None
     if http is not None:
         supervisor.start("mcp", http.serve)
+    settle_heap()  # what the daemon holds from here on lives as long as it does
     health.ready = True
     await publish(lease, health)
     log.info(
