@@ -53,6 +53,7 @@ def console(
         import uvicorn
 
         from aether.app import Aether
+        from aether.runtime.heap import settle_heap
 
         async with Aether.open(
             settings, actor="console", embed_via_daemon=True, migrate=False
@@ -60,6 +61,7 @@ def console(
             config = uvicorn.Config(
                 build_app(agent, token), host=cfg.host, port=cfg.port, log_level="warning"
             )
+            settle_heap()  # a long-lived server, as the daemon is
             await uvicorn.Server(config).serve()
 
     run(ctx, body)

@@ -35,6 +35,7 @@ from aether.errors import (
 from aether.identity.bootstrap import default_identity_dir
 from aether.messages import TextModel
 from aether.operations import REGISTRY, Caller, Operation, Parts
+from aether.runtime.heap import settle_heap
 from aether.runtime.llm import LLMClient
 
 log = structlog.get_logger(__name__)
@@ -164,7 +165,9 @@ async def serve_stdio(settings: Settings) -> None:
         await agent.ready(migrate=False)  # a client that only reads changes nothing
         directory = settings.identity_dir or default_identity_dir()
         await agent.identity.ensure(directory, actor="mcp")  # first use: bootstrap
-        await build_server(agent, llm).run_stdio_async()
+        server = build_server(agent, llm)
+        settle_heap()  # a long-lived server, as the daemon is
+        await server.run_stdio_async()
     finally:
         if llm is not None:
             await llm.aclose()
