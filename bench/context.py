@@ -7,7 +7,8 @@ tokens is assembled (identity, memory index, the session's recent history, relev
 memories). ``context_recall`` is the fraction of a question's evidence turns whose text
 is in the assembled context; ``token_reduction`` is 1 - context tokens / the whole
 conversation's tokens, per question; assembly latency excludes embedding the question
-(its vector is computed, and cached, before the clock starts).
+(its vector is computed, and cached, before the clock starts) and starts with the heap
+settled, as a running daemon's is (``aether.runtime.heap``).
 
 Usage: python bench/context.py [PATH] [--embeddings local|none] [--window N] [--max-tokens N]
 """

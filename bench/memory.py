@@ -4,7 +4,8 @@
   that of a raw redis-py pipeline doing the same two writes per entry (JSON.SET + RPUSH).
 - search_p99_ms: hybrid search latency at 100k entries with 384-d vectors, query
   embedding excluded (documents and queries carry precomputed unit vectors);
-  search_filtered_p99_ms: the same with a tag filter that 5 % of entries match.
+  search_filtered_p99_ms: the same with a tag filter that 5 % of entries match. Timed
+  with the heap settled, as a running daemon's is (``aether.runtime.heap``).
 - import_100k_s: importing 100k entries from JSONL without embeddings.
 - bytes_per_entry: Redis memory per entry (document + index + journal), without and with
   vectors (a binary vector hash beside each document, float32; then the same with
