@@ -90,8 +90,11 @@ class Aether(Parts):
         client = await connect(settings, start=start)
         try:
             agent = cls(settings, client, actor=actor, embed_via_daemon=embed_via_daemon)
-            await agent.ready(migrate=migrate)
-            yield agent
+            try:
+                await agent.ready(migrate=migrate)
+                yield agent
+            finally:
+                await agent.aclose()
         finally:
             await client.aclose()
 

@@ -91,13 +91,21 @@ class MemorySettings(BaseModel):
         description="hybrid search: a full-text match below min_similarity must contain this "
         "share of the query's meaningful words",
     )
-    rerank: Literal["off", "cross-encoder"] = Field(
+    rerank: Literal["off", "cross-encoder", "llm"] = Field(
         default="off",
         description="hybrid search: rerank the best results with the packaged ms-marco "
-        "cross-encoder (aether[local]; see aether/memory/retrieval/rerank.py)",
+        "cross-encoder (aether[local]) or the configured LLM (AETHER_LLM__*); see "
+        "aether/memory/retrieval/rerank.py",
     )
     rerank_depth: int = Field(
         default=30, ge=1, le=200, description="hybrid search: how many results it reranks"
+    )
+    rerank_floor: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="hybrid search, reranked: judged results less likely relevant than this "
+        "are left out; when every judged result is, search finds nothing (0 = keep all)",
     )
     vector_datatype: Literal["float32", "float16"] = Field(
         default="float32",
@@ -432,6 +440,15 @@ class Settings(BaseSettings):
     @classmethod
     def _renamed_keys(cls, data: Any) -> Any:
         return _nest_renamed(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _llm_rerank_has_an_llm(self) -> Self:
+        if self.memory.rerank == "llm" and not (self.llm.base_url and self.llm.model):
+            raise ValueError(
+                "AETHER_MEMORY__RERANK=llm needs an LLM to judge relevance: set "
+                "AETHER_LLM__BASE_URL and AETHER_LLM__MODEL"
+            )
+        return self
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update`` applied (not validated, as pydantic's).

@@ -130,7 +130,7 @@ def test_rerank_is_a_setting_the_cli_search_honours(cli_env: dict[str, str]) -> 
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     assert "Sweden" in hits[0]["content"] and len(hits) == 4
-    bad = run_cli({**cli_env, "AETHER_MEMORY__RERANK": "llm"}, "memory", "search", QUESTION)
+    bad = run_cli({**cli_env, "AETHER_MEMORY__RERANK": "bogus"}, "memory", "search", QUESTION)
     assert bad.returncode != 0 and "rerank" in (bad.stderr + bad.stdout).lower()
 
 

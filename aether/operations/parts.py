@@ -21,6 +21,7 @@ from aether.keys import Keyspace
 from aether.memory.erasure import erasure_hooks
 from aether.memory.knowledge.beliefs import Beliefs
 from aether.memory.knowledge.graph import Graph
+from aether.memory.retrieval.llm_judge import LLMJudge
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.embeddings import Embedder
 from aether.memory.storage.layer import MemoryLayer
@@ -30,6 +31,7 @@ from aether.messages import TextModel
 from aether.registry.approvals import Approvals
 from aether.registry.factory import RegistryAndLedger, open_registry
 from aether.registry.model import AgentLedger
+from aether.runtime.llm import LLMClient
 
 __all__ = ["Parts"]
 
@@ -67,7 +69,14 @@ class Parts:
         self.client = client
         self.keys = Keyspace(settings.namespace)
         self.memory = MemoryLayer.open(settings, client, actor=actor, wrap_local=wrap_local)
-        self.search = MemorySearch(self.memory)
+        # the LLM judges search's results only when asked to (memory.rerank = "llm")
+        self._judge_llm = (
+            LLMClient.require(LLMClient.from_settings(settings))
+            if settings.memory.rerank == "llm"
+            else None
+        )
+        judge = LLMJudge(self._judge_llm) if self._judge_llm is not None else None
+        self.search = MemorySearch(self.memory, judge=judge)
         self.checkpoints = Checkpoints.from_settings(client, self.keys, settings)
         self.identity = IdentityStore(self.memory.store, self.checkpoints)
         self.context = ContextAssembler.configured(
@@ -97,6 +106,11 @@ class Parts:
                 await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             await self.search.ensure_index()
             self._index_ready = True
+
+    async def aclose(self) -> None:
+        """Close what the parts opened besides the Redis client (the judge's LLM client)."""
+        if self._judge_llm is not None:
+            await self._judge_llm.aclose()
 
     def ledger(self) -> AgentLedger:
         """The agent ledger (Redis, or MongoDB when ``AETHER_MONGO_URL`` is set), opened once."""

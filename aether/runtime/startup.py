@@ -84,9 +84,13 @@ async def run_agent(
         except BaseException:
             await client.aclose()
             raise
+    parts: Parts | None = None
     try:
-        await _serve(Parts(settings, client, actor="daemon"), lease, stop, identity_dir, mcp_http)
+        parts = Parts(settings, client, actor="daemon")
+        await _serve(parts, lease, stop, identity_dir, mcp_http)
     finally:
+        if parts is not None:
+            await parts.aclose()
         await lease.release()
         await client.aclose()
 

@@ -1,4 +1,12 @@
-"""Optional reranking of search results by a cross-encoder (``memory.rerank``).
+"""Optional reranking of search results by a judge of relevance (``memory.rerank``).
+
+Two judges: the packaged cross-encoder below (``cross-encoder``), and the configured LLM
+(``llm``: :mod:`aether.memory.retrieval.llm_judge`). Both answer the same question, the
+probability that a memory is relevant to the query, so :func:`rerank` mixes either in the
+same way and ``memory.rerank_floor`` means the same for both: judged results below it
+are left out, and when every judged result is below it, search finds nothing (a judge
+that read the best candidates and found none relevant is the one signal that can say
+"nothing relevant" about a question whose words the memories share).
 
 Hybrid search scores a memory and the query apart (BM25 statistics, cosine between two
 vectors made separately). A cross-encoder reads the question and the memory together and
@@ -31,16 +39,30 @@ from dataclasses import replace
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from aether.errors import ConfigError
+import structlog
+
+from aether.errors import ConfigError, LLMError
+from aether.logging import log_once
 from aether.memory.retrieval.wording import coverage, words
 from aether.memory.storage.conversation import passages
 
 if TYPE_CHECKING:
     from aether.memory.retrieval.search import SearchHit
 
-__all__ = ["WEIGHT", "CrossEncoder", "cross_encoder", "judged_text", "model_dir", "rerank"]
+__all__ = [
+    "WEIGHT",
+    "CrossEncoder",
+    "PackagedCrossEncoder",
+    "RelevanceJudge",
+    "cross_encoder",
+    "judged_text",
+    "model_dir",
+    "rerank",
+]
+
+log = structlog.get_logger(__name__)
 
 WEIGHT = 0.5
 """The cross-encoder's share of a reranked result's match (the fused match has the rest)."""
@@ -127,6 +149,35 @@ class CrossEncoder:
         return [float(known[t] or 0.0) for t in texts]
 
 
+class RelevanceJudge(Protocol):
+    """Judges memories against a query: the probability that each is relevant (0-1)."""
+
+    async def probabilities(self, query: str, texts: list[str]) -> list[float]:
+        """One probability per text, in order.
+
+        Raises:
+            LLMError: the judge could not answer this time (search keeps fusion's order).
+            ConfigError: the judge is not installed or configured.
+        """
+        ...
+
+
+class PackagedCrossEncoder:
+    """The packaged cross-encoder as a :class:`RelevanceJudge` (loaded on first use).
+
+    The model runs in a worker thread, so the event loop stays free while it reads.
+    """
+
+    async def probabilities(self, query: str, texts: list[str]) -> list[float]:
+        """The model's relevance probabilities (see :meth:`CrossEncoder.score`).
+
+        Raises:
+            ConfigError: the model is not installed.
+        """
+        model = await asyncio.to_thread(cross_encoder)  # the first call loads it
+        return await asyncio.to_thread(model.score, query, texts)
+
+
 _LOADING = threading.Lock()
 
 
@@ -172,34 +223,52 @@ async def rerank(
     hits: list[SearchHit],
     depth: int,
     recency_weight: float,
+    judge: RelevanceJudge | None = None,
+    floor: float = 0.0,
 ) -> list[SearchHit]:
-    """The hits reordered by their match averaged with the cross-encoder's judgement.
+    """The hits reordered by their match averaged with a judge's probability of relevance.
 
     The first ``depth`` hits are judged (a long one by :func:`judged_text`); a hit's
     match becomes ``(1 - WEIGHT) * match + WEIGHT * probability`` (the others keep
     ``1 - WEIGHT`` of theirs) and its relevance moves by the same amount, weighted as
-    search weighs the match against recency.
+    search weighs the match against recency. With a ``floor``, judged hits less likely
+    relevant than it are left out, and none at all are returned when every judged hit is:
+    the judge read the best candidates and found nothing relevant; what lies below them
+    was less relevant still. A judge that cannot answer (the LLM down, a reply that is
+    no judgement) leaves the hits as search ranked them, logged once.
 
     Args:
         query: the query as the caller wrote it.
         tokens: its meaningful words (``search.query_tokens``).
         hits: search's results, best first.
-        depth: how many of them the model reads.
+        depth: how many of them the judge reads.
         recency_weight: search's ``memory.recency_weight``.
+        judge: who judges (default: the packaged cross-encoder).
+        floor: the probability a judged hit must reach to stay (0: every hit stays).
 
     Raises:
-        ConfigError: the model is not installed.
+        ConfigError: the judge is not installed or configured.
     """
     if not hits:
         return hits
-    model = await asyncio.to_thread(cross_encoder)  # the first call loads it: off the loop
+    judge = judge or PackagedCrossEncoder()
     judged = hits[:depth]
-    probabilities: list[float] = await asyncio.to_thread(
-        model.score, query, [judged_text(tokens, h.content) for h in judged]
-    )
-    probabilities += [0.0] * (len(hits) - len(judged))
+    try:
+        probabilities = await judge.probabilities(
+            query, [judged_text(tokens, h.content) for h in judged]
+        )
+    except LLMError as e:
+        log_once(
+            log, "rerank-judge", "relevance judge unavailable; search order kept", error=str(e)
+        )
+        return hits
+    if floor > 0 and all(p < floor for p in probabilities):
+        return []
     out = []
-    for hit, probability in zip(hits, probabilities, strict=True):
+    for i, hit in enumerate(hits):
+        probability = probabilities[i] if i < len(judged) else 0.0
+        if i < len(judged) and probability < floor:
+            continue
         match = hit.match if hit.match is not None else hit.relevance
         blended = (1 - WEIGHT) * match + WEIGHT * probability
         relevance = hit.relevance + (1 - recency_weight) * (blended - match)

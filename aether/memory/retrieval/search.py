@@ -58,7 +58,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 
 from aether.logging import log_once
 from aether.memory.retrieval.newest import newest_first
-from aether.memory.retrieval.rerank import rerank
+from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.retrieval.wording import coverage, words
 from aether.memory.storage.conversation import chance_lift, in_context
@@ -407,12 +407,24 @@ class MemorySearch:
     Args:
         layer: the memory layer.
         alpha: weight of vector similarity against full text (default: the settings').
+        judge: who reranks the best results when ``memory.rerank`` is on (default: the
+            packaged cross-encoder for ``cross-encoder``; for ``llm`` the caller gives the
+            LLM's judge, as ``aether.operations.parts.Parts`` does, and a search built
+            without one, such as maintenance's own reads, is not reranked).
     """
 
-    def __init__(self, layer: MemoryLayer, alpha: float | None = None):
+    def __init__(
+        self,
+        layer: MemoryLayer,
+        alpha: float | None = None,
+        judge: RelevanceJudge | None = None,
+    ):
         self.layer = layer
         self.alpha = layer.settings.vector_alpha if alpha is None else alpha
         self.index = layer.text_index()
+        if judge is None and layer.settings.rerank == "cross-encoder":
+            judge = PackagedCrossEncoder()
+        self.judge = judge
 
     async def ensure_index(self, percent: Callable[[float], None] | None = None) -> None:
         """Create (or rebuild) the indexes; never writes a key (``Aether.ready`` migrates).
@@ -650,7 +662,8 @@ class MemorySearch:
         fused = await in_context(self.layer, fused, tokens, read)
         fused = _with_own_reading(fused, found.own, similarity)
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
-        depth = max(limit * 2, settings.rerank_depth if settings.rerank != "off" else 0)
+        judge = self.judge if settings.rerank != "off" else None
+        depth = max(limit * 2, settings.rerank_depth if judge is not None else 0)
         shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[:depth]
         docs = [_hit_fields(read[key]) for key in shortlist]
         hits = []
@@ -678,8 +691,16 @@ class MemorySearch:
                 )
             )
         hits.sort(key=lambda h: h.relevance, reverse=True)
-        if settings.rerank != "off":
-            hits = await rerank(query, tokens, hits, settings.rerank_depth, settings.recency_weight)
+        if judge is not None:
+            hits = await rerank(
+                query,
+                tokens,
+                hits,
+                settings.rerank_depth,
+                settings.recency_weight,
+                judge,
+                settings.rerank_floor,
+            )
         # reordered within the results only: what is found stays what fusion found
         return newest_first(hits[:limit], tokens)
 
