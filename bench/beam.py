@@ -24,6 +24,10 @@ Besides recall (overall and per ability) it prints:
 
 - ``aether_by_fusion``: recall, update and contradiction figures for the other fusions
   (``memory.fusion``) over the same loaded messages, in the same run.
+- ``aether_llm_judged``: the same figures, abstention included, with the configured LLM
+  judging each search's best results (``memory.rerank = "llm"``, its floor at
+  ``LLM_FLOOR``); measured only when ``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL``
+  name an endpoint.
 
 Usage: python bench/beam.py [DIR] [--embeddings local|none] [--chats 1,2,...]
 """
@@ -49,9 +53,13 @@ from typing import Any
 from locomo import (
     CEILING_DEPTHS,
     FUSIONS,
+    LLM_FLOOR,
+    NO_LLM,
     ceiling,
     fusion_variants,
     judged,
+    llm_judge,
+    llm_judged,
     percentile,
     rerank_floor_table,
     reranked,
@@ -301,6 +309,9 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     load_s = 0.0
     n_messages = 0
     unfloored: list[tuple[Question, list[SearchHit], dict[str, int]]] = []
+    llm_tally = Tally()
+    llm_ms: list[float] = []
+    llm = llm_judge(base)
     client = await connect(base)
     try:
         for chat in chats:
@@ -315,6 +326,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
             open_search = MemorySearch(open_layer)
             variants = fusion_variants(settings, layer)
             rerank = reranked(settings, layer)
+            judged_search = llm_judged(settings, layer, llm[0]) if llm is not None else None
             t = time.perf_counter()
             key_to_id = await load(layer, msgs)
             load_s += time.perf_counter() - t
@@ -372,6 +384,15 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                     else:
                         found_ids = [key_to_id.get(h.key) for h in hits]
                         rerank_judged.append((found_ids, probs, q.evidence))
+                if judged_search is not None:
+                    llm_k = {}
+                    for k in KS:
+                        t = time.perf_counter()
+                        hits = await judged_search.search(q.text, limit=k, now=asked_at)
+                        if k == KS[0]:  # the judge's grades are cached for the other limits
+                            llm_ms.append((time.perf_counter() - t) * 1000)
+                        llm_k[k] = _ranked(hits, key_to_id)
+                    llm_tally.add(q, llm_k[25], llm_k)
                 found = await open_search.search(q.text, limit=25, now=asked_at)
                 unfloored.append((q, found, key_to_id))
                 by_words = [ids[i] for i in lexical.rank(q.text)]
@@ -379,6 +400,8 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                 for depth in CEILING_DEPTHS:
                     bm25.add_ceiling(q, depth, by_words)
     finally:
+        if llm is not None:
+            await llm[1].aclose()
         await client.aclose()
         EmbeddedRedis(base).stop()
     return {
@@ -399,6 +422,14 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
         }
         if rerank_ms
         else None,
+        "aether_llm_judged": {
+            **llm_tally.figures(),
+            "rerank_floor": LLM_FLOOR,
+            "search_p50_ms_incl_embedding": percentile(llm_ms, 0.5),
+            "search_p99_ms_incl_embedding": percentile(llm_ms, 0.99),
+        }
+        if llm_ms
+        else NO_LLM,
         "bm25": bm25.figures(),
         "minilm_cosine": cosine.figures() if cosine.recall[5] else None,
         "min_similarity": base.memory.min_similarity,
@@ -417,7 +448,10 @@ def main() -> None:
 
     import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(  # warnings to stderr: stdout is the JSON
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     args = sys.argv[1:]
     embeddings = "local"
     if "--embeddings" in args:

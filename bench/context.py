@@ -10,6 +10,9 @@ conversation's tokens, per question; assembly latency excludes embedding the que
 (its vector is computed, and cached, before the clock starts) and starts with the heap
 settled, as a running daemon's is (``aether.runtime.heap``).
 
+Reranked contexts: ``AETHER_MEMORY__RERANK=cross-encoder``, or ``=llm`` with
+``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL`` (and ``AETHER_MEMORY__RERANK_FLOOR``).
+
 Usage: python bench/context.py [PATH] [--embeddings local|none] [--window N] [--max-tokens N]
 """
 
@@ -131,7 +134,10 @@ def main() -> None:
 
     import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(  # warnings to stderr: stdout is the JSON
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     args = sys.argv[1:]
     options = {"--embeddings": "local", "--window": "4096", "--max-tokens": "2000"}
     for name in list(options):

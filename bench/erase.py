@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import random
+import sys
 import tempfile
 import time
 from typing import Any
@@ -153,7 +154,10 @@ async def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(  # warnings to stderr: stdout is the JSON
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="20k memories")
     options = parser.parse_args()

@@ -159,7 +159,10 @@ if __name__ == "__main__":
 
     import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(  # warnings to stderr: stdout is the JSON
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     args = sys.argv[1:]
     sizes = [10, 100, 1000]
     entries = 20

@@ -19,6 +19,11 @@ were perfectly ordered, evidence first: what any reranker of them could reach at
 ``recall_by_fusion``: recall@5/10/25 and per category for the other fusions
 (``memory.fusion``) over the same loaded turns, in the same run.
 
+``llm_judged``: the same figures with the configured LLM judging each search's best
+results (``memory.rerank = "llm"``, its floor at ``LLM_FLOOR``), and the share of
+NONSENSE queries that then find nothing; measured only when ``AETHER_LLM__BASE_URL`` and
+``AETHER_LLM__MODEL`` name an endpoint.
+
 Usage: python bench/locomo.py [PATH] [--embeddings local|none]
 """
 
@@ -37,11 +42,13 @@ from pathlib import Path
 from typing import Any, get_args
 
 from aether.config import MemorySettings, Settings
+from aether.memory.retrieval.llm_judge import LLMJudge
 from aether.memory.retrieval.rerank import cross_encoder, judged_text, model_dir
 from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.runtime.heap import settle_heap
+from aether.runtime.llm import LLMClient
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.tokens import count_tokens
@@ -166,6 +173,27 @@ def reranked(settings: Settings, layer: MemoryLayer) -> MemorySearch | None:
     return MemorySearch(variant)
 
 
+LLM_FLOOR = 0.34
+"""The LLM judge's floor in the benches: a grade of 1 ("on the topic, no help") or 0 is
+left out, so a question none of the best results helps answer finds nothing."""
+
+NO_LLM = "not measured: no LLM endpoint (set AETHER_LLM__BASE_URL and AETHER_LLM__MODEL)"
+
+
+def llm_judge(settings: Settings) -> tuple[LLMJudge, LLMClient] | None:
+    """The configured LLM as a relevance judge, and its client to close (``None``: no LLM)."""
+    llm = LLMClient.from_settings(settings)
+    return (LLMJudge(llm), llm) if llm is not None else None
+
+
+def llm_judged(settings: Settings, layer: MemoryLayer, judge: LLMJudge) -> MemorySearch:
+    """The same search judged by ``judge``, its floor at :data:`LLM_FLOOR`."""
+    memory = settings.memory.model_copy(update={"rerank": "llm", "rerank_floor": LLM_FLOOR})
+    variant = MemoryLayer.open(settings.model_copy(update={"memory": memory}), layer.client)
+    variant.embedder = layer.embedder
+    return MemorySearch(variant, judge=judge)
+
+
 RERANK_FLOORS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5)
 """The cross-encoder's relevance probabilities a result must reach, in the trade-off table."""
 
@@ -280,6 +308,10 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     rerank_ms: list[float] = []
     rerank_judged: list[tuple[list[Any], list[float], set[Any]]] = []
     nonsense_judged: list[list[float]] = []
+    by_llm: dict[str, list[float]] = {}
+    llm_ms: list[float] = []
+    llm_nonsense_nothing: list[bool] = []
+    llm = llm_judge(base)
     client = await connect(base)
     try:
         for sample in data:
@@ -304,6 +336,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
             unfloored = MemorySearch(unfloored_layer)
             variants = fusion_variants(settings, layer)
             rerank = reranked(settings, layer)
+            judged_search = llm_judged(settings, layer, llm[0]) if llm is not None else None
             asked = []
             for question, evidence, category in questions(sample):
                 for k in KS:  # each k asked for as a caller would: limit=k
@@ -334,6 +367,14 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     if k == KS[-1]:
                         found_ids = [key_to_dia.get(h.key) for h in hits]
                         rerank_judged.append((found_ids, judged(question, hits), evidence))
+                for k in KS:
+                    if judged_search is None:
+                        break
+                    t = time.perf_counter()
+                    hits = await judged_search.search(question, limit=k, now=asked_at)
+                    if k == KS[0]:  # the judge's grades are cached for the other limits
+                        llm_ms.append((time.perf_counter() - t) * 1000)
+                    _count(by_llm, hits, k, evidence, category, key_to_dia)
                 found = await unfloored.search(question, limit=25, now=asked_at)
                 asked.append((found, evidence))
             nonsense = [await unfloored.search(q, limit=10, now=asked_at) for q in NONSENSE]
@@ -342,8 +383,13 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                 if rerank is not None:
                     hits = await rerank.search(query, limit=10, now=asked_at)
                     nonsense_judged.append(judged(query, hits))
+                if judged_search is not None:
+                    found = await judged_search.search(query, limit=10, now=asked_at)
+                    llm_nonsense_nothing.append(not found)
             tables.append((len(asked), floor_table(asked, nonsense, key_to_dia)))
     finally:
+        if llm is not None:
+            await llm[1].aclose()
         await client.aclose()
         EmbeddedRedis(base).stop()
     total = sum(n for n, _ in tables)
@@ -386,6 +432,15 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
         }
         if rerank_ms
         else None,
+        "llm_judged": {
+            **{name: round(statistics.fmean(v), 3) for name, v in sorted(by_llm.items())},
+            "rerank_floor": LLM_FLOOR,
+            "nonsense_find_nothing": round(statistics.fmean(llm_nonsense_nothing), 3),
+            "search_p50_ms_incl_embedding": percentile(llm_ms, 0.5),
+            "search_p99_ms_incl_embedding": percentile(llm_ms, 0.99),
+        }
+        if llm_ms
+        else NO_LLM,
         "min_similarity": base.memory.min_similarity,
         "min_coverage": base.memory.min_coverage,
         "nonsense_false_positive_rate": round(nonsense_answered / (len(NONSENSE) * len(data)), 3),
@@ -400,7 +455,10 @@ def main() -> None:
 
     import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(  # warnings to stderr: stdout is the JSON
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     embeddings = "local"
     if "--embeddings" in sys.argv:

@@ -237,5 +237,8 @@ if __name__ == "__main__":
 
     import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(  # warnings to stderr: stdout is the JSON
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     asyncio.run(main("--quick" in sys.argv))
