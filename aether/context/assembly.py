@@ -414,7 +414,7 @@ class ContextAssembler:
     ) -> tuple[Section, list[ScoredMemory]]:
         if budget <= 8 or not query.strip():
             return Section("memories", "", 0, max(0, budget)), []
-        limit = max(5, min(50, budget // int(__import__("os").environ.get("DIV", "40"))))
+        limit = max(5, min(50, budget // 40))
         try:
             hits = await self.search.search(query, limit=limit, now=now)
         except InvalidOperationError:
