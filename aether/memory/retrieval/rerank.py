@@ -65,7 +65,7 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 WEIGHT = 0.5
-"""The cross-encoder's share of a reranked result's match (the fused match has the rest)."""
+"""The judge's share of a reranked result's match (the fused match has the rest)."""
 
 MAX_TOKENS = 256
 """Query and memory together, the longer one cut first: half the model's 512-token window,
