@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -368,3 +369,31 @@ async def test_the_scripted_model_runs_as_a_program_for_trying_the_daemon() -> N
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_a_replayed_conversation_keeps_its_warnings_where_they_were_crossed(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    """Turns observed with their own (past) times: a warning sits after the turn that
+    crossed 75 %, never at the wall clock's time after every turn of the history."""
+    rt = await open_runtime(configured(settings, server, window_tokens=2048), client)
+    start = datetime(2023, 5, 8, 13, 0, tzinfo=UTC).timestamp()  # three years ago
+    warned_after: list[str] = []
+    for i in range(80):
+        said = f"Turn {i}. {FILLER}"
+        report = await rt.observe("user" if i % 2 else "assistant", said, timestamp=start + i * 60)
+        if WARNING in report.actions:
+            warned_after.append(said)
+        if len(warned_after) == 2:
+            break
+    assert len(warned_after) == 2  # crossed, compressed, crossed again
+    stored = await ChatSessions(rt.layer).messages("conv")
+    for said in warned_after:
+        at = next(i for i, m in enumerate(stored) if m["content"] == said)
+        assert stored[at + 1]["content"] == WARNING_TEXT  # right after the turn that crossed
+        assert stored[at + 1]["timestamp"] < start + 80 * 60  # in the conversation's time
+    for i in range(3):  # later turns follow the warning, as they did in time
+        await rt.observe("user", f"Later {i}. {FILLER}", timestamp=start + 100 * 60 + i)
+    window = await (await rt.session_window()).view()
+    tail = [m for unit in window.units for m in unit][-1]
+    assert str(tail["content"]).startswith("Later 2.")

@@ -63,6 +63,18 @@ class WindowView:
         head = [ChatMessage(role="system", content=self.summary)] if self.summary else []
         return head + render_units(self.units, zone, self.clip)
 
+    def after_newest(self) -> float | None:
+        """A time just after the window's newest message (``None``: the window is empty).
+
+        What a message the window itself adds (the threshold warning) is stamped with: the
+        session is ordered by time, and a conversation replayed with its own timestamps
+        (``observe``) or an agent on an injected clock is not at the wall clock's time. A
+        warning stamped "now" sorted after every such message and stayed at the end of
+        the history, one more with each crossing.
+        """
+        stamps = [float(m.get("timestamp") or 0) for unit in self.units for m in unit]
+        return max(stamps) + 0.001 if stamps and max(stamps) > 0 else None
+
     def fields(self) -> dict[str, str]:
         """The session-hash fields that store this view."""
         return {
@@ -176,7 +188,9 @@ class SessionWindow:
             if action == PROACTIVE:
                 await self._checkpoint("context-proactive", usage, report)
             elif action == WARNING:
-                await self.chats.append(self.session, "system", WARNING_TEXT)
+                await self.chats.append(
+                    self.session, "system", WARNING_TEXT, timestamp=view.after_newest()
+                )
             elif action == CRITICAL:
                 await self._checkpoint("context-critical", usage, report)
                 view = await self._compress(await self.view(), fixed_tokens, report)
