@@ -26,7 +26,7 @@ from aether.memory.retrieval.llm_judge import GRADES, MAX_CHARS, LLMJudge, promp
 from aether.memory.retrieval.rerank import WEIGHT
 from aether.memory.tiers.daily import DailyLog
 from aether.runtime.llm import LLMClient
-from aether.testing.model import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion, structured
 from tests.conftest import dump_state, run_cli
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
@@ -259,3 +259,17 @@ def test_the_cli_search_is_judged_by_the_configured_llm(cli_env: dict[str, str])
         none = run_cli(env, "memory", "search", UNANSWERED, "--json")
         assert none.returncode == 2, none.stderr  # ran and found nothing
         assert json.loads(none.stdout) == []
+
+
+async def test_the_scripted_program_judges_by_shared_words_so_a_newcomer_can_try_it() -> None:
+    with ScriptedOpenAI(extractor=structured) as server:
+        llm = LLMClient(server.base_url, "scripted", max_retries=0)
+        grades = await LLMJudge(llm).probabilities(
+            "Where did Caroline move from?", [ANSWER, "The weather was mild."]
+        )
+        assert grades[0] > grades[1] == 0.0
+        extraction = await llm.complete_json(
+            "Extract facts.", "Caroline moved.", {"type": "object"}
+        )
+        assert json.loads(extraction) == {"facts": [], "entities": [], "relations": []}
+        await llm.aclose()

@@ -175,12 +175,36 @@ def echo(body: dict[str, Any]) -> dict[str, Any]:
     return completion(f'(scripted model) I heard: "{heard}"')
 
 
+_NUMBERED = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+
+
+def structured(body: dict[str, Any]) -> dict[str, Any]:
+    """The program's structured answers: relevance grades by shared words, else nothing.
+
+    A relevance judge's request (``AETHER_MEMORY__RERANK=llm``: a question, then numbered
+    memories) gets each memory graded by the share of the question's longer words it
+    holds (half or more 3, a quarter 2, any 1, none 0), so a search can be judged without
+    a model; any other request (knowledge extraction) an empty extraction.
+    """
+    asked = str(body["messages"][-1].get("content") or "")
+    schema = json.dumps(body.get("response_format", {}))
+    if '"grades"' not in schema:
+        return completion('{"facts": [], "entities": [], "relations": []}')
+    question = {w for w in re.findall(r"\w+", asked.splitlines()[0].lower()) if len(w) > 3}
+    grades = []
+    for number, text in _NUMBERED.findall(asked):
+        share = len(question & set(re.findall(r"\w+", text.lower()))) / max(1, len(question))
+        grade = 3 if share >= 0.5 else 2 if share >= 0.25 else int(share > 0)
+        grades.append({"memory": int(number), "grade": grade})
+    return completion(json.dumps({"grades": grades}))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the scripted model until Ctrl-C, saying how to point aether at it."""
     parser = argparse.ArgumentParser(prog="python -m aether.testing.model", description=__doc__)
     parser.add_argument("--port", type=int, default=8900, help="TCP port on 127.0.0.1")
     args = parser.parse_args(argv)
-    with ScriptedOpenAI(dims=384, responder=echo, port=args.port) as server:
+    with ScriptedOpenAI(dims=384, responder=echo, extractor=structured, port=args.port) as server:
         print(f"scripted model at {server.base_url}", flush=True)
         print(f"  AETHER_LLM__BASE_URL={server.base_url} AETHER_LLM__MODEL=scripted", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
