@@ -58,7 +58,15 @@ class Aether(Parts):
     ) -> None:
         keys = Keyspace(settings.namespace)
         wrap = through_daemon(client, keys) if embed_via_daemon else None
-        super().__init__(settings, client, actor=actor, wrap_local=wrap)
+        self._judge_llm = LLMClient.for_judging(settings)
+        super().__init__(
+            settings, client, actor=actor, wrap_local=wrap, judge_model=self._judge_llm
+        )
+
+    async def aclose(self) -> None:
+        """Close what this object opened besides the Redis client (the judge's LLM client)."""
+        if self._judge_llm is not None:
+            await self._judge_llm.aclose()
 
     @classmethod
     @asynccontextmanager

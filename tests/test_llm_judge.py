@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion, structured
 from tests.conftest import dump_state, run_cli
+from tests.test_daemon_faults import _cli, _env, _stop, _up, _wait_up, home  # noqa: F401
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
 QUESTION = "Where did Caroline move from?"
@@ -273,3 +275,44 @@ async def test_the_scripted_program_judges_by_shared_words_so_a_newcomer_can_try
         )
         assert json.loads(extraction) == {"facts": [], "entities": [], "relations": []}
         await llm.aclose()
+
+
+def test_the_daemon_judges_its_contexts_and_answers_when_the_judge_fails(
+    home: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    judging = [True]
+
+    def judge_or_nonsense(body: dict[str, Any]) -> dict[str, Any]:
+        return reader(body) if judging[0] else completion("the second one, I think")
+
+    def echo_context(body: dict[str, Any]) -> dict[str, Any]:
+        return completion("echo: " + str(body["messages"][0]["content"]))
+
+    with ScriptedOpenAI(responder=echo_context, extractor=judge_or_nonsense) as server:
+        env = {
+            **_env(home, server),
+            "AETHER_MEMORY__RERANK": "llm",
+            "AETHER_MEMORY__RERANK_FLOOR": "0.34",
+        }
+        for text in (ANSWER, *DISTRACTORS):
+            assert _cli(env, "memory", "log", text).returncode == 0
+        log = tmp_path / "daemon.log"
+        proc = _up(env, log)
+        try:
+            _wait_up(env, proc, log)
+            sent = _cli(env, "send", QUESTION, "--timeout", "60")
+            assert sent.returncode == 0, sent.stderr + log.read_text()[-3000:]
+            assert "Sweden" in sent.stdout and "garage" not in sent.stdout  # judged context
+            assert any(
+                QUESTION in str(b["messages"][-1]["content"]) for b in _judge_requests(server)
+            )
+            judging[0] = False  # the judge talks nonsense: the agent still answers, unjudged
+            again = _cli(env, "send", "Where should we move the meeting?", "--timeout", "60")
+            assert again.returncode == 0, again.stderr + log.read_text()[-3000:]
+            assert "meeting" in again.stdout
+            assert proc.poll() is None
+        finally:
+            _stop(proc)
+        assert proc.returncode == 0, log.read_text()[-3000:]
+        assert "relevance judge unavailable" in log.read_text()

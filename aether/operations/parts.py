@@ -27,11 +27,10 @@ from aether.memory.storage.embeddings import Embedder
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.vector_layout import migrate_vectors
 from aether.memory.tiers.tasks import Goals, Tasks
-from aether.messages import TextModel
+from aether.messages import StructuredModel, TextModel
 from aether.registry.approvals import Approvals
 from aether.registry.factory import RegistryAndLedger, open_registry
 from aether.registry.model import AgentLedger
-from aether.runtime.llm import LLMClient
 
 __all__ = ["Parts"]
 
@@ -45,6 +44,8 @@ class Parts:
         actor: who the journal says made the changes.
         wrap_local: how a short-lived process reaches the local embedding model (through
             a running daemon); ``None`` loads it here when needed.
+        judge_model: the LLM that judges search's results when ``memory.rerank`` is
+            ``llm`` (its owner closes it); ``None``: search is not judged by an LLM.
 
     Attributes:
         memory: the memory layer (daily log, long-term, beliefs' storage, embedder).
@@ -64,18 +65,13 @@ class Parts:
         *,
         actor: str = "aether",
         wrap_local: Callable[[Embedder], Embedder] | None = None,
+        judge_model: StructuredModel | None = None,
     ) -> None:
         self.settings = settings
         self.client = client
         self.keys = Keyspace(settings.namespace)
         self.memory = MemoryLayer.open(settings, client, actor=actor, wrap_local=wrap_local)
-        # the LLM judges search's results only when asked to (memory.rerank = "llm")
-        self._judge_llm = (
-            LLMClient.require(LLMClient.from_settings(settings))
-            if settings.memory.rerank == "llm"
-            else None
-        )
-        judge = LLMJudge(self._judge_llm) if self._judge_llm is not None else None
+        judge = LLMJudge(judge_model) if judge_model is not None else None
         self.search = MemorySearch(self.memory, judge=judge)
         self.checkpoints = Checkpoints.from_settings(client, self.keys, settings)
         self.identity = IdentityStore(self.memory.store, self.checkpoints)
@@ -106,11 +102,6 @@ class Parts:
                 await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             await self.search.ensure_index()
             self._index_ready = True
-
-    async def aclose(self) -> None:
-        """Close what the parts opened besides the Redis client (the judge's LLM client)."""
-        if self._judge_llm is not None:
-            await self._judge_llm.aclose()
 
     def ledger(self) -> AgentLedger:
         """The agent ledger (Redis, or MongoDB when ``AETHER_MONGO_URL`` is set), opened once."""

@@ -162,6 +162,17 @@ class LLMClient:
             breaker,
         )
 
+    @classmethod
+    def for_judging(cls, settings: Settings) -> LLMClient | None:
+        """The client that judges search's results, when ``memory.rerank`` is ``llm``.
+
+        Raises:
+            LLMNotConfiguredError: reranking by the LLM is asked for and none is configured.
+        """
+        if settings.memory.rerank != "llm":
+            return None
+        return cls.require(cls.from_settings(settings))
+
     @staticmethod
     def require(client: LLMClient | None) -> LLMClient:
         """``client``, or a clear error when no LLM is configured."""

@@ -84,13 +84,14 @@ async def run_agent(
         except BaseException:
             await client.aclose()
             raise
-    parts: Parts | None = None
+    judge: LLMClient | None = None
     try:
-        parts = Parts(settings, client, actor="daemon")
+        judge = LLMClient.for_judging(settings)  # memory.rerank = "llm": the LLM judges search
+        parts = Parts(settings, client, actor="daemon", judge_model=judge)
         await _serve(parts, lease, stop, identity_dir, mcp_http)
     finally:
-        if parts is not None:
-            await parts.aclose()
+        if judge is not None:
+            await judge.aclose()
         await lease.release()
         await client.aclose()
 
