@@ -55,6 +55,7 @@ from locomo import (
     FUSIONS,
     LLM_FLOOR,
     NO_LLM,
+    by_limit,
     ceiling,
     fusion_variants,
     judged,
@@ -370,14 +371,10 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                     }
                     by_fusion[fusion].add(q, variant_k[25], variant_k)
                 if rerank is not None:
-                    rerank_k = {}
-                    for k in KS:
-                        t = time.perf_counter()
-                        hits = await rerank.search(q.text, limit=k, now=asked_at)
-                        if k == KS[0]:  # the model's scores are cached for the other limits
-                            rerank_ms.append((time.perf_counter() - t) * 1000)
-                        rerank_k[k] = _ranked(hits, key_to_id)
+                    found_by_k = await by_limit(rerank, q.text, asked_at, rerank_ms)
+                    rerank_k = {k: _ranked(h, key_to_id) for k, h in found_by_k.items()}
                     rerank_tally.add(q, rerank_k[25], rerank_k)
+                    hits = found_by_k[KS[-1]]
                     probs = judged(q.text, hits)  # the last limit's results
                     if q.ability == "abstention":
                         unanswerable_judged.append(probs)
@@ -385,13 +382,8 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
                         found_ids = [key_to_id.get(h.key) for h in hits]
                         rerank_judged.append((found_ids, probs, q.evidence))
                 if judged_search is not None:
-                    llm_k = {}
-                    for k in KS:
-                        t = time.perf_counter()
-                        hits = await judged_search.search(q.text, limit=k, now=asked_at)
-                        if k == KS[0]:  # the judge's grades are cached for the other limits
-                            llm_ms.append((time.perf_counter() - t) * 1000)
-                        llm_k[k] = _ranked(hits, key_to_id)
+                    found_by_k = await by_limit(judged_search, q.text, asked_at, llm_ms)
+                    llm_k = {k: _ranked(h, key_to_id) for k, h in found_by_k.items()}
                     llm_tally.add(q, llm_k[25], llm_k)
                 found = await open_search.search(q.text, limit=25, now=asked_at)
                 unfloored.append((q, found, key_to_id))

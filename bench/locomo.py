@@ -163,6 +163,23 @@ def percentile(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
+async def by_limit(
+    search: MemorySearch, query: str, now: float, times_ms: list[float]
+) -> dict[int, list[SearchHit]]:
+    """The results of ``query`` asked with each limit in KS, as a caller would.
+
+    The first limit's search is timed into ``times_ms``: a reranked search's judgements
+    are cached for the other limits, so only the first one pays for them.
+    """
+    out = {}
+    for k in KS:
+        t = time.perf_counter()
+        out[k] = await search.search(query, limit=k, now=now)
+        if k == KS[0]:
+            times_ms.append((time.perf_counter() - t) * 1000)
+    return out
+
+
 def reranked(settings: Settings, layer: MemoryLayer) -> MemorySearch | None:
     """The same search with the cross-encoder reranking it (``None``: not installed)."""
     if model_dir() is None:
@@ -356,25 +373,17 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
                     for k in KS:
                         hits = await variant_search.search(question, limit=k, now=asked_at)
                         _count(by_fusion[fusion], hits, k, evidence, category, key_to_dia)
-                for k in KS:
-                    if rerank is None:
-                        break
-                    t = time.perf_counter()
-                    hits = await rerank.search(question, limit=k, now=asked_at)
-                    if k == KS[0]:  # the model's scores are cached for the other limits
-                        rerank_ms.append((time.perf_counter() - t) * 1000)
-                    _count(rerank_recall, hits, k, evidence, category, key_to_dia)
-                    if k == KS[-1]:
-                        found_ids = [key_to_dia.get(h.key) for h in hits]
-                        rerank_judged.append((found_ids, judged(question, hits), evidence))
-                for k in KS:
-                    if judged_search is None:
-                        break
-                    t = time.perf_counter()
-                    hits = await judged_search.search(question, limit=k, now=asked_at)
-                    if k == KS[0]:  # the judge's grades are cached for the other limits
-                        llm_ms.append((time.perf_counter() - t) * 1000)
-                    _count(by_llm, hits, k, evidence, category, key_to_dia)
+                if rerank is not None:
+                    found_by_k = await by_limit(rerank, question, asked_at, rerank_ms)
+                    for k, hits in found_by_k.items():
+                        _count(rerank_recall, hits, k, evidence, category, key_to_dia)
+                    hits = found_by_k[KS[-1]]
+                    found_ids = [key_to_dia.get(h.key) for h in hits]
+                    rerank_judged.append((found_ids, judged(question, hits), evidence))
+                if judged_search is not None:
+                    found_by_k = await by_limit(judged_search, question, asked_at, llm_ms)
+                    for k, hits in found_by_k.items():
+                        _count(by_llm, hits, k, evidence, category, key_to_dia)
                 found = await unfloored.search(question, limit=25, now=asked_at)
                 asked.append((found, evidence))
             nonsense = [await unfloored.search(q, limit=10, now=asked_at) for q in NONSENSE]
