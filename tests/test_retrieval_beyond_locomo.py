@@ -28,7 +28,7 @@ from aether.memory.retrieval.search import (
     passes_floor,
     query_tokens,
 )
-from aether.memory.retrieval.wording import coverage, words
+from aether.memory.retrieval.wording import best_passage, coverage, words
 from aether.memory.storage.conversation import (
     MAX_PASSAGES,
     PASSAGE_OVERLAP,
@@ -128,6 +128,42 @@ def test_coverage_counts_the_query_words_a_memory_holds() -> None:
     assert coverage(["deploy", "billing"], words("Deployed the billing service")) == 1.0
     assert coverage(["tax", "code", "byzantine", "empire"], words("I wrote code all day")) == 0.25
     assert coverage([], words("anything")) == 0.0
+
+
+def test_a_long_text_covers_the_query_as_far_as_its_best_passage_does() -> None:
+    query = ["kafka", "consumer", "lag", "alert"]
+    scattered = "assistant: " + "".join(
+        f"{FILLER * 7}The {word} came up once. " for word in query
+    )  # every word of the query, one per passage
+    together = _long_text("The kafka consumer lag alert fires at 5,000 messages.")
+    assert coverage(query, words(scattered)) == 1.0  # the whole text holds them all
+    passage, covered = best_passage(query, scattered)
+    assert covered == 0.25 and passage in passages(scattered)
+    passage, covered = best_passage(query, together)
+    assert covered == 1.0 and passage == passages(together)[-1]
+    assert best_passage(query, "kafka lag") == ("kafka lag", 0.5)  # a short text is one passage
+    assert best_passage([], together)[1] == 0.0
+
+
+async def test_a_long_memory_with_the_querys_words_scattered_ranks_below_one_that_holds_them(
+    store: Store,
+) -> None:
+    layer = MemoryLayer(store, MemorySettings())  # full text only: coverage decides
+    search = await _ready(layer)
+    daily = DailyLog(layer)
+    query = "kafka consumer lag"
+    scattered = "assistant: " + "".join(
+        f"{FILLER * 7}The {word} {word} {word} came up. " for word in query.split()
+    )
+    together = _long_text("The kafka consumer lag alert fires at 5,000 messages.", repeats=10)
+    await daily.log(scattered, timestamp=NOW - 120)
+    answer = await daily.log(together, timestamp=NOW - 100)
+    await daily.log("user: kafka is what we use for events", timestamp=NOW - 60)
+    hits = await search.search(query, limit=3, now=NOW)
+    assert hits[0].doc["id"] == answer["id"]
+    by_id = {h.doc["id"]: h for h in hits}
+    assert by_id[answer["id"]].coverage == 1.0
+    assert [round(h.coverage or 0, 2) for h in hits[1:]] == [0.33, 0.33]  # one word each
 
 
 def test_values_are_dates_numbers_with_what_they_count_and_names() -> None:

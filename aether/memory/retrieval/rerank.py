@@ -45,8 +45,7 @@ import structlog
 
 from aether.errors import ConfigError, LLMError
 from aether.logging import log_once
-from aether.memory.retrieval.wording import coverage, words
-from aether.memory.storage.conversation import passages
+from aether.memory.retrieval.wording import best_passage
 
 if TYPE_CHECKING:
     from aether.memory.retrieval.search import SearchHit
@@ -211,10 +210,7 @@ def judged_text(tokens: Sequence[str], content: str) -> str:
     the one that holds most of the query's meaningful words is the one to judge (the
     first of equals). Measured on BEAM: the same recall as the head, at half the time.
     """
-    readings = passages(content)
-    if len(readings) == 1:
-        return content
-    return max(readings, key=lambda text: coverage(tokens, words(text)))
+    return best_passage(tokens, content)[0]
 
 
 async def rerank(

@@ -20,7 +20,8 @@ passage wins by chance (``chance_lift``), then the two lists are fused
   data, where raw BM25 and cosine scores do not; set alpha to 0.5 with it.
 
 Either way a word match's scaled score is weighted by the square root of its coverage,
-the share of the query's meaningful words it holds (:func:`_fused`). After the context's
+the share of the query's meaningful words it holds (a long memory: its best passage's,
+:func:`~aether.memory.retrieval.wording.best_passage`; :func:`_fused`). After the context's
 shares (neighbours, names), each candidate gains (or loses) a share of how far its own
 reading's raw cosine similarity lies above (or below) the candidates' mean
 (:data:`OWN_READING_WEIGHT`): the absolute measure that scaling leaves out.
@@ -60,7 +61,7 @@ from aether.logging import log_once
 from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.retrieval.wording import coverage, words
+from aether.memory.retrieval.wording import best_passage
 from aether.memory.storage.conversation import chance_lift, in_context
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
 from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
@@ -179,7 +180,8 @@ def _text_query(tokens: list[str], flt: FilterExpression | None, num: int) -> Te
 
 
 def _coverage(tokens: list[str], doc: MemoryDoc | None) -> float:
-    return coverage(tokens, words(str(doc.get("content", "")))) if doc is not None else 0.0
+    """How much of the query a memory covers: its best passage's share (:func:`best_passage`)."""
+    return best_passage(tokens, str(doc.get("content", "")))[1] if doc is not None else 0.0
 
 
 def _hit_fields(doc: MemoryDoc | None) -> MemoryDoc | None:
