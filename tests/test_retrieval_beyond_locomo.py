@@ -38,6 +38,7 @@ from aether.memory.storage.conversation import (
     chance_lift,
     embedding_texts,
     passages,
+    windows,
 )
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc, MemoryRecord
@@ -143,6 +144,10 @@ def test_a_long_text_covers_the_query_as_far_as_its_best_passage_does() -> None:
     assert covered == 1.0 and passage == passages(together)[-1]
     assert best_passage(query, "kafka lag") == ("kafka lag", 0.5)  # a short text is one passage
     assert best_passage([], together)[1] == 0.0
+    huge = _long_text("The kafka consumer lag alert fires at 5,000 messages.", repeats=100)
+    passage, covered = best_passage(query, huge)  # past the passages that have vectors
+    assert covered == 1.0 and passage not in passages(huge) and huge.endswith(passage)
+    assert list(windows(huge))[: len(passages(huge))] == passages(huge)
 
 
 async def test_a_long_memory_with_the_querys_words_scattered_ranks_below_one_that_holds_them(
@@ -161,6 +166,9 @@ async def test_a_long_memory_with_the_querys_words_scattered_ranks_below_one_tha
     await daily.log("user: kafka is what we use for events", timestamp=NOW - 60)
     hits = await search.search(query, limit=3, now=NOW)
     assert hits[0].doc["id"] == answer["id"]
+    far = await daily.log(_long_text("Our consumer lag on kafka was fine.", 100), timestamp=NOW)
+    found = await search.search("kafka consumer lag", limit=5, now=NOW)
+    assert far["id"] in [h.doc["id"] for h in found if h.coverage == 1.0]  # its end counts
     by_id = {h.doc["id"]: h for h in hits}
     assert by_id[answer["id"]].coverage == 1.0
     assert [round(h.coverage or 0, 2) for h in hits[1:]] == [0.33, 0.33]  # one word each

@@ -205,8 +205,8 @@ def judged_text(tokens: Sequence[str], content: str) -> str:
     """What the model reads of a memory: a long one's passage holding most of the query.
 
     A long message (BEAM's run to 2,000 characters and more) does not fit the model's
-    window; cut at its head, the part that answers is often lost. Its passages (the ones
-    its vectors read, :func:`~aether.memory.storage.conversation.passages`) each fit, and
+    window; cut at its head, the part that answers is often lost. Its windows (cut as
+    its vectors read it, :func:`~aether.memory.storage.conversation.windows`) each fit, and
     the one that holds most of the query's meaningful words is the one to judge (the
     first of equals). Measured on BEAM: the same recall as the head, at half the time.
     """

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.storage.conversation import passages
+from aether.memory.storage.conversation import windows
 
 __all__ = ["best_passage", "coverage", "held", "sentences", "words"]
 
@@ -37,8 +37,9 @@ def best_passage(query: Sequence[str], text: str) -> tuple[str, float]:
     """The passage of ``text`` that holds most of the query's words, and its coverage.
 
     A text within the embedding window is its own one passage; a longer one is cut as its
-    vectors read it (:func:`~aether.memory.storage.conversation.passages`), and the first
-    of equals wins. Coverage of the whole of a long text counts words wherever they lie:
+    vectors read it, to its end (:func:`~aether.memory.storage.conversation.windows`:
+    beyond the passages that have vectors, full text still finds it), and the first of
+    equals wins. Coverage of the whole of a long text counts words wherever they lie:
     a 4,000-character reply holds a few of any question's words by its length alone, a
     statement that answers holds them together. So a long memory covers the query as
     well as its best passage does (BEAM dev recall@10 +0.010, information extraction
@@ -48,8 +49,7 @@ def best_passage(query: Sequence[str], text: str) -> tuple[str, float]:
         query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
         text: a memory's content.
     """
-    readings = passages(text)
-    scored = [(reading, coverage(query, words(reading))) for reading in readings]
+    scored = ((window, coverage(query, words(window))) for window in windows(text))
     return max(scored, key=lambda pair: pair[1])
 
 

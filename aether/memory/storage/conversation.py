@@ -27,7 +27,8 @@ the README (bench/locomo.py; no LLM involved).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -69,27 +70,35 @@ MAX_PASSAGES = 6
 """At most this many vectors per memory (the rest of a longer text is found by full text)."""
 
 
-def passages(text: str) -> list[str]:
-    """A text cut into overlapping passages that each fit the embedding window.
+def windows(text: str) -> Iterator[str]:
+    """Every window of a text, overlapping, each fitting the embedding window.
 
-    A text within :data:`WINDOW_CHARS` is one passage. A longer one is cut every
+    A text within :data:`WINDOW_CHARS` is one window. A longer one is cut every
     ``WINDOW_CHARS - PASSAGE_OVERLAP`` characters, at the last whitespace before the
-    cut when there is one, so a statement near a cut is whole in one of two passages.
+    cut when there is one, so a statement near a cut is whole in one of two windows.
+    Unlike :func:`passages`, the windows run to the text's end, however long it is.
     """
     if len(text) <= WINDOW_CHARS:
-        return [text]
-    out: list[str] = []
+        yield text
+        return
     start = 0
-    while start < len(text) and len(out) < MAX_PASSAGES:
+    while start < len(text):
         end = min(len(text), start + WINDOW_CHARS)
         if end < len(text):
             space = text.rfind(" ", start + WINDOW_CHARS // 2, end)
             end = space if space > start else end
-        out.append(text[start:end])
+        yield text[start:end]
         if end >= len(text):
-            break
+            return
         start = max(end - PASSAGE_OVERLAP, start + 1)
-    return out
+
+
+def passages(text: str) -> list[str]:
+    """The overlapping passages a text's vectors read: its first :func:`windows`.
+
+    At most :data:`MAX_PASSAGES`; the rest of a longer text is found by full text.
+    """
+    return list(itertools.islice(windows(text), MAX_PASSAGES))
 
 
 def chance_lift(text: str) -> float:
