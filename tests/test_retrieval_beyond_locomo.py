@@ -534,3 +534,20 @@ def test_a_short_update_that_restates_the_subject_ranks_above_the_full_statement
     assert [h.key for h in newest_first([before, after], query)] == ["after", "before"]
     unrelated = _hit("x", "user: Commits merged into main run 12 checks each now.", 2, query)
     assert [h.key for h in newest_first([before, unrelated], query)] == ["before", "x"]
+
+
+def test_one_shared_word_of_a_two_word_query_is_no_subject_in_common() -> None:
+    # "caroline" is half the query and every turn of hers carries it: not about one thing
+    query = query_tokens("What did Caroline research?")
+    assert query == ["caroline", "research"]
+    found = _hit("found", "Caroline: Researching adoption agencies since May 3.", 40, query)
+    trip = _hit("trip", "Caroline: We drove to the lake on June 7.", 20, query)
+    music = _hit("music", "Caroline: My guitar recital is on July 9.", 1, query)
+    ranked = newest_first([found, trip, music], query)
+    assert [h.key for h in ranked] == ["found", "trip", "music"]
+    assert not any(h.earlier for h in ranked)
+    # two words of it in common, two values: the newer statement still leads
+    update = _hit("update", "Caroline: My research now runs to June 30.", 1, query)
+    older = _hit("older", "Caroline: My research runs to May 31.", 40, query)
+    ranked = newest_first([older, trip, update], query)
+    assert [h.key for h in ranked] == ["update", "older", "trip"] and ranked[1].earlier

@@ -8,9 +8,10 @@ holds now, so it ranks directly above the older one, and the older one is marked
 
 "About the same thing", without an LLM, is judged on the sentence of each result that
 best matches the query (a long message says many things; only one is the answer). Either
-both sentences contain most of the query's meaningful words (:data:`QUERY_COVERAGE`) and
-they hold mostly the same ones (:data:`SHARED_QUERY_WORDS`: the part of the question each
-answers is the same part) or are near-duplicates of each other (:data:`SHARED_WORDS`,
+both sentences contain most of the query's meaningful words (:data:`QUERY_COVERAGE`), two
+at least (one word, even half of a two-word query, is a coincidence), and they hold
+mostly the same ones (:data:`SHARED_QUERY_WORDS`: the part of the question each answers
+is the same part) or are near-duplicates of each other (:data:`SHARED_WORDS`,
 Jaccard over their words outside the stopwords); or the older one contains most of the
 query's words, the newer names nothing of the query the older does not (at least
 :data:`RESTATED_WORDS` of them) and says that something changed (:data:`CHANGE_WORDS`:
@@ -53,7 +54,8 @@ SHARED_WORDS = 0.2
 SHARED_QUERY_WORDS = 0.5
 """Jaccard similarity of the sets of query words the two sentences contain."""
 RESTATED_WORDS = 2
-"""Query words a short restatement must share with the full one (one is a coincidence)."""
+"""Query words a result's sentence must hold to be about the query at all, and a short
+restatement must share with the full one: one is a coincidence."""
 
 
 _MONTH = (
@@ -238,7 +240,10 @@ def newest_first(hits: list[SearchHit], query: Sequence[str]) -> list[SearchHit]
     least = min(QUERY_COVERAGE, RESTATED_WORDS / len(query)) if query else QUERY_COVERAGE
     best = [_best_sentence(h.content, query) if _coverage_of(h) >= least else "" for h in hits]
     said = [_Statement.of(sentence, query) for sentence in best]
-    about = [statement.share >= least for statement in said]
+    # one shared word is a coincidence, even when it is half of a two-word query (a name
+    # that every chat turn of a speaker carries: "What did Caroline research?")
+    need = min(len(query), RESTATED_WORDS)
+    about = [statement.share >= least and len(statement.asked) >= need for statement in said]
     order = list(range(len(hits)))
     earlier: set[int] = set()
     for i in range(len(hits)):
