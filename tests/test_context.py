@@ -15,14 +15,21 @@ from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
 from aether.config import ContextSettings, Settings
-from aether.context.assembly import Budgets, ContextAssembler, ScoredMemory, render_memories
+from aether.context.assembly import (
+    EXCERPT_MARK,
+    Budgets,
+    ContextAssembler,
+    ScoredMemory,
+    excerpt,
+    render_memories,
+)
 from aether.context.compression import HEADER, ExtractiveSummarizer, LLMSummarizer
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, Thresholds
 from aether.context.window import limit, render, units
 from aether.errors import InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
-from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.search import MemorySearch, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
@@ -283,6 +290,43 @@ def test_memories_are_a_timeline_with_each_day_written_once() -> None:
         "- the deploy pipeline moved to the blue cluster", 5
     )
     assert render_memories([], 100) == ""
+
+
+FILLER = (
+    "We walked through the module layout, the logging setup and the retry policy of the "
+    "HTTP client, then looked at how the fixtures are shared between the test packages. "
+)
+ANSWER = "The staging database password rotates every Monday at 06:00 UTC."
+
+
+def test_a_long_memory_shows_its_head_and_the_passage_that_matches() -> None:
+    text = "assistant: Here is the runbook. " + FILLER * 30 + ANSWER + " " + FILLER * 3
+    query = query_tokens("when does the staging database password rotate?")
+    shown = excerpt(text, query, 300)
+    assert shown is not None and count_tokens(shown) <= 300
+    head, _, window = shown.partition(EXCERPT_MARK)
+    assert text.startswith(head) and ANSWER in window
+    narrow = excerpt(text, query, 60)  # no room for a head: the passage alone, cut
+    assert narrow is not None and narrow.startswith("…") and count_tokens(narrow) <= 60
+    assert excerpt(text, [], 300) is None  # no query: the head is the excerpt
+    assert excerpt(ANSWER + " " + FILLER * 30, query, 300) is None  # it opens the text
+    assert excerpt(ANSWER, query, 300) is None  # it fits
+
+
+async def test_a_context_shows_where_a_long_memory_answers(
+    settings: Settings, client: Redis
+) -> None:
+    layer = await _seed_memory(settings, client)
+    renewal = "The QA cluster certificate renews on the first Sunday of each month."
+    await DailyLog(layer).log("assistant: Here is the runbook. " + FILLER * 60 + renewal)
+    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
+    ctx = await ContextAssembler(layer, identity, settings.context).assemble(
+        "when does the QA cluster certificate renew?", 2000
+    )
+    assert ctx.tokens <= 2000
+    assert renewal in ctx.memories.text  # 10,000 characters in: a head alone would lose it
+    line = next(line for line in ctx.memories.text.splitlines() if "QA cluster" in line)
+    assert line.startswith("- assistant: Here is the runbook.") and EXCERPT_MARK in line
 
 
 async def test_assembly_includes_recent_history_of_a_session(

@@ -15,6 +15,7 @@ decides, and the history is the session window as the thresholds left it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -32,7 +33,8 @@ from aether.logging import log_once
 from aether.memory.knowledge.archetypes import archetype
 from aether.memory.knowledge.archetypes.base import Archetype
 from aether.memory.knowledge.beliefs import effective_confidence
-from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
+from aether.memory.retrieval.wording import best_passage
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.chat import ChatSessions
@@ -226,8 +228,49 @@ def memory_day(memory: ScoredMemory) -> str:
     return datetime.fromtimestamp(stamp, tz=UTC).strftime("[%Y-%m-%d]")
 
 
-def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
-    """One memory as a context line under its day: ``- (kind) content``."""
+EXCERPT_MARK = " … "
+"""Joins a long memory's head to the passage of it that matches the query."""
+MIN_HEAD_TOKENS = 20
+"""Below this many tokens left for a long memory's head, its matching passage shows alone."""
+
+
+def excerpt(content: str, query: Sequence[str], max_tokens: int) -> str | None:
+    """What a context shows of a long memory: its head, then the passage that matches.
+
+    A long message (a reply of several thousand characters) cut at its head loses what
+    it was found for when the query's words lie further in. Its windows
+    (:func:`~aether.memory.retrieval.wording.best_passage`) are what search covered the
+    query with; the one holding most of the query's words is shown after the head's
+    first tokens, so the model reads both what the message is about and what answers.
+
+    Args:
+        content: the memory's text.
+        query: the query's meaningful words (``search.query_tokens``).
+        max_tokens: the most the excerpt may take.
+
+    Returns:
+        The excerpt, or ``None`` when the head is all there is to show: the text fits,
+        its best window opens it, or no window holds a word of the query.
+    """
+    text = " ".join(content.split())
+    if count_tokens(text) <= max_tokens:
+        return None
+    passage, covered = best_passage(query, content)
+    window = " ".join(passage.split())
+    if covered == 0.0 or text.startswith(window):
+        return None
+    room = max_tokens - count_tokens(window) - count_tokens(EXCERPT_MARK)
+    if room < MIN_HEAD_TOKENS:
+        return truncate_to_tokens(EXCERPT_MARK.lstrip() + window, max_tokens)
+    return truncate_to_tokens(truncate_to_tokens(text, room) + EXCERPT_MARK + window, max_tokens)
+
+
+def memory_line(memory: ScoredMemory, max_tokens: int, query: Sequence[str] = ()) -> str:
+    """One memory as a context line under its day: ``- (kind) content``.
+
+    A memory longer than ``max_tokens`` is cut at its head, or shows its head and the
+    passage that matches ``query`` (the query's meaningful words; :func:`excerpt`).
+    """
     doc = memory.doc
     kind = doc.get("kind", "")
     labels = [] if kind == "daily" else [f"({kind})"]
@@ -238,10 +281,14 @@ def memory_line(memory: ScoredMemory, max_tokens: int) -> str:
     if memory.earlier:
         labels.append("(earlier: a later memory differs)")
     line = " ".join(["-", *labels, " ".join(memory.content.split())])
-    return line if count_tokens(line) <= max_tokens else truncate_to_tokens(line, max_tokens)
+    if count_tokens(line) <= max_tokens:
+        return line
+    head = " ".join(["-", *labels, ""])
+    cut = excerpt(memory.content, query, max_tokens - count_tokens(head))
+    return truncate_to_tokens(line if cut is None else head + cut, max_tokens)
 
 
-def render_memories(chosen: list[ScoredMemory], max_tokens: int) -> str:
+def render_memories(chosen: list[ScoredMemory], max_tokens: int, query: Sequence[str] = ()) -> str:
     """The chosen memories as a timeline: each day written once, days and memories in time.
 
     A date on every line cost about seven tokens a memory, and a context's memories fall
@@ -250,7 +297,7 @@ def render_memories(chosen: list[ScoredMemory], max_tokens: int) -> str:
     memories are chosen by score already, and in time order the model reads a later
     statement after the earlier one it replaces, as the history reads.
     """
-    return _timeline([(m, memory_day(m), memory_line(m, max_tokens)) for m in chosen])
+    return _timeline([(m, memory_day(m), memory_line(m, max_tokens, query)) for m in chosen])
 
 
 def _timeline(rows: list[tuple[ScoredMemory, str, str]]) -> str:
@@ -379,7 +426,7 @@ class ContextAssembler:
         )
         while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:
             ctx.chosen.pop()  # the least scored
-            text = render_memories(ctx.chosen, _per_item(room))
+            text = render_memories(ctx.chosen, _per_item(room), query_tokens(query))
             ctx.memories = Section("memories", text, count_tokens(text), room, len(ctx.chosen))
         return ctx
 
@@ -441,6 +488,7 @@ class ContextAssembler:
         scored = [m for h in visible if (m := score_memory(h, *scoring))]
         scored.sort(key=lambda m: m.score, reverse=True)
         per_item = _per_item(budget)
+        tokens = query_tokens(query)
         rows: list[tuple[ScoredMemory, str, str]] = []
         used = 0
         taken: set[str] = set()
@@ -449,7 +497,7 @@ class ContextAssembler:
             said = " ".join(memory.content.split())
             if said in shown or said in taken:
                 continue  # already in the history, or the same words as a chosen memory
-            day, line = memory_day(memory), memory_line(memory, per_item)
+            day, line = memory_day(memory), memory_line(memory, per_item, tokens)
             cost = count_tokens(line) + 1
             if day not in days:
                 cost += count_tokens(day) + 1
