@@ -8,6 +8,9 @@ import itertools
 from datetime import UTC, datetime
 from typing import cast
 
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
@@ -38,6 +41,7 @@ from aether.memory.storage.conversation import (
     chance_lift,
     embedding_texts,
     passages,
+    window_spans,
     windows,
 )
 from aether.memory.storage.layer import MemoryLayer
@@ -148,6 +152,33 @@ def test_a_long_text_covers_the_query_as_far_as_its_best_passage_does() -> None:
     passage, covered = best_passage(query, huge)  # past the passages that have vectors
     assert covered == 1.0 and passage not in passages(huge) and huge.endswith(passage)
     assert list(windows(huge))[: len(passages(huge))] == passages(huge)
+
+
+VOCABULARY = ["Deploy", "deployed", "the", "inside", "side", "API", "api_key", "2024", "über", "x"]
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(VOCABULARY), max_size=40),
+    st.lists(st.sampled_from(["deploy", "side", "api", "2024", "über", "key"]), max_size=4),
+    st.sampled_from([" ", ", ", "\n", "-"]),
+)
+def test_a_short_texts_best_passage_covers_what_its_words_cover(
+    vocabulary: list[str], query: list[str], joint: str
+) -> None:
+    text = joint.join(vocabulary)
+    assert best_passage(query, text) == (text, coverage(query, words(text)))
+
+
+def test_a_word_counts_whole_never_a_piece_of_a_longer_one() -> None:
+    assert best_passage(["side"], "We looked inside the box")[1] == 0.0
+    assert best_passage(["deploy"], "It was Deployed twice")[1] == 1.0  # its first letters
+    assert best_passage(["other"], "the other one")[1] == 0.0  # a stopword holds nothing
+    # a window that starts inside a word does not count the piece it cut
+    text = "x" * 790 + " sidewalk " + "filler " * 200
+    cut = [text[start:end] for start, end in window_spans(text)]
+    assert cut[1].startswith("walk ")
+    assert best_passage(["walk"], text)[1] == 0.0
 
 
 async def test_a_long_memory_with_the_querys_words_scattered_ranks_below_one_that_holds_them(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.storage.conversation import windows
+from aether.memory.storage.conversation import window_spans, windows
 
 __all__ = ["best_passage", "coverage", "held", "sentences", "words"]
 
@@ -49,8 +50,46 @@ def best_passage(query: Sequence[str], text: str) -> tuple[str, float]:
         query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
         text: a memory's content.
     """
-    scored = ((window, coverage(query, words(window))) for window in windows(text))
-    return max(scored, key=lambda pair: pair[1])
+    lower = text.lower()
+    if len(lower) != len(text):  # lower case moved the characters: cut and read each window
+        scored = ((window, coverage(query, words(window))) for window in windows(text))
+        return max(scored, key=lambda pair: pair[1])
+    # a query word is held where a word of the text starts with its first letters
+    # (:func:`held`): find those words once, then count the ones inside each window
+    wanted: dict[str, int] = {}
+    for word in query:
+        wanted[word[:STEM_CHARS]] = wanted.get(word[:STEM_CHARS], 0) + 1
+    found = sorted(place for stem in wanted for place in _places(lower, stem))
+    starts = [at for at, _, _ in found]
+    best, most = (0, len(text)), -1
+    for start, end in window_spans(text):
+        first, last = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+        inside = {stem for _, until, stem in found[first:last] if until <= end}
+        count = sum(wanted[stem] for stem in inside)
+        if count > most:
+            best, most = (start, end), count
+    return text[best[0] : best[1]], (most / len(query) if query else 0.0)
+
+
+def _places(lower: str, stem: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, stem) of each word of ``lower`` that :func:`held` reads as ``stem``.
+
+    ``str.find`` scans for the stem; a hit counts where a word starts and that word,
+    not a stopword, begins with exactly the stem (a stem shorter than
+    :data:`STEM_CHARS` is a whole word).
+    """
+    at = lower.find(stem)
+    while at != -1:
+        if at == 0 or not _is_word_char(lower[at - 1]):
+            match = _WORD.match(lower, at)
+            word = match.group() if match else ""
+            if word[:STEM_CHARS] == stem and word not in STOPWORDS:
+                yield at, at + len(word), stem
+        at = lower.find(stem, at + 1)
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def held(query: Sequence[str], found: set[str], stems: set[str] | None = None) -> list[str]:

@@ -70,6 +70,23 @@ MAX_PASSAGES = 6
 """At most this many vectors per memory (the rest of a longer text is found by full text)."""
 
 
+def window_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Where each window of a text starts and ends (see :func:`windows`)."""
+    if len(text) <= WINDOW_CHARS:
+        yield 0, len(text)
+        return
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + WINDOW_CHARS)
+        if end < len(text):
+            space = text.rfind(" ", start + WINDOW_CHARS // 2, end)
+            end = space if space > start else end
+        yield start, end
+        if end >= len(text):
+            return
+        start = max(end - PASSAGE_OVERLAP, start + 1)
+
+
 def windows(text: str) -> Iterator[str]:
     """Every window of a text, overlapping, each fitting the embedding window.
 
@@ -78,19 +95,8 @@ def windows(text: str) -> Iterator[str]:
     cut when there is one, so a statement near a cut is whole in one of two windows.
     Unlike :func:`passages`, the windows run to the text's end, however long it is.
     """
-    if len(text) <= WINDOW_CHARS:
-        yield text
-        return
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + WINDOW_CHARS)
-        if end < len(text):
-            space = text.rfind(" ", start + WINDOW_CHARS // 2, end)
-            end = space if space > start else end
+    for start, end in window_spans(text):
         yield text[start:end]
-        if end >= len(text):
-            return
-        start = max(end - PASSAGE_OVERLAP, start + 1)
 
 
 def passages(text: str) -> list[str]:
