@@ -179,6 +179,10 @@ def test_a_word_counts_whole_never_a_piece_of_a_longer_one() -> None:
     cut = [text[start:end] for start, end in window_spans(text)]
     assert cut[1].startswith("walk ")
     assert best_passage(["walk"], text)[1] == 0.0
+    # a character whose lower case is longer ("İ") moves the offsets: each window is read
+    turkish = "İ " + "filler " * 200 + "the trip to the coast"
+    passage, covered = best_passage(["trip", "coast"], turkish)
+    assert covered == 1.0 and turkish.endswith(passage)
 
 
 async def test_a_long_memory_with_the_querys_words_scattered_ranks_below_one_that_holds_them(
