@@ -424,9 +424,10 @@ class ContextAssembler:
         ctx.memories, ctx.chosen = await self._memories(
             query, room, history_messages, when.timestamp()
         )
+        tokens = query_tokens(query)
         while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:
             ctx.chosen.pop()  # the least scored
-            text = render_memories(ctx.chosen, _per_item(room), query_tokens(query))
+            text = render_memories(ctx.chosen, _per_item(room), tokens)
             ctx.memories = Section("memories", text, count_tokens(text), room, len(ctx.chosen))
         return ctx
 
