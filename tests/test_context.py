@@ -11,6 +11,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
@@ -24,6 +26,7 @@ from aether.context.assembly import (
     render_memories,
 )
 from aether.context.compression import HEADER, ExtractiveSummarizer, LLMSummarizer
+from aether.context.history import history_units
 from aether.context.thresholds import CRITICAL, PROACTIVE, WARNING, Thresholds
 from aether.context.window import limit, render, units
 from aether.errors import InvalidOperationError
@@ -377,3 +380,106 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert not any(ch in human.stdout for ch in "┏┃━│─╇┡")  # no box drawing in a pipe
     bad = cli("context", "preview", "VPN", "--max-tokens", "5")
     assert bad.returncode == 64 and "--max-tokens" in bad.stderr  # a usage error
+
+
+def _unit(text: str, role: str = "user") -> list[Any]:
+    return [{"id": text[:8], "role": role, "content": text, "timestamp": 0.0}]
+
+
+def test_a_standalone_history_without_query_words_is_the_newest_messages() -> None:
+    group = [_unit(f"message {i} about the garden") for i in range(10)]
+    kept, used = history_units(group, 35, lambda unit: 10)
+    assert kept == group[-3:] and used == 30  # the newest that fit, none skipped
+    kept, _ = history_units(group, 35, lambda unit: 10, query_tokens("the of"))
+    assert kept == group[-3:]  # stopwords alone are no query
+
+
+def test_a_standalone_history_shows_the_older_messages_that_hold_the_query() -> None:
+    group = [_unit(f"routine note {i} about lunch") for i in range(20)]
+    group[2] = _unit("The staging database password rotates every Friday at noon.")
+    group[5] = _unit("Lunch was late; the staging server was slow.")  # one word of three
+    query = query_tokens("When does the staging password rotate?")
+    kept, used = history_units(group, 60, lambda unit: 10, query, min_coverage=0.3)
+    # half the budget for the newest (three units), then the best match, then newest again
+    assert kept[0] is group[2] and group[5] in kept
+    assert kept[-3:] == group[-3:] and used == 60 and len(kept) == 6
+    positions = [group.index(unit) for unit in kept]
+    assert positions == sorted(positions)  # in the order they were said
+    strict, _ = history_units(group, 60, lambda unit: 10, query, min_coverage=0.5)
+    assert group[2] in strict and group[5] not in strict  # below the floor: newest instead
+    assert strict[1:] == group[-5:]
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=30), max_size=25),
+    st.integers(min_value=0, max_value=200),
+    st.lists(st.sampled_from(["staging", "password", "garden", "lunch", "friday"]), max_size=3),
+)
+def test_a_standalone_history_stays_within_its_budget_and_in_order(
+    costs: list[int], budget: int, words: list[str]
+) -> None:
+    vocabulary = ["staging", "password", "garden", "lunch", "friday", "weather"]
+    group = [
+        _unit(f"{i} " + " ".join(vocabulary[(i + j) % 6] for j in range(3)))
+        for i in range(len(costs))
+    ]
+    position = {id(unit): i for i, unit in enumerate(group)}
+    kept, used = history_units(group, budget, lambda unit: costs[position[id(unit)]], words)
+    positions = [position[id(unit)] for unit in kept]
+    assert positions == sorted(set(positions))
+    assert used == sum(costs[i] for i in positions) <= budget
+    if group and costs[-1] <= budget * 0.5:
+        assert positions[-1] == len(group) - 1  # the newest message is always shown
+
+
+async def test_a_replayed_conversation_keeps_its_early_facts_in_a_standalone_context(
+    settings: Settings, client: Redis, cli_env: dict[str, str]
+) -> None:
+    """Days of conversation through the real runtime; the fact is still in its window.
+
+    A message the window holds is in no index until it is evicted; the standalone context
+    (CLI, MCP) shows only 15 % of its budget of history, and used to show the newest
+    messages alone, so the fact was nowhere.
+    """
+    from aether.app import Aether
+
+    s = settings.model_copy(update={"embedding": {"provider": "none"}})
+    wired = Aether(s, client)
+    await wired.ready()
+    rt = wired.runtime("conv")
+    await rt.identity.ensure(default_identity_dir())
+    day = 86_400.0
+    start = 1_780_000_000.0
+    fact = "The backup of the invoices database runs at 02:30 from the Lisbon replica."
+    await rt.observe("user", fact, timestamp=start)
+    for i in range(20):  # 41 messages: the window (50) still holds the first
+        await rt.observe(
+            "user", f"Day {i}: tidied the garden and read a chapter.", timestamp=start + i * day
+        )
+        await rt.observe(
+            "assistant", f"Noted for day {i}. Anything else?", timestamp=start + i * day + 60
+        )
+    view = await (await rt.session_window()).view()
+    assert any(m.get("content") == fact for unit in view.units for m in unit)  # not evicted
+    ctx = await rt.assembler.assemble(
+        "When does the invoices database backup run?", 600, session="conv"
+    )
+    history = [str(m.get("content")) for m in ctx.history_messages]
+    assert any(fact in text for text in history) and ctx.tokens <= 600
+    assert history[-1] == "Noted for day 19. Anything else?"  # the thread is still there
+    out = run_cli(
+        cli_env,
+        "context",
+        "preview",
+        "invoices backup Lisbon",
+        "--session",
+        "conv",
+        "--max-tokens",
+        "600",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    shown = [str(m.get("content")) for m in json.loads(out.stdout)["messages"][1:]]
+    assert any(fact in text for text in shown)
+    unrelated = await rt.assembler.assemble("What is the weather in Oslo?", 600, session="conv")
+    assert not any(fact in str(m.get("content")) for m in unrelated.history_messages)

@@ -1,8 +1,9 @@
 """Context assembly: what the model is sent for one query, each section within its budget.
 
 Sections, in the order they are filled: the identity system prompt, the memory index
-(the topics memory holds), the recent history of the session, then relevant
-memories, which also get whatever the other sections leave unused. Memories come from
+(the topics memory holds), the history of the session (standalone: its newest messages
+and the older ones of its window that hold the query, :mod:`aether.context.history`),
+then relevant memories, which also get whatever the other sections leave unused. Memories come from
 hybrid search and are ranked as docs/design.md ("Context assembly and scoring") says:
 relevance, recency with exponential decay, importance (a belief's confidence, else the
 entry's score), times an outcome factor (success 1.2, failure 0.8).
@@ -23,6 +24,7 @@ from zoneinfo import ZoneInfo
 import structlog
 
 from aether.config import BeliefSettings, ContextSettings, ModelWindow, Settings
+from aether.context.history import history_units
 from aether.context.relational import graph_context
 from aether.context.session import WindowView, read_view
 from aether.context.window import render_units, unit_tokens
@@ -399,7 +401,7 @@ class ContextAssembler:
         system = Section("system", prompt.text, prompt.tokens, budgets.system)
         table = await self.index.read(budgets.index)
         index = Section("index", table.text, table.tokens, budgets.index, table.rows)
-        history_messages, history = await self._history(session, view, budgets, zone)
+        history_messages, history = await self._history(session, view, budgets, zone, query)
         empty = Section("memories", "", 0, 0)
         ctx = AssembledContext(
             query, budgets.total, system, index, empty, history, history_messages, []
@@ -432,7 +434,12 @@ class ContextAssembler:
         return ctx
 
     async def _history(
-        self, session: str | None, view: WindowView | None, budgets: Budgets, zone: ZoneInfo
+        self,
+        session: str | None,
+        view: WindowView | None,
+        budgets: Budgets,
+        zone: ZoneInfo,
+        query: str,
     ) -> tuple[list[ChatMessage], Section]:
         if view is not None:
             messages = view.messages(zone)
@@ -442,14 +449,13 @@ class ContextAssembler:
         if session is None or budget <= 0:
             return [], Section("history", "", 0, budget)
         found, _ = await read_view(self.chats, session, self.settings.max_history_messages)
-        kept: list[list[ChatMessage]] = []
-        used = 0
-        for unit in reversed(found.units):
-            cost = unit_tokens(unit, zone, found.clip)
-            if used + cost > budget:
-                break
-            kept.insert(0, unit)
-            used += cost
+        kept, used = history_units(
+            found.units,
+            budget,
+            lambda unit: unit_tokens(unit, zone, found.clip),
+            query_tokens(query),
+            self.layer.settings.min_coverage,
+        )
         messages = render_units(kept, zone, found.clip)
         summary_cost = count_message({"role": "system", "content": found.summary})
         if found.summary and used + summary_cost <= budget:
