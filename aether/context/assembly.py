@@ -379,7 +379,7 @@ class ContextAssembler:
         Args:
             query: what the context is for (the user's message, a question).
             max_tokens: the standalone budget (ignored when ``budgets`` is given).
-            session: a chat session whose recent history to include.
+            session: a chat session whose history to include (standalone: see :mod:`aether.context.history`).
             budgets: explicit budgets (the runtime's).
             view: the session window to use as the history, whole (the runtime's).
             now: the current time (injected in tests).
