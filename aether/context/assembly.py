@@ -379,7 +379,8 @@ class ContextAssembler:
         Args:
             query: what the context is for (the user's message, a question).
             max_tokens: the standalone budget (ignored when ``budgets`` is given).
-            session: a chat session whose history to include (standalone: see :mod:`aether.context.history`).
+            session: a chat session whose history to include (standalone: its newest
+                messages and those that hold the query, :mod:`aether.context.history`).
             budgets: explicit budgets (the runtime's).
             view: the session window to use as the history, whole (the runtime's).
             now: the current time (injected in tests).
