@@ -428,8 +428,8 @@ def test_a_standalone_history_stays_within_its_budget_and_in_order(
     positions = [position[id(unit)] for unit in kept]
     assert positions == sorted(set(positions))
     assert used == sum(costs[i] for i in positions) <= budget
-    if group and costs[-1] <= budget * 0.5:
-        assert positions[-1] == len(group) - 1  # the newest message is always shown
+    if group and costs[-1] <= budget:
+        assert positions[-1] == len(group) - 1  # the newest message whenever it fits
 
 
 async def test_a_replayed_conversation_keeps_its_early_facts_in_a_standalone_context(
@@ -483,3 +483,11 @@ async def test_a_replayed_conversation_keeps_its_early_facts_in_a_standalone_con
     assert any(fact in text for text in shown)
     unrelated = await rt.assembler.assemble("What is the weather in Oslo?", 600, session="conv")
     assert not any(fact in str(m.get("content")) for m in unrelated.history_messages)
+
+
+def test_the_newest_message_stays_when_it_takes_more_than_half_the_history() -> None:
+    group = [_unit("the staging password rotates on Fridays"), _unit("and the garden?")]
+    kept, used = history_units(
+        group, 9, lambda unit: 7 if unit is group[-1] else 3, query_tokens("staging password")
+    )
+    assert kept == [group[-1]] and used == 7  # not the older match in its place

@@ -6,13 +6,13 @@ window's older messages are in no index yet: they reach the daily log, and so se
 only when the window evicts them. Shown newest first and nothing else, a question about
 something said forty messages ago found it nowhere.
 
-So the newest messages keep half the budget (the thread of the conversation), and the
-rest goes to the window's older messages that hold most of the query's meaningful words
-(the coverage of their best passage, as search weighs a word match), at least the search
-floor's ``min_coverage``, best first and newer first among equals. Whatever budget they
-leave goes back to the newest messages. What is chosen is shown in the order it was said,
-each user message with its time. With no query words the history is the newest messages
-alone, as before.
+So the newest messages keep half the budget (the thread of the conversation; the newest
+message whenever it fits at all), and the rest goes to the window's older messages that
+hold most of the query's meaningful words (the coverage of their best passage, as search
+weighs a word match), at least the search floor's ``min_coverage``, best first and newer
+first among equals. Whatever budget they leave goes back to the newest messages. What is
+chosen is shown in the order it was said, each user message with its time. With no query
+words the history is the newest messages alone, as before.
 
 On LoCoMo (``bench/context.py``, a context of 2,000 tokens for each question after the
 conversation was replayed through a 4,096-token window) context recall rose from 0.798
@@ -65,7 +65,8 @@ def history_units(
     used = 0
     newest = len(units) - 1
     recent = budget * RECENT_SHARE if query else budget
-    while newest >= 0 and used + tokens(newest) <= recent:
+    # the newest message is shown whenever it fits at all: it is what the query answers to
+    while newest >= 0 and used + tokens(newest) <= (recent if chosen else budget):
         chosen.add(newest)
         used += tokens(newest)
         newest -= 1
