@@ -4,9 +4,10 @@ Each conversation is replayed through the agent runtime's window at 4,096 tokens
 LLM (``observe``: extractive compression; what leaves the window goes to the daily log).
 Then, for each question of categories 1-4 with evidence, a context of at most 2,000
 tokens is assembled (identity, memory index, the session's history: its newest messages
-and the older ones of its window that hold the question, relevant memories). ``context_recall`` is the fraction of a question's evidence turns whose text
-is in the assembled context; ``token_reduction`` is 1 - context tokens / the whole
-conversation's tokens, per question; assembly latency excludes embedding the question
+and the older ones of its window that hold the question, relevant memories).
+``context_recall`` is the fraction of a question's evidence turns whose text is in the
+assembled context; ``token_reduction`` is 1 - context tokens / the whole conversation's
+tokens, per question; assembly latency excludes embedding the question
 (its vector is computed, and cached, before the clock starts) and starts with the heap
 settled, as a running daemon's is (``aether.runtime.heap``).
 
