@@ -37,7 +37,9 @@ class ContextArgs(BaseModel):
     query: str = Field(description="The message the context is for.")
     max_tokens: Annotated[int, MAX_TOKENS.field("The token budget of the context.")] = 2000
     session: str | None = Field(
-        default=None, description="The conversation, for its recent messages."
+        default=None,
+        description="The conversation, for its newest messages and the older messages of "
+        "its window that hold the query.",
     )
 
 
