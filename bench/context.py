@@ -6,10 +6,11 @@ Then, for each question of categories 1-4 with evidence, a context of at most 2,
 tokens is assembled (identity, memory index, the session's history: its newest messages
 and the older ones of its window that hold the question, relevant memories).
 ``context_recall`` is the fraction of a question's evidence turns whose text is in the
-assembled context; ``token_reduction`` is 1 - context tokens / the whole conversation's
-tokens, per question; assembly latency excludes embedding the question
-(its vector is computed, and cached, before the clock starts) and starts with the heap
-settled, as a running daemon's is (``aether.runtime.heap``).
+assembled context (``context_recall_from_history``: the part the session's history
+holds); ``token_reduction`` is 1 - context tokens / the whole conversation's tokens, per
+question; assembly latency excludes embedding the question (its vector is computed, and
+cached, before the clock starts) and starts with the heap settled, as a running daemon's
+is (``aether.runtime.heap``).
 
 Reranked contexts: ``AETHER_MEMORY__RERANK=cross-encoder``, or ``=llm`` with
 ``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL`` (and ``AETHER_MEMORY__RERANK_FLOOR``).
@@ -78,6 +79,7 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
     )
     recalls: list[float] = []
     reductions: list[float] = []
+    from_history: list[float] = []
     context_tokens: list[int] = []
     conversation_tokens: list[int] = []
     latencies: list[float] = []
@@ -106,6 +108,11 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
                 text = normal(ctx.text())
                 found = [d for d in evidence if replayed["texts"].get(d, "\0") in text]
                 recalls.append(len(found) / len(evidence))
+                history = normal(
+                    " ".join(str(m.get("content") or "") for m in ctx.history_messages)
+                )
+                in_history = [d for d in found if replayed["texts"][d] in history]
+                from_history.append(len(in_history) / len(evidence))
                 context_tokens.append(ctx.tokens)
                 conversation_tokens.append(whole)
                 reductions.append(1 - ctx.tokens / whole)
@@ -120,6 +127,7 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
         "rerank": base.memory.rerank,  # AETHER_MEMORY__RERANK=cross-encoder to try it
         "questions": len(recalls),
         "context_recall": round(statistics.fmean(recalls), 3),
+        "context_recall_from_history": round(statistics.fmean(from_history), 3),
         "token_reduction": round(statistics.fmean(reductions), 3),
         "context_tokens_mean": round(statistics.fmean(context_tokens), 1),
         "conversation_tokens_mean": round(statistics.fmean(conversation_tokens), 1),
