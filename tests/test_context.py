@@ -491,3 +491,11 @@ def test_the_newest_message_stays_when_it_takes_more_than_half_the_history() -> 
         group, 9, lambda unit: 7 if unit is group[-1] else 3, query_tokens("staging password")
     )
     assert kept == [group[-1]] and used == 7  # not the older match in its place
+
+
+def test_a_pasted_query_of_many_words_leaves_the_history_to_the_newest_messages() -> None:
+    group = [_unit(f"routine note {i} about lunch") for i in range(20)]
+    group[2] = _unit("The staging database password rotates every Friday at noon.")
+    pasted = query_tokens("staging password " + " ".join(f"word{i}" for i in range(5000)))
+    kept, _ = history_units(group, 60, lambda unit: 10, pasted, min_coverage=0.3)
+    assert kept == group[-6:]  # no message holds 30 % of 5,002 words: none is searched

@@ -31,7 +31,13 @@ from aether.memory.retrieval.search import (
     passes_floor,
     query_tokens,
 )
-from aether.memory.retrieval.wording import best_passage, coverage, words
+from aether.memory.retrieval.wording import (
+    best_passage,
+    coverage,
+    word_count,
+    words,
+    words_to_cover,
+)
 from aether.memory.storage.conversation import (
     MAX_PASSAGES,
     PASSAGE_OVERLAP,
@@ -168,6 +174,31 @@ def test_a_short_texts_best_passage_covers_what_its_words_cover(
 ) -> None:
     text = joint.join(vocabulary)
     assert best_passage(query, text) == (text, coverage(query, words(text)))
+
+
+def test_the_words_a_text_needs_to_cover_a_share_of_the_query() -> None:
+    query = ["deploy", "deployed", "staging", "password"]
+    assert words_to_cover(query, 0.5) == 1  # "Deployed" holds two of the four
+    assert words_to_cover(query, 0.75) == 2
+    assert words_to_cover(query, 1.0) == 3
+    assert words_to_cover([], 0.3) == words_to_cover(query, 0.0) == 1
+    assert word_count("the staging-password, rotated") == 4
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(VOCABULARY), max_size=12),
+    st.lists(st.sampled_from(["deploy", "deployed", "side", "api", "2024", "über"]), max_size=6),
+    st.sampled_from([0.0, 0.3, 0.5, 0.75, 1.0]),
+    st.sampled_from([" ", "-", "\n"]),
+)
+def test_a_text_with_fewer_words_than_needed_never_reaches_the_share(
+    vocabulary: list[str], query: list[str], share: float, joint: str
+) -> None:
+    text = joint.join(vocabulary)
+    if word_count(text) < words_to_cover(query, share):
+        covered = best_passage(query, text)[1]
+        assert covered < share or covered == 0.0  # never a match at the share
 
 
 def test_a_word_counts_whole_never_a_piece_of_a_longer_one() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from aether.context.window import Unit
-from aether.memory.retrieval.wording import best_passage
+from aether.memory.retrieval.wording import best_passage, word_count, words_to_cover
 
 RECENT_SHARE = 0.5
 """The share of the history's budget kept for the newest messages when there is a query."""
@@ -71,9 +71,15 @@ def history_units(
         used += tokens(newest)
         newest -= 1
     if query:
+        # a message with fewer words than the floor asks for cannot reach it: a huge query
+        # (pasted text) costs nothing more than a count of each message's words
+        needed = words_to_cover(query, min_coverage)
         matching: list[tuple[float, int]] = []
         for i in range(newest + 1):
-            covered = best_passage(query, unit_text(units[i]))[1]
+            text = unit_text(units[i])
+            if word_count(text) < needed:
+                continue
+            covered = best_passage(query, text)[1]
             if covered > 0 and covered >= min_coverage:
                 matching.append((covered, i))
         for _, i in sorted(matching, reverse=True):

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.storage.conversation import window_spans, windows
 
-__all__ = ["best_passage", "coverage", "held", "sentences", "words"]
+__all__ = [
+    "best_passage",
+    "coverage",
+    "held",
+    "sentences",
+    "word_count",
+    "words",
+    "words_to_cover",
+]
 
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -20,6 +29,30 @@ STEM_CHARS = 5
 def words(text: str) -> set[str]:
     """The meaningful words of ``text``: lower case, stopwords removed."""
     return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def word_count(text: str) -> int:
+    """How many words ``text`` has, stopwords included (the words :func:`words` reads)."""
+    return len(_WORD.findall(text))
+
+
+def words_to_cover(query: Sequence[str], share: float) -> int:
+    """The fewest words a text must have to hold ``share`` of the query's words (at least 1).
+
+    Each word of a text holds one stem (:data:`STEM_CHARS`), which may stand for several
+    of the query's words ("deploy", "deployed"): a text with fewer words cannot reach
+    ``share``, and need not be searched for it.
+    """
+    target = share * len(query)
+    held_words = 0
+    needed = 1
+    for needed, count in enumerate(
+        sorted(Counter(word[:STEM_CHARS] for word in query).values(), reverse=True), start=1
+    ):
+        held_words += count
+        if held_words >= target:
+            return needed
+    return needed
 
 
 def coverage(query: Sequence[str], found: set[str]) -> float:
