@@ -3,10 +3,10 @@
 Sections, in the order they are filled: the identity system prompt, the memory index
 (the topics memory holds), the history of the session (standalone: its newest messages
 and the older ones of its window that hold the query, :mod:`aether.context.history`),
-then relevant memories, which also get whatever the other sections leave unused. Memories come from
-hybrid search and are ranked as docs/design.md ("Context assembly and scoring") says:
-relevance, recency with exponential decay, importance (a belief's confidence, else the
-entry's score), times an outcome factor (success 1.2, failure 0.8).
+then relevant memories, which also get whatever the other sections leave unused.
+Memories come from hybrid search and are ranked as docs/design.md ("Context assembly and
+scoring") says: relevance, recency with exponential decay, importance (a belief's
+confidence, else the entry's score), times an outcome factor (success 1.2, failure 0.8).
 
 Two ways to budget (see :class:`Budgets`): standalone (``aether context preview``, MCP,
 benchmarks) splits ``max_tokens`` itself; inside the agent runtime the model's window
@@ -402,7 +402,8 @@ class ContextAssembler:
         system = Section("system", prompt.text, prompt.tokens, budgets.system)
         table = await self.index.read(budgets.index)
         index = Section("index", table.text, table.tokens, budgets.index, table.rows)
-        history_messages, history = await self._history(session, view, budgets, zone, query)
+        tokens = query_tokens(query)  # the query's meaningful words, read once
+        history_messages, history = await self._history(session, view, budgets, zone, tokens)
         empty = Section("memories", "", 0, 0)
         ctx = AssembledContext(
             query, budgets.total, system, index, empty, history, history_messages, []
@@ -425,9 +426,8 @@ class ContextAssembler:
                 )
                 room -= found.tokens + count_tokens(GRAPH_HEADER) + 4
         ctx.memories, ctx.chosen = await self._memories(
-            query, room, history_messages, when.timestamp()
+            query, tokens, room, history_messages, when.timestamp()
         )
-        tokens = query_tokens(query)
         while ctx.chosen and ctx.tokens > budgets.total and budgets.history is not None:
             ctx.chosen.pop()  # the least scored
             text = render_memories(ctx.chosen, _per_item(room), tokens)
@@ -440,7 +440,7 @@ class ContextAssembler:
         view: WindowView | None,
         budgets: Budgets,
         zone: ZoneInfo,
-        query: str,
+        words: list[str],
     ) -> tuple[list[ChatMessage], Section]:
         if view is not None:
             messages = view.messages(zone)
@@ -454,7 +454,7 @@ class ContextAssembler:
             found.units,
             budget,
             lambda unit: unit_tokens(unit, zone, found.clip),
-            query_tokens(query),
+            words,
             self.layer.settings.min_coverage,
         )
         messages = render_units(kept, zone, found.clip)
@@ -465,7 +465,12 @@ class ContextAssembler:
         return messages, Section("history", "", used, budget, len(messages))
 
     async def _memories(
-        self, query: str, budget: int, history: list[ChatMessage], now: float
+        self,
+        query: str,
+        tokens: list[str],
+        budget: int,
+        history: list[ChatMessage],
+        now: float,
     ) -> tuple[Section, list[ScoredMemory]]:
         if budget <= 8 or not query.strip():
             return Section("memories", "", 0, max(0, budget)), []
@@ -496,7 +501,6 @@ class ContextAssembler:
         scored = [m for h in visible if (m := score_memory(h, *scoring))]
         scored.sort(key=lambda m: m.score, reverse=True)
         per_item = _per_item(budget)
-        tokens = query_tokens(query)
         rows: list[tuple[ScoredMemory, str, str]] = []
         used = 0
         taken: set[str] = set()

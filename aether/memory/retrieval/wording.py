@@ -31,6 +31,11 @@ def words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
 
 
+def _stems(query: Sequence[str]) -> Counter[str]:
+    """How many of the query's words each stem (:data:`STEM_CHARS`) stands for."""
+    return Counter(word[:STEM_CHARS] for word in query)
+
+
 def word_count(text: str) -> int:
     """How many words ``text`` has, stopwords included (the words :func:`words` reads)."""
     return len(_WORD.findall(text))
@@ -46,9 +51,7 @@ def words_to_cover(query: Sequence[str], share: float) -> int:
     target = share * len(query)
     held_words = 0
     needed = 1
-    for needed, count in enumerate(
-        sorted(Counter(word[:STEM_CHARS] for word in query).values(), reverse=True), start=1
-    ):
+    for needed, count in enumerate(sorted(_stems(query).values(), reverse=True), start=1):
         held_words += count
         if held_words >= target:
             return needed
@@ -89,9 +92,7 @@ def best_passage(query: Sequence[str], text: str) -> tuple[str, float]:
         return max(scored, key=lambda pair: pair[1])
     # a query word is held where a word of the text starts with its first letters
     # (:func:`held`): find those words once, then count the ones inside each window
-    wanted: dict[str, int] = {}
-    for word in query:
-        wanted[word[:STEM_CHARS]] = wanted.get(word[:STEM_CHARS], 0) + 1
+    wanted = _stems(query)
     found = sorted(place for stem in wanted for place in _places(lower, stem))
     starts = [at for at, _, _ in found]
     best, most = (0, len(text)), -1
