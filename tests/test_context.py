@@ -23,6 +23,7 @@ from aether.context.assembly import (
     ContextAssembler,
     ScoredMemory,
     excerpt,
+    focus,
     render_memories,
 )
 from aether.context.compression import HEADER, ExtractiveSummarizer, LLMSummarizer
@@ -33,6 +34,7 @@ from aether.errors import InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.memory.retrieval.search import MemorySearch, query_tokens
+from aether.memory.retrieval.wording import best_passage
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
@@ -309,11 +311,66 @@ def test_a_long_memory_shows_its_head_and_the_passage_that_matches() -> None:
     assert shown is not None and count_tokens(shown) <= 300
     head, _, window = shown.partition(EXCERPT_MARK)
     assert text.startswith(head) and ANSWER in window
-    narrow = excerpt(text, query, 60)  # no room for a head: the passage alone, cut
-    assert narrow is not None and narrow.startswith("…") and count_tokens(narrow) <= 60
+    narrow = excerpt(text, query, 40)  # no room for a head: the passage's matching part
+    assert narrow is not None and narrow.startswith("…") and count_tokens(narrow) <= 40
+    assert ANSWER in narrow  # cut at the window's head, 40 tokens lost it
     assert excerpt(text, [], 300) is None  # no query: the head is the excerpt
     assert excerpt(ANSWER + " " + FILLER * 30, query, 300) is None  # it opens the text
     assert excerpt(ANSWER, query, 300) is None  # it fits
+
+
+def test_focus_keeps_the_sentence_that_matches_and_what_follows_it() -> None:
+    window = " ".join((FILLER * 4 + ANSWER + " " + FILLER * 2).split())
+    query = query_tokens("when does the staging database password rotate?")
+    part = focus(window, query, 50)
+    assert part.startswith(ANSWER) and count_tokens(part) <= 50
+    assert part in window  # whole sentences, in their order
+    assert len(part) > len(ANSWER)  # the room left goes to the sentence after it
+    assert focus(window, query, 10_000) == window
+    assert focus(window, query, 5) == truncate_to_tokens(ANSWER, 5)
+    unmatched = focus(window, query_tokens("kubernetes ingress"), 40)
+    assert window.startswith(unmatched) and count_tokens(unmatched) <= 40
+
+
+def test_an_excerpt_never_opens_with_a_piece_of_a_word() -> None:
+    content = "assistant: " + "latency cache " * 120 + ANSWER
+    query = query_tokens("when does the staging database password rotate?")
+    passage, _ = best_passage(query, content)
+    start = content.find(passage)
+    assert content[start - 1].isalnum() and passage[0].isalnum()  # the cut split a word
+    shown = excerpt(content, query, 250)
+    assert shown is not None and ANSWER in shown and count_tokens(shown) <= 250
+    window = shown.partition(EXCERPT_MARK)[2]
+    assert window.split()[0] in {"latency", "cache"}
+
+
+@given(
+    st.lists(
+        st.sampled_from([FILLER.strip(), ANSWER, "Yes.", "The password rotates."]),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 200),
+)
+def test_focus_fits_its_budget_and_keeps_sentences_whole(said: list[str], budget: int) -> None:
+    window = " ".join(said)
+    part = focus(window, query_tokens("when does the password rotate?"), budget)
+    assert count_tokens(part) <= budget
+    assert part in window or any(sentence.startswith(part) for sentence in said)
+
+
+async def test_a_small_context_shows_the_sentence_a_long_memory_answers_with(
+    settings: Settings, client: Redis
+) -> None:
+    layer = await _seed_memory(settings, client)
+    renewal = "The QA cluster certificate renews on the first Sunday of each month."
+    await DailyLog(layer).log("assistant: Here is the runbook. " + FILLER * 60 + renewal)
+    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
+    ctx = await ContextAssembler(layer, identity, settings.context).assemble(
+        "when does the QA cluster certificate renew?", 400
+    )
+    assert ctx.tokens <= 400
+    assert renewal in ctx.memories.text  # a memory's share is under a window here
 
 
 async def test_a_context_shows_where_a_long_memory_answers(
@@ -380,6 +437,11 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert not any(ch in human.stdout for ch in "┏┃━│─╇┡")  # no box drawing in a pipe
     bad = cli("context", "preview", "VPN", "--max-tokens", "5")
     assert bad.returncode == 64 and "--max-tokens" in bad.stderr  # a usage error
+    renewal = "The QA cluster certificate renews on the first Sunday of each month."
+    runbook = "assistant: Here is the runbook. " + FILLER * 60 + renewal
+    assert cli("memory", "log", runbook).returncode == 0
+    small = cli("context", "preview", "When does the QA certificate renew?", "--max-tokens", "400")
+    assert small.returncode == 0 and renewal in " ".join(small.stdout.split())
 
 
 def _unit(text: str, role: str = "user") -> list[Any]:

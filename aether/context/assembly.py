@@ -36,7 +36,7 @@ from aether.memory.knowledge.archetypes import archetype
 from aether.memory.knowledge.archetypes.base import Archetype
 from aether.memory.knowledge.beliefs import effective_confidence
 from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
-from aether.memory.retrieval.wording import best_passage
+from aether.memory.retrieval.wording import best_passage, coverage, sentences, words
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.chat import ChatSessions
@@ -261,10 +261,64 @@ def excerpt(content: str, query: Sequence[str], max_tokens: int) -> str | None:
     window = " ".join(passage.split())
     if covered == 0.0 or text.startswith(window):
         return None
+    window = " ".join(_from_a_word(content, passage).split())
     room = max_tokens - count_tokens(window) - count_tokens(EXCERPT_MARK)
     if room < MIN_HEAD_TOKENS:
-        return truncate_to_tokens(EXCERPT_MARK.lstrip() + window, max_tokens)
+        mark = EXCERPT_MARK.lstrip()
+        return mark + focus(window, query, max_tokens - count_tokens(mark))
     return truncate_to_tokens(truncate_to_tokens(text, room) + EXCERPT_MARK + window, max_tokens)
+
+
+def _from_a_word(content: str, passage: str) -> str:
+    """``passage`` without the piece of a word its cut left at its start, if any.
+
+    A window starts a fixed overlap before the previous one ended, which may fall inside
+    a word ("…cy cache" for "latency cache"); shown to a model, the piece is noise.
+    """
+    start = content.find(passage)
+    if start <= 0 or not (content[start - 1].isalnum() and passage[:1].isalnum()):
+        return passage
+    space = next((i for i, char in enumerate(passage) if char.isspace()), len(passage))
+    return passage[space:].lstrip() or passage
+
+
+def focus(window: str, query: Sequence[str], max_tokens: int) -> str:
+    """The part of ``window`` that holds the query's words, in at most ``max_tokens``.
+
+    A window (about 250 tokens) may be more than a small context gives one memory; cut at
+    its head, it can lose the very sentence that matched, which may sit at its end. So the
+    sentence holding most of the query's words is kept (the first of equals), and the
+    sentences around it are added while they fit, the one holding more of the query's
+    words first, then the one after it: what follows a statement usually explains it.
+
+    Args:
+        window: the passage, whitespace already joined.
+        query: the query's meaningful words (``search.query_tokens``).
+        max_tokens: the most the part may take.
+    """
+    if count_tokens(window) <= max_tokens:
+        return window
+    parts = sentences(window)
+    if not parts:
+        return truncate_to_tokens(window, max_tokens)
+    held = [coverage(query, words(part)) for part in parts]
+    first = last = max(range(len(parts)), key=lambda i: (held[i], -i))
+    used = count_tokens(parts[first])
+    if used >= max_tokens:
+        return truncate_to_tokens(parts[first], max_tokens)
+    while True:
+        around = [i for i in (last + 1, first - 1) if 0 <= i < len(parts)]
+        around.sort(key=lambda i: -held[i])  # stable: the sentence after wins a tie
+        grown = False
+        for i in around:
+            cost = count_tokens(parts[i]) + 1
+            if used + cost <= max_tokens:
+                used += cost
+                first, last = min(first, i), max(last, i)
+                grown = True
+                break
+        if not grown:
+            return truncate_to_tokens(" ".join(parts[first : last + 1]), max_tokens)
 
 
 def memory_line(memory: ScoredMemory, max_tokens: int, query: Sequence[str] = ()) -> str:
