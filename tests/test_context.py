@@ -19,6 +19,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import ContextSettings, Settings
 from aether.context.assembly import (
     EXCERPT_MARK,
+    AssembledContext,
     Budgets,
     ContextAssembler,
     ScoredMemory,
@@ -359,32 +360,35 @@ def test_focus_fits_its_budget_and_keeps_sentences_whole(said: list[str], budget
     assert part in window or any(sentence.startswith(part) for sentence in said)
 
 
+RENEWAL = "The QA cluster certificate renews on the first Sunday of each month."
+RUNBOOK = "assistant: Here is the runbook. " + FILLER * 60 + RENEWAL
+"""A long memory whose answer lies 10,000 characters in, closing its last window."""
+
+
+async def _runbook_context(settings: Settings, client: Redis, max_tokens: int) -> AssembledContext:
+    """A context for the runbook's question, the runbook logged among the seeded memories."""
+    layer = await _seed_memory(settings, client)
+    await DailyLog(layer).log(RUNBOOK)
+    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
+    return await ContextAssembler(layer, identity, settings.context).assemble(
+        "when does the QA cluster certificate renew?", max_tokens
+    )
+
+
 async def test_a_small_context_shows_the_sentence_a_long_memory_answers_with(
     settings: Settings, client: Redis
 ) -> None:
-    layer = await _seed_memory(settings, client)
-    renewal = "The QA cluster certificate renews on the first Sunday of each month."
-    await DailyLog(layer).log("assistant: Here is the runbook. " + FILLER * 60 + renewal)
-    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
-    ctx = await ContextAssembler(layer, identity, settings.context).assemble(
-        "when does the QA cluster certificate renew?", 400
-    )
+    ctx = await _runbook_context(settings, client, 400)
     assert ctx.tokens <= 400
-    assert renewal in ctx.memories.text  # a memory's share is under a window here
+    assert RENEWAL in ctx.memories.text  # a memory's share is under a window here
 
 
 async def test_a_context_shows_where_a_long_memory_answers(
     settings: Settings, client: Redis
 ) -> None:
-    layer = await _seed_memory(settings, client)
-    renewal = "The QA cluster certificate renews on the first Sunday of each month."
-    await DailyLog(layer).log("assistant: Here is the runbook. " + FILLER * 60 + renewal)
-    identity = IdentityStore(layer.store, Checkpoints(client, layer.keys))
-    ctx = await ContextAssembler(layer, identity, settings.context).assemble(
-        "when does the QA cluster certificate renew?", 2000
-    )
+    ctx = await _runbook_context(settings, client, 2000)
     assert ctx.tokens <= 2000
-    assert renewal in ctx.memories.text  # 10,000 characters in: a head alone would lose it
+    assert RENEWAL in ctx.memories.text  # 10,000 characters in: a head alone would lose it
     line = next(line for line in ctx.memories.text.splitlines() if "QA cluster" in line)
     assert line.startswith("- assistant: Here is the runbook.") and EXCERPT_MARK in line
 
@@ -437,11 +441,9 @@ def test_context_preview_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert not any(ch in human.stdout for ch in "┏┃━│─╇┡")  # no box drawing in a pipe
     bad = cli("context", "preview", "VPN", "--max-tokens", "5")
     assert bad.returncode == 64 and "--max-tokens" in bad.stderr  # a usage error
-    renewal = "The QA cluster certificate renews on the first Sunday of each month."
-    runbook = "assistant: Here is the runbook. " + FILLER * 60 + renewal
-    assert cli("memory", "log", runbook).returncode == 0
+    assert cli("memory", "log", RUNBOOK).returncode == 0
     small = cli("context", "preview", "When does the QA certificate renew?", "--max-tokens", "400")
-    assert small.returncode == 0 and renewal in " ".join(small.stdout.split())
+    assert small.returncode == 0 and RENEWAL in " ".join(small.stdout.split())
 
 
 def _unit(text: str, role: str = "user") -> list[Any]:

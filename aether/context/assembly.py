@@ -494,7 +494,7 @@ class ContextAssembler:
         view: WindowView | None,
         budgets: Budgets,
         zone: ZoneInfo,
-        words: list[str],
+        query_words: list[str],
     ) -> tuple[list[ChatMessage], Section]:
         if view is not None:
             messages = view.messages(zone)
@@ -508,7 +508,7 @@ class ContextAssembler:
             found.units,
             budget,
             lambda unit: unit_tokens(unit, zone, found.clip),
-            words,
+            query_words,
             self.layer.settings.min_coverage,
         )
         messages = render_units(kept, zone, found.clip)
