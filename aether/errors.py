@@ -154,3 +154,7 @@ def error_code(error: BaseException) -> tuple[str, bool]:
                 retryable = error.retryable
             return code, retryable
     return "error", False
+
+
+class ErasureStuckError(CheckpointError):
+    """An erasure cut short cannot be finished without the operator (its key is gone)."""

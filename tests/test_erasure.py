@@ -23,7 +23,13 @@ from redis.asyncio import Redis
 from aether.checkpoints.archive import Archive, open_archive
 from aether.checkpoints.image import state_image
 from aether.config import Settings
-from aether.errors import BusyError, ConcurrentAdminError, InvalidOperationError, NotFoundError
+from aether.errors import (
+    BusyError,
+    ConcurrentAdminError,
+    ErasureStuckError,
+    InvalidOperationError,
+    NotFoundError,
+)
 from aether.keys import Keyspace
 from aether.memory.knowledge.graph import EntityIn, RelationIn
 from aether.memory.storage.records import record_key
@@ -361,6 +367,33 @@ async def test_an_interrupted_erasure_is_finished_by_the_next_one(
     assert await dumps_holding(client, keys, text) == []
 
 
+async def test_a_hold_keeps_the_text_sealed_and_a_lost_key_asks_for_the_text(
+    parts: Parts, client: Redis, keys: Keyspace
+) -> None:
+    text = mark()
+    await DailyLog(parts.memory).log(f"the vault code is {text}", source="user")
+    eraser = parts.eraser("operator")
+    async with eraser._lock() as lock:
+        hold, _ = await eraser._begin(lock, Needle(text), None, "5a17")
+    raw = await client.hgetall(keys.write_hold())
+    assert text.lower().encode() not in b" ".join(raw.values()).lower()
+    holding = await dumps_holding(client, keys, text)
+    assert holding and not [k for k in holding if ":lock:" in k or ":tmp:" in k]
+    key_file = eraser.key_dir / f"{keys.ns}.{hold['id']}.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    key_file.unlink()  # the erasure ran elsewhere, or the file went
+    with pytest.raises(ErasureStuckError, match="aether erase --resume"):
+        await eraser.resume()
+    with pytest.raises(ErasureStuckError, match="does not match"):
+        await eraser.resume("some other text")
+    assert await eraser.interrupted()
+    report = await eraser.resume(text)
+    assert report is not None and report.resumed and report.files == "clean"
+    assert not await client.exists(keys.write_hold(), keys.erase_scratch("taint"))
+    assert await dumps_holding(client, keys, text) == []
+    assert not key_file.exists()
+
+
 def test_needle_matching() -> None:
     needle = Needle("Ada")
     assert needle.in_value(b"I met ADA yesterday")
@@ -387,6 +420,9 @@ def test_the_cli_erases_verifies_and_logs(cli_env: dict[str, str]) -> None:
     assert held.returncode == 1 and "redis" in held.stdout
     plan = run_cli(env, "erase", text, "--dry-run", "--json")
     assert plan.returncode == 0 and json.loads(plan.stdout)["items"]["daily"]
+    places = {p["place"] for p in json.loads(plan.stdout)["elsewhere"]}
+    assert any(p.endswith(":journal") for p in places), (places, held.stdout)  # history, not only state
+    assert any("appendonly" in p for p in places), places  # and Redis's files
     refused = run_cli(env, "erase", text)  # no terminal and no --yes: nothing changes
     assert refused.returncode == 1 and "--yes" in refused.stderr
     assert run_cli(env, "erase", "--verify", text).returncode == 1

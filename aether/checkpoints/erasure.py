@@ -24,6 +24,10 @@ Writes wait through phases 1-3 only: once the journal is rebuilt nothing written
 the text back, so the hold opens writes (``writes: open``) and stays only as the marker an
 interrupted run resumes from (and that keeps the archive from syncing meanwhile).
 
+The hold never keeps the text in plain form: it keeps a salted hash and the text sealed
+with a key kept in a file outside Redis (:mod:`aether.checkpoints.erasure_seal`), so a run
+cut short leaves nothing that ``erase --verify`` finds, yet can be finished.
+
 Then the erasure is recorded in ``ns:erasures`` (a salted hash of the text, never the
 text), the hold is released, and the Redis server rewrites its AOF; the erasure waits
 until no file under the data directory holds the text.
@@ -39,9 +43,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -57,9 +63,15 @@ from aether.checkpoints.erasure_model import (
     holding_string,
     salted_hash,
 )
+from aether.checkpoints.erasure_seal import EraseKey, seal, unseal
 from aether.checkpoints.manager import Checkpoints
 from aether.codec import byte_map, text
-from aether.errors import ConcurrentAdminError, InvalidOperationError, NotFoundError
+from aether.errors import (
+    ConcurrentAdminError,
+    ErasureStuckError,
+    InvalidOperationError,
+    NotFoundError,
+)
 from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry
@@ -73,13 +85,35 @@ from aether.store.values import Value, read_values
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["Eraser"]
+__all__ = ["Eraser", "pending_view"]
 
 LOCK_TTL_S = 10.0
 BATCH_OPS = 200
 PAGE = 500
 ERASURE_HISTORY = 1000
 PHASES = ("scan", "state", "journal", "others", "archive", "hooks")
+
+
+def pending_view(hold: dict[str, str] | None) -> dict[str, Any] | None:
+    """What an operator is shown of an erasure's hold (never its sealed text or salt)."""
+    if hold is None:
+        return None
+    return {
+        "id": hold.get("id", ""),
+        "phase": hold.get("phase", ""),
+        "actor": hold.get("actor", ""),
+        "started": int(hold.get("started") or 0) / 1000,
+        "checkpoint": hold.get("checkpoint", ""),
+        "writes": "open" if hold.get("writes") == "open" else "waiting",
+        "resolve": "aether erase --resume (or start the daemon: aether up)",
+    }
+
+
+def default_key_dir() -> Path:
+    """A private folder for erasure keys when no ``AETHER_HOME`` is given."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"aether-erasures-{os.getuid()}"
 
 
 class Eraser:
@@ -92,6 +126,8 @@ class Eraser:
         archive_dsn: the PostgreSQL archive's DSN, when one follows the namespace.
         hooks: what the memory layer adds.
         actor: who erases (recorded).
+        key_dir: where a running erasure keeps the key of its sealed text
+            (``AETHER_HOME/erasures``; a private temporary folder when not given).
     """
 
     def __init__(
@@ -103,8 +139,10 @@ class Eraser:
         archive_dsn: str | None = None,
         hooks: ErasureHooks | None = None,
         actor: str = "cli",
+        key_dir: Path | None = None,
     ) -> None:
         self.client = client
+        self.key_dir = key_dir or default_key_dir()
         self.keys = keys
         self.checkpoints = checkpoints
         self.store = Store(client, keys, actor=actor)
@@ -145,6 +183,11 @@ class Eraser:
         plan.history_only = sorted(
             k for k in redactor.taint.keys if k not in present and self.keys.is_state(k)
         )
+        if subject is not None:
+            listed = {item["key"] for items in plan.items.values() for item in items}
+            plan.elsewhere = [
+                s for s in await self.verify(subject) if not (s.store == "redis" and s.place in listed)
+            ]
         return plan
 
     async def erase(self, subject: str | None = None, item: str | None = None) -> ErasureReport:
@@ -164,34 +207,66 @@ class Eraser:
                     "an interrupted rollback holds writes: finish it first "
                     "('aether checkpoint rollback' or start the daemon)"
                 )
-            hold = await self._begin(lock, needle, item_key, secrets.token_hex(8))
-            report = await self._run(lock, hold)
+            hold, key = await self._begin(lock, needle, item_key, secrets.token_hex(8))
+            report = await self._run(lock, hold, key, needle.text if needle else "")
         report.seconds = time.monotonic() - started
         await self._settle_files(report, needle)
         await self._update_record(report.id, seconds=round(report.seconds, 3))
         return report
 
-    async def resume(self) -> ErasureReport | None:
+    async def resume(self, subject: str | None = None) -> ErasureReport | None:
         """Finish an erasure a crash cut short; ``None`` when none was.
 
         Also rewrites the AOF for a finished erasure whose files were never rewritten.
 
+        Args:
+            subject: the erased text, needed only when the erasure's key file is gone
+                (checked against the salted hash the hold keeps).
+
         Raises:
             ConcurrentAdminError: an erasure or rollback is running now.
+            ErasureStuckError: the key file is gone and ``subject`` was not given (or is
+                not the erased text).
         """
-        raw = byte_map(await self.client.hgetall(self.keys.write_hold()))
-        hold = {k.decode(): v.decode() for k, v in raw.items()}
-        if hold.get("kind") != "erase":
+        hold = await self.pending()
+        if hold is None:
             await self._settle_pending_files()
             return None
         async with self._lock() as lock:
             hold["token"] = lock.token
             await self.client.hset(self.keys.write_hold(), "token", lock.token)
+            key, subject = self._opened(hold, subject)
             log.warning("finishing an interrupted erasure", id=hold.get("id"), phase=hold["phase"])
-            report = await self._run(lock, hold)
+            report = await self._run(lock, hold, key, subject)
             report.resumed = True
-        await self._settle_files(report, Needle(hold["text"]) if hold.get("text") else None)
+        await self._settle_files(report, Needle(subject) if subject else None)
         return report
+
+    async def pending(self) -> dict[str, str] | None:
+        """The hold of an erasure running or cut short (never its text), or ``None``."""
+        raw = byte_map(await self.client.hgetall(self.keys.write_hold()))
+        hold = {k.decode(): v.decode() for k, v in raw.items()}
+        return hold if hold.get("kind") == "erase" else None
+
+    def _opened(self, hold: dict[str, str], subject: str | None) -> tuple[bytes, str]:
+        """The erasure's key and text, from its key file or the text the operator gives."""
+        if "text" in hold:  # a hold written before texts were sealed
+            return EraseKey(self.key_dir, self.keys.ns, hold["id"]).create(), hold["text"]
+        key_file = EraseKey(self.key_dir, self.keys.ns, hold["id"])
+        key = key_file.read()
+        if key is not None:
+            return key, unseal(key, hold["sealed"]) if hold.get("sealed") else ""
+        if not hold.get("sealed"):  # an erasure by id: no text to open
+            return key_file.create(), ""
+        if subject is not None and salted_hash(subject, hold["salt"]) == hold.get("text_hash"):
+            return key_file.create(), subject
+        raise ErasureStuckError(
+            f"erasure {hold.get('id')} was cut short in phase {hold.get('phase')!r} and its key "
+            f"file {key_file.path} is gone (the erasure ran on another machine, or the file "
+            "was removed); writes wait until it is finished: run "
+            "`aether erase --resume 'THE ERASED TEXT'`"
+            + (" (that text does not match the erasure's)" if subject is not None else "")
+        )
 
     async def interrupted(self) -> bool:
         """Whether an erasure holds the namespace's writes (running, or cut short)."""
@@ -271,17 +346,23 @@ class Eraser:
 
     async def _begin(
         self, lock: StateLock, needle: Needle | None, item_key: str | None, salt: str
-    ) -> dict[str, str]:
-        """Take the checkpoint and set the write hold: from here on a crash is resumed."""
+    ) -> tuple[dict[str, str], bytes]:
+        """Take the checkpoint and set the write hold: from here on a crash is resumed.
+
+        The hold keeps the text sealed; its key goes to a file first.
+        """
         erasure_id = new_id()
         pre = await self.checkpoints.create(
             label=f"before erasure {erasure_id}", reason="pre-erase", actor=self.actor
         )
+        key = await asyncio.to_thread(EraseKey(self.key_dir, self.keys.ns, erasure_id).create)
+        subject = needle.text if needle else ""
         hold = {
             "kind": "erase",
             "token": lock.token,
             "id": erasure_id,
-            "text": needle.text if needle else "",
+            "sealed": seal(key, subject) if subject else "",
+            "text_hash": salted_hash(subject or item_key or "", salt),
             "item": item_key or "",
             "actor": self.actor,
             "phase": PHASES[0],
@@ -291,11 +372,13 @@ class Eraser:
             "counts": "{}",
         }
         await self.client.hset(self.keys.write_hold(), mapping=hold)  # type: ignore[arg-type]
-        return hold
+        return hold, key
 
     # -- the phases --------------------------------------------------------------------
-    async def _run(self, lock: StateLock, hold: dict[str, str]) -> ErasureReport:
-        needle = Needle(hold["text"]) if hold.get("text") else None
+    async def _run(
+        self, lock: StateLock, hold: dict[str, str], key: bytes, subject: str
+    ) -> ErasureReport:
+        needle = Needle(subject) if subject else None
         counts: dict[str, int] = json.loads(hold.get("counts") or "{}")
         taint_key = self.keys.erase_scratch("taint")
         redactor = Redactor(self.client, self.keys, needle, Taint())
@@ -304,12 +387,18 @@ class Eraser:
         if phase == "scan":
             await self.client.delete(taint_key)
             counts.update(await self._scan(redactor, hold.get("item") or None))
-            members = redactor.taint.to_members()
+            members = [
+                f"t:{seal(key, m[2:])}" if m.startswith("t:") else m
+                for m in redactor.taint.to_members()
+            ]
             for i in range(0, len(members), PAGE):
                 await self.client.sadd(taint_key, *members[i : i + PAGE])
             phase = await self._advance("state", counts)
         else:
-            redactor.taint = Taint.from_members(await self.client.smembers(taint_key))
+            members = [text(m) for m in await self.client.smembers(taint_key)]
+            redactor.taint = Taint.from_members(
+                f"t:{unseal(key, m[2:])}" if m.startswith("t:") else m for m in members
+            )
             redactor.refresh()
         if phase == "state":
             counts.update(await self._redact_state(redactor, lock.token))
@@ -339,7 +428,8 @@ class Eraser:
             id=hold["id"],
             at=int(hold.get("started") or 0),
             actor=hold.get("actor", self.actor),
-            text_hash=salted_hash(hold.get("text") or hold.get("item", ""), hold["salt"]),
+            text_hash=hold.get("text_hash")
+            or salted_hash(subject or hold.get("item", ""), hold["salt"]),
             salt=hold["salt"],
             checkpoint=hold.get("checkpoint", ""),
             counts=counts,
@@ -350,6 +440,7 @@ class Eraser:
         pipe.ltrim(self.keys.erasures(), 0, ERASURE_HISTORY - 1)
         pipe.delete(self.keys.write_hold(), taint_key)
         await pipe.execute()
+        EraseKey(self.key_dir, self.keys.ns, hold["id"]).remove()
         log.info("erasure done", id=report.id, counts=counts)
         return report
 

@@ -55,11 +55,16 @@ class Sighting:
 
 @dataclass
 class ErasurePlan:
-    """What an erasure removes (``--dry-run``): items by tier, and counts elsewhere."""
+    """What an erasure removes (``--dry-run``): items by tier, and counts elsewhere.
+
+    ``elsewhere`` lists the places outside the state that it rewrites too: the journal,
+    streams (inbox, outbox, ledger), caches, Redis's files, the archive, the mirror.
+    """
 
     items: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     history_only: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    elsewhere: list[Sighting] = field(default_factory=list)
 
     def total(self) -> int:
         """How many state items and history-only keys go."""
@@ -71,6 +76,7 @@ class ErasurePlan:
             "items": self.items,
             "history_only": self.history_only,
             "counts": self.counts,
+            "elsewhere": [s.to_dict() for s in self.elsewhere],
             "total": self.total(),
         }
 

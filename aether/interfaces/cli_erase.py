@@ -22,7 +22,6 @@ from aether.interfaces.common import (
     plural,
     wants_json,
 )
-from aether.operations import NoArgs
 from aether.operations import erasure as ops
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -45,6 +44,10 @@ def _print_plan(plan: dict[str, Any]) -> None:
         print(f"history only ({len(plan['history_only'])}): gone now, still in the journal")
         for key in plan["history_only"]:
             print(f"  {key}")
+    if plan["elsewhere"]:
+        print(f"also rewritten ({len(plan['elsewhere'])}): history, streams, caches, files")
+        for place in plan["elsewhere"]:
+            print(f"  {place['store']}: {place['place']}  {place['detail']}".rstrip())
     print(f"{plural(plan['total'], 'item')} would be erased")
 
 
@@ -81,7 +84,11 @@ def erase(
         ),
     ] = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Finish an erasure a crash cut short.")
+        bool,
+        typer.Option(
+            "--resume",
+            help="Finish an erasure a crash cut short (give TEXT too only when asked to).",
+        ),
     ] = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -91,17 +98,20 @@ def erase(
     erased items gone. The record keeps a salted hash of the text, never the text.
     """
     as_json = wants_json(ctx, json_)
-    modes = sum(bool(m) for m in (log, verify is not None, resume, text is not None or item))
-    if modes != 1:
+    target = (text is not None or item) and not resume
+    modes = sum(bool(m) for m in (log, verify is not None, resume, target))
+    if modes != 1 or (resume and item):
         fail(
-            "give one of: TEXT, --id ID, --log, --verify TEXT, --resume",
+            "give one of: TEXT, --id ID, --log, --verify TEXT, --resume [TEXT]",
             as_json,
             code=EXIT_USAGE,
             kind="usage",
         )
     if log:
-        records = call(ctx, ops.erase_log, ops.LogArgs()).erasures
-        emit(records, as_json, lambda: _print_log(records))
+        found_log = call(ctx, ops.erase_log, ops.LogArgs())
+        records = found_log.erasures
+        pending = found_log.pending
+        emit(records, as_json, lambda: _print_log(records, pending))
         return
     if verify is not None:
         found = call(ctx, ops.erase_verify, arguments(ctx, ops.VerifyArgs, text=verify))
@@ -110,7 +120,7 @@ def erase(
             raise typer.Exit(EXIT_ERROR)
         return
     if resume:
-        resumed = call(ctx, ops.erase_resume, NoArgs())
+        resumed = call(ctx, ops.erase_resume, arguments(ctx, ops.ResumeArgs, text=text))
         emit(
             resumed,
             as_json,
@@ -139,7 +149,12 @@ def erase(
     emit(report, as_json, lambda: _print_report(report))
 
 
-def _print_log(records: list[dict[str, Any]]) -> None:
+def _print_log(records: list[dict[str, Any]], pending: dict[str, Any] | None = None) -> None:
+    if pending is not None:
+        print(
+            f"erasure {pending['id']} is pending (phase {pending['phase']}, writes "
+            f"{pending['writes']}); finish it with: {pending['resolve']}"
+        )
     if not records:
         print("no erasures")
         return

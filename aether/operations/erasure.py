@@ -10,8 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from aether.checkpoints.erasure import pending_view
 from aether.checkpoints.erasure_model import MAX_SUBJECT
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
 
 __all__ = ["erase", "erase_log", "erase_resume", "erase_verify"]
@@ -63,15 +64,23 @@ class LogArgs(BaseModel):
 
 
 class ErasureLog(BaseModel):
-    """Past erasures, newest first: when, who, counts, a salted hash of the text."""
+    """Past erasures, newest first: when, who, counts, a salted hash of the text.
+
+    ``pending`` is the erasure running or cut short (its id, phase, start and checkpoint),
+    if any: until it finishes, writes may wait and rollbacks are refused.
+    """
 
     erasures: list[dict[str, Any]]
+    pending: dict[str, Any] | None = None
 
 
 @operation(read_only=True, agent=False)
 async def erase_log(parts: Parts, caller: Caller, args: LogArgs) -> ErasureLog:
-    """The erasure records (never their text: a salted hash of it)."""
-    return ErasureLog(erasures=await parts.eraser(caller.actor).log(args.limit))
+    """The erasure records (never their text: a salted hash of it), and any pending one."""
+    eraser = parts.eraser(caller.actor)
+    return ErasureLog(
+        erasures=await eraser.log(args.limit), pending=pending_view(await eraser.pending())
+    )
 
 
 class VerifyArgs(BaseModel):
@@ -94,8 +103,18 @@ async def erase_verify(parts: Parts, caller: Caller, args: VerifyArgs) -> Verifi
     return Verification(clean=not found, found=[s.to_dict() for s in found])
 
 
+class ResumeArgs(BaseModel):
+    """Arguments of ``erase_resume``."""
+
+    text: str | None = Field(
+        default=None,
+        max_length=MAX_SUBJECT,
+        description="The erased text: needed only when the erasure's key file is gone.",
+    )
+
+
 @operation(read_only=False, agent=False)
-async def erase_resume(parts: Parts, caller: Caller, args: NoArgs) -> dict[str, Any]:
+async def erase_resume(parts: Parts, caller: Caller, args: ResumeArgs) -> dict[str, Any]:
     """Finish an erasure that a crash cut short (writes wait until it is finished)."""
-    report = await parts.eraser(caller.actor).resume()
+    report = await parts.eraser(caller.actor).resume(args.text)
     return {"resumed": report is not None, **(report.to_dict() if report else {})}

@@ -119,6 +119,7 @@ class Parts:
             archive_dsn=dsn.get_secret_value() if dsn else None,
             hooks=erasure_hooks(self.memory),
             actor=actor or self._actor,
+            key_dir=self.settings.home / "erasures",
         )
 
     def beliefs(self, llm: TextModel | None = None) -> Beliefs:

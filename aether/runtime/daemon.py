@@ -31,6 +31,7 @@ from aether.codec import text
 from aether.errors import (
     AetherError,
     ConcurrentAdminError,
+    ErasureStuckError,
     InvalidOperationError,
     LLMError,
     describe,
@@ -74,10 +75,14 @@ async def finish_interrupted_rollback(checkpoints: Checkpoints) -> None:
         log.warning("finished an interrupted rollback", **finished.to_dict())
 
 
-async def finish_interrupted_erasure(parts: Parts, wait_s: float = 30.0) -> None:
+async def finish_interrupted_erasure(
+    parts: Parts, wait_s: float = 30.0, health: Health | None = None
+) -> None:
     """Finish an erasure a crash cut short: until then every write waits on its hold.
 
     A crashed eraser's lock frees itself within seconds; a running one is waited for.
+    When finishing fails the daemon still starts, ``degraded``: ``health`` says why and
+    what resolves it, so the agent is never left unable to start.
     """
     eraser = parts.eraser("daemon")
     deadline = time.monotonic() + wait_s
@@ -90,6 +95,16 @@ async def finish_interrupted_erasure(parts: Parts, wait_s: float = 30.0) -> None
                 return
             await asyncio.sleep(1.0)
             continue
+        except Exception as e:  # the daemon must start whatever went wrong: say so instead
+            reason = f"an interrupted erasure could not be finished: {e}"
+            if not isinstance(e, ErasureStuckError):
+                reason += " (run `aether erase --resume`; `aether erase --log` shows it)"
+            log.error("interrupted erasure not finished", error=str(e), exc_info=True)
+            if health is not None:
+                health.erasure = reason
+            return
+        if health is not None:
+            health.erasure = None
         if report is not None:
             log.warning("finished an interrupted erasure", id=report.id, files=report.files)
         return
@@ -203,7 +218,7 @@ class Daemon:
         await self.inbox.ensure_group()
         await self.parts.search.ensure_index()
         await finish_interrupted_rollback(self.checkpoints)
-        await finish_interrupted_erasure(self.parts)
+        await finish_interrupted_erasure(self.parts, health=self.health)
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
         """Serve until ``stop`` is set, then shut down (see the module docs).
@@ -216,7 +231,7 @@ class Daemon:
         supervisor = supervisor or Supervisor(self.client, Health(ready=True), stop, self.recover)
         self._supervisor = supervisor
         await finish_interrupted_rollback(self.checkpoints)
-        await finish_interrupted_erasure(self.parts)
+        await finish_interrupted_erasure(self.parts, health=self.health)
         await self.inbox.ensure_group()
         await self.register_tools()
         if self.llm is None:
@@ -406,6 +421,8 @@ class Daemon:
 
     async def heartbeat(self) -> None:
         """One autonomous tick (scheduled)."""
+        if self.health.erasure and not await self.parts.eraser("daemon").interrupted():
+            self.health.erasure = None  # the operator finished it (`aether erase --resume`)
         check = await self.heartbeat_state.beat(HEARTBEAT_CHECKS)
         log.info("heartbeat", check=check, autonomous=self.llm is not None)
         if self.llm is None:

@@ -30,6 +30,7 @@ class Health:
     llm: CircuitBreaker | None = None  # the LLM client's, read at each beat
     budget: str | None = None  # the daily spending cap, when it is reached
     mcp: Callable[[], list[dict[str, Any]]] | None = None  # the MCP servers' states
+    erasure: str | None = None  # an interrupted erasure the daemon could not finish
 
     @property
     def state(self) -> State:
@@ -51,6 +52,8 @@ class Health:
             out.append(line)
         if self.budget:
             out.append(self.budget)
+        if self.erasure:
+            out.append(self.erasure)
         out += [f"task {name} restarting after: {error}" for name, error in self.restarting.items()]
         return out
 

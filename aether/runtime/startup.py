@@ -105,9 +105,10 @@ async def _serve(
 ) -> None:
     settings, health = parts.settings, Health()
     await finish_interrupted_rollback(parts.checkpoints)
-    await finish_interrupted_erasure(parts)
+    await finish_interrupted_erasure(parts, health=health)
     identity = await parts.identity.ensure(identity_dir)
-    await parts.ready()
+    # writes wait on a stuck erasure's hold: start without migrating, degraded
+    await parts.ready(migrate=health.erasure is None)
     layer = parts.memory
     llm = LLMClient.from_settings(settings)
     consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance

@@ -11,6 +11,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from aether.checkpoints.erasure import pending_view
 from aether.codec import byte_map, epoch, text
 from aether.config import Settings
 from aether.identity.flags import HeartbeatState
@@ -38,10 +39,22 @@ async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> di
     }
     memory: Any = await client.info("memory")
     state = "down" if holder is None else health["state"] if health else "starting"
+    hold = {
+        text(k): text(v) for k, v in byte_map(await client.hgetall(keys.write_hold())).items()
+    }
+    erasure = pending_view(hold if hold.get("kind") == "erase" else None)
+    reasons = health["reasons"] if health and holder else []
+    if erasure is not None and not any("erasure" in r for r in reasons):
+        reasons = [
+            *reasons,
+            f"erasure {erasure['id']} is pending in phase {erasure['phase']} (writes "
+            f"{erasure['writes']}): {erasure['resolve']}",
+        ]
     return {
         "state": state,
         "alive": state in ("up", "degraded"),
-        "reasons": health["reasons"] if health and holder else [],
+        "reasons": reasons,
+        "erasure": erasure,
         "daemon": {**asdict(holder), "started_at": epoch(holder.started_at)} if holder else None,
         "redis": {"reachable": True, "memory": memory.get("used_memory_human")},
         "last_beat": epoch(beat.last_beat),

@@ -29,6 +29,7 @@ Fields = dict[bytes, bytes]
 PAGE = 500
 PAGE_BUDGET_MS = 50.0
 ATTEMPTS = 5
+PENDING_PAGE = 10_000
 
 
 async def stream_pages(
@@ -61,13 +62,27 @@ def _pairs(raw: Any) -> dict[str, Any]:
     return {text(k): v for k, v in items.items()}
 
 
+async def _pending(client: Redis, name: str, group: str) -> list[dict[str, Any]]:
+    """A group's pending entries, every page (the extended ``XPENDING`` form)."""
+    out: list[dict[str, Any]] = []
+    lower = "-"
+    while True:
+        page = await client.xpending_range(name, group, min=lower, max="+", count=PENDING_PAGE)
+        out += page
+        if len(page) < PENDING_PAGE:
+            return out
+        lower = f"({text(page[-1]['message_id'])}"
+
+
 async def _info(client: Redis, name: str) -> dict[str, Any]:
     info = _pairs(await command(client, "XINFO", "STREAM", name))
     groups = []
     for raw in await command(client, "XINFO", "GROUPS", name):
         group = _pairs(raw)
-        pending = await command(client, "XPENDING", name, group["name"], "-", "+", 100_000)
-        group["pending"] = [(p[0], p[1]) for p in pending]
+        group["name"] = text(group["name"])
+        group["pending"] = await _pending(client, name, group["name"])
+        consumers = await command(client, "XINFO", "CONSUMERS", name, group["name"])
+        group["consumers"] = [text(_pairs(c)["name"]) for c in consumers]
         groups.append(group)
     info["groups"] = groups
     return info
@@ -153,8 +168,18 @@ async def _swap(
         pipe.unlink(old)
         await pipe.execute()
     for group in info["groups"]:
-        for entry_id, consumer in group["pending"]:
+        for consumer in group["consumers"]:  # consumers with nothing pending stay known
+            await client.xgroup_createconsumer(name, group["name"], consumer)
+        for pending in group["pending"]:
             with contextlib.suppress(ResponseError):  # an entry dropped by the rewrite
-                await command(
-                    client, "XCLAIM", name, group["name"], consumer, 0, entry_id, "FORCE", "JUSTID"
+                await client.xclaim(
+                    name,
+                    group["name"],
+                    text(pending["consumer"]),
+                    min_idle_time=0,
+                    message_ids=[text(pending["message_id"])],
+                    idle=int(pending["time_since_delivered"]),
+                    retrycount=int(pending["times_delivered"]),
+                    force=True,
+                    justid=True,
                 )

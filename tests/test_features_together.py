@@ -1,0 +1,114 @@
+"""Features met together the way they meet in a real agent's life (issue 53).
+
+Each test here drives the real daemon (a subprocess) and the CLI as an operator would,
+and crosses two or more features that passed alone: an erasure on a namespace whose
+daemon ran and runs, an erasure cut short while the daemon is down, then started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aether.config import Settings
+from aether.operations import Parts
+from aether.store.client import connect
+from aether.store.redaction import Needle
+from aether.testing.model import ScriptedOpenAI
+from tests.test_daemon import SlowModel, _cli, _env, _redis_cli, _start
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedOpenAI]:
+    slow = SlowModel()
+    with ScriptedOpenAI(responder=slow) as server:
+        yield server
+        slow.release.set()
+
+
+async def _cut_short_erasure(settings: Settings, text: str, lose_key: bool) -> str:
+    """An erasure that set its hold, then its process died (its lock expires)."""
+    client = await connect(settings)
+    try:
+        eraser = Parts(settings, client, actor="operator").eraser()
+        async with eraser._lock() as lock:
+            hold, _ = await eraser._begin(lock, Needle(text), None, "c0ffee")
+        if lose_key:
+            (eraser.key_dir / f"{settings.namespace}.{hold['id']}.key").unlink()
+        return hold["id"]
+    finally:
+        await client.aclose()
+
+
+def test_erasure_with_the_daemon_running_then_cut_short_while_it_is_down(
+    cli_env: dict[str, str], namespace: str, redis_home: Path, tmp_path: Path, model: ScriptedOpenAI
+) -> None:
+    env = _env(cli_env, model)
+    log = tmp_path / "daemon.log"
+    proc = _start(env, log)
+    try:
+        assert _cli(env, "send", "hello there").returncode == 0  # the inbox has its group
+        logged = _cli(env, "memory", "log", "the gate code is 4711-ALPHA")
+        assert logged.returncode == 0, logged.stderr
+        # a message in progress while the erasure runs stays pending to its consumer
+        _redis_cli(env, "XGROUP", "CREATECONSUMER", f"{namespace}:inbox", "aether", "other")
+        erased = _cli(env, "erase", "4711-ALPHA", "--yes", "--json")
+        assert erased.returncode == 0, erased.stderr + erased.stdout
+        assert json.loads(erased.stdout)["files"] == "clean"
+        clean = _cli(env, "erase", "--verify", "4711-ALPHA")
+        assert clean.returncode == 0, clean.stdout
+        groups = json.loads(_redis_cli(env, "--json", "XINFO", "GROUPS", f"{namespace}:inbox"))
+        assert groups, "the inbox's consumer group survives the rebuild"
+        # the daemon still answers after its inbox was rebuilt under it
+        again = _cli(env, "send", "still there?")
+        assert again.returncode == 0 and again.stdout.startswith("echo: "), again.stderr
+        status = json.loads(_cli(env, "status", "--json").stdout)
+        assert status["state"] == "up" and status["erasure"] is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+
+        # cut short while the daemon is down, and its key is lost: the agent still starts
+        settings = Settings(home=redis_home, namespace=namespace)
+        assert _cli(env, "memory", "log", "the safe code is Zanzibar-7781").returncode == 0
+        erasure_id = asyncio.run(_cut_short_erasure(settings, "Zanzibar-7781", lose_key=True))
+        held = _redis_cli(env, "HGETALL", f"{namespace}:lock:writes")
+        assert "zanzibar" not in held.lower()
+        pending = _cli(env, "erase", "--log")
+        assert f"erasure {erasure_id} is pending" in pending.stdout
+        proc = _start(env, log)
+        status = json.loads(_cli(env, "status", "--json").stdout)
+        assert status["state"] == "degraded", status
+        assert status["erasure"]["id"] == erasure_id
+        assert any("aether erase --resume" in r for r in status["reasons"])
+        human = _cli(env, "status")
+        assert "erase --resume" in human.stdout
+        stuck = _cli(env, "erase", "--resume")
+        assert stuck.returncode != 0 and "aether erase --resume 'THE ERASED TEXT'" in stuck.stderr
+        done = _cli(env, "erase", "--resume", "Zanzibar-7781", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["resumed"]
+        assert _cli(env, "erase", "--verify", "Zanzibar-7781").returncode == 0
+        status = json.loads(_cli(env, "status", "--json").stdout)
+        assert status["erasure"] is None
+        assert not any("erasure" in r and "pending" in r for r in status["reasons"])
+        assert _cli(env, "memory", "log", "writes flow again").returncode == 0
+
+        # cut short with its key kept: the next start finishes it by itself
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert _cli(env, "memory", "log", "a locker holds Quokka-5150").returncode == 0
+        asyncio.run(_cut_short_erasure(settings, "Quokka-5150", lose_key=False))
+        proc = _start(env, log)
+        status = json.loads(_cli(env, "status", "--json").stdout)
+        assert status["state"] == "up" and status["erasure"] is None, status
+        assert _cli(env, "erase", "--verify", "Quokka-5150").returncode == 0
+        assert json.loads(_cli(env, "erase", "--log", "--json").stdout)[0]["files"] != "pending"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
