@@ -298,12 +298,13 @@ def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
     assert empty.returncode == 1 and "empty" in empty.stderr
     out = tmp_path / "out.jsonl"
     assert _aether(env, "memory", "export", str(out)).returncode == 0
-    assert (
-        json.loads(out.read_text().splitlines()[0])["content"] == "Shipped release v3 to production"
-    )
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["format"] == "aether-memory" and lines[0]["keys"] == len(lines) - 1
+    entries = [x["value"]["content"] for x in lines[1:] if x["key"].startswith("daily:entry:")]
+    assert entries == ["Shipped release v3 to production"]
     other = {**env, "AETHER_NAMESPACE": env["AETHER_NAMESPACE"] + "x"}
     imported = _aether(other, "memory", "import", str(out), "--json")
-    assert imported.returncode == 0 and json.loads(imported.stdout)["imported"] == 1
+    assert imported.returncode == 0 and json.loads(imported.stdout)["created"] == len(lines) - 1
     assert _aether(env, "memory", "scratch", "set", "p1", "draft").returncode == 0
     assert _aether(env, "memory", "scratch", "get", "p1").stdout.strip() == "draft"
     assert _aether(env, "memory", "scratch", "get", "nope").returncode == 2

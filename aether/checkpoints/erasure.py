@@ -186,7 +186,9 @@ class Eraser:
         if subject is not None:
             listed = {item["key"] for items in plan.items.values() for item in items}
             plan.elsewhere = [
-                s for s in await self.verify(subject) if not (s.store == "redis" and s.place in listed)
+                s
+                for s in await self.verify(subject)
+                if not (s.store == "redis" and s.place in listed)
             ]
         return plan
 

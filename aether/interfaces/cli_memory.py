@@ -268,7 +268,10 @@ def import_(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="JSONL file (as written by export).")],
     skip_invalid: Annotated[
-        bool, typer.Option("--skip-invalid", help="Skip (and count) invalid lines.")
+        bool,
+        typer.Option(
+            "--skip-invalid", help="Skip (and count) invalid lines (files of records only)."
+        ),
     ] = False,
     on_duplicate: Annotated[
         DuplicatePolicy,
@@ -276,15 +279,18 @@ def import_(
     ] = DuplicatePolicy.refuse,
     json_: JsonOpt = False,
 ) -> None:
-    """Import daily entries and long-term memories; exact duplicates are skipped.
+    """Import a whole-memory export, or a file of daily entries and long-term notes.
 
-    Every line is validated before anything is written: a bad line (or one id on several
-    lines) refuses the whole file, naming the line.
+    Every line is validated before anything is written: a bad line refuses the whole
+    file, naming the line. A whole-memory export (``aether memory export``) restores every
+    key this namespace lacks and adds to its collections what they lack (a checkpoint is
+    taken first); a file of records skips exact duplicates.
     """
     st = state(ctx)
     as_json = wants_json(ctx, json_)
 
     async def body() -> dict[str, object]:
+        from aether.memory.portable import import_memory, is_portable, read_portable
         from aether.memory.transfer import (
             ImportPolicy,
             import_records,
@@ -292,7 +298,18 @@ def import_(
             with_read_report,
         )
 
-        async with memory(st) as layer:
+        async with open_aether(st) as agent:
+            layer = agent.memory
+            if is_portable(path):
+                if skip_invalid:
+                    raise InvalidOperationError(
+                        "a whole-memory export is imported whole: --skip-invalid applies only "
+                        "to files of records; nothing was imported"
+                    )
+                entries = read_portable(layer, path)
+                with progress_bar("importing", None, hidden=as_json) as bar:
+                    done = await import_memory(layer, agent.checkpoints, entries, bar.advance)
+                return done.to_dict()
             policy = ImportPolicy("skip" if skip_invalid else "refuse", on_duplicate.value)
             read = read_file(layer, path, policy)
             with progress_bar("importing", len(read.records), hidden=as_json) as bar:
@@ -300,10 +317,18 @@ def import_(
             return with_read_report(report, read).to_dict()
 
     report = run(ctx, body)
-    summary = (
-        f"imported {report['imported']} of {report['read']} ({report['duplicates']} duplicates"
-        f", {report['invalid']} invalid lines skipped, {report['duplicate_ids']} repeated ids)"
-    )
+    if report.get("format"):
+        summary = (
+            f"imported {report['read']} keys: {report['created']} created, "
+            f"{report['merged']} completed, {report['unchanged']} already here"
+            + (f"; checkpoint before it: {report['checkpoint']}" if report["checkpoint"] else "")
+        )
+    else:
+        summary = (
+            f"imported {report['imported']} of {report['read']} ({report['duplicates']} "
+            f"duplicates, {report['invalid']} invalid lines skipped, {report['duplicate_ids']} "
+            "repeated ids)"
+        )
     emit(report, as_json, lambda: print(summary))
 
 
@@ -313,22 +338,26 @@ def export(
     path: Annotated[Path, typer.Argument(help="JSONL file to write (owner-only).")],
     json_: JsonOpt = False,
 ) -> None:
-    """Export every daily entry and long-term memory as JSONL (all or nothing)."""
+    """Export the agent's whole memory as JSONL (all or nothing): a backup, or a move.
+
+    Every kind of memory (daily, long-term, beliefs and their history, tasks, goals, chat
+    sessions, the graph, open questions) and the identity; vectors are recomputed on import.
+    """
     st = state(ctx)
     as_json = wants_json(ctx, json_)
 
     async def body() -> int:
-        from aether.memory.transfer import export_file
+        from aether.memory.portable import export_memory
 
         async with memory(st) as layer:
             with progress_bar("exporting", hidden=as_json) as bar:
-                return await export_file(layer, path, bar.advance)
+                return await export_memory(layer, path, bar.advance)
 
     count = run(ctx, body)
     emit(
         {"exported": count, "path": str(path)},
         wants_json(ctx, json_),
-        lambda: print(f"exported {count} documents to {path}"),
+        lambda: print(f"exported {count} keys of memory to {path}"),
     )
 
 

@@ -39,9 +39,7 @@ async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> di
     }
     memory: Any = await client.info("memory")
     state = "down" if holder is None else health["state"] if health else "starting"
-    hold = {
-        text(k): text(v) for k, v in byte_map(await client.hgetall(keys.write_hold())).items()
-    }
+    hold = {text(k): text(v) for k, v in byte_map(await client.hgetall(keys.write_hold())).items()}
     erasure = pending_view(hold if hold.get("kind") == "erase" else None)
     reasons = health["reasons"] if health and holder else []
     if erasure is not None and not any("erasure" in r for r in reasons):
