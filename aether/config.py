@@ -465,6 +465,15 @@ class Settings(BaseSettings):
             changes[key] = value
         return super().model_copy(update=changes, deep=deep)
 
+    @field_validator("home", "qdrant_path", "identity_dir", "workspace", "mcp_servers")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        """A relative path, taken from the current directory once, here.
+
+        The embedded Redis, the daemon and the sandbox all work in other directories.
+        """
+        return None if value is None else value.expanduser().absolute()
+
     @field_validator("namespace")
     @classmethod
     def _namespace_is_plain(cls, value: str) -> str:

@@ -212,7 +212,19 @@ def test_the_agent_acts_through_the_daemon(daemon_env: dict[str, str], tmp_path:
     sending = _send_in_background(env, "EDIT the greeting")
     [request] = _until(lambda: _pending(env))
     assert request["tool"] == "edit_file" and request["session"] == "work"
-    approved = run_cli(env, "approvals", "approve", request["id"])
+    # the parked turn holds up its own session only: another is answered meanwhile
+    other = run_cli(env, "send", "READ it too", "--session", "other", "--timeout", "20")
+    assert other.returncode == 0 and "return 'hello'" in other.stdout, other.stderr
+    # status says what waits on which approval, and how to answer it
+    waiting = _json(env, "status")["approvals"]
+    assert [(a["id"], a["tool"], a["session"]) for a in waiting] == [
+        (request["id"], "edit_file", "work")
+    ]
+    human = run_cli(env, "status").stdout
+    assert f"aether approvals approve {request['id']}" in human and "edit_file" in human
+    # approvals take an id prefix, like checkpoints, beliefs and tasks
+    assert run_cli(env, "approvals", "approve", "zzzz").returncode == 2
+    approved = run_cli(env, "approvals", "approve", request["id"][:10])
     assert approved.returncode == 0 and f"approved {request['id']}" in approved.stdout
     out, err = sending.communicate(timeout=60)
     assert sending.returncode == 0, err

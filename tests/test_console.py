@@ -32,7 +32,7 @@ from aether.identity.bootstrap import default_identity_dir
 from aether.interfaces.console import build_app, console_token
 from aether.memory.tiers.daily import DailyLog
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import run_cli
+from tests.conftest import dump_state, run_cli
 
 TOKEN = "console-test-token-0123456789"
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +71,31 @@ async def console(
     transport = httpx.ASGITransport(app=build_app(agent, TOKEN))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
         yield http, agent
+
+
+async def test_every_page_renders_for_a_fresh_namespace_and_writes_nothing(
+    settings: Settings, client: Redis
+) -> None:
+    """No identity, no daemon, no memory: each page says what to do, none answers 500."""
+    agent = Aether(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
+    await agent.ready(migrate=False)
+    before = await dump_state(client, agent.keys)
+    transport = httpx.ASGITransport(app=build_app(agent, TOKEN))
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        for path in GET_ROUTES:
+            if path == "/conversation/stream":
+                continue  # a stream that never ends; its page is /conversation
+            response = await http.get(path, headers=bearer)
+            assert response.status_code in (200, 400, 404), (path, response.text[:300])
+            assert response.status_code == 200 or len(response.text.split()) >= 4, path
+        overview = await http.get("/", headers=bearer)
+        assert "aether up" in overview.text
+        page = await http.get("/identity", headers=bearer)
+        assert 'id="no-identity"' in page.text and "aether identity bootstrap" in page.text
+        assert "Aether" in page.text  # the preview shows the folder's identity
+    assert await dump_state(client, agent.keys) == before
+    assert not await agent.identity.is_bootstrapped()
 
 
 async def _login(http: httpx.AsyncClient) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -153,3 +154,44 @@ async def test_reads_between_a_rollback_and_its_undo_change_nothing(
     assert json.loads(undone.stdout)
     found = json.loads(await run(_ok, env, "memory", "search", "pelicans", "--json"))
     assert any("bravo pelicans" in str(hit) for hit in found)
+
+
+async def test_reads_in_a_fresh_namespace_bootstrap_nothing(
+    cli_env: dict[str, str], client: Redis, keys: Keyspace, tmp_path: Path
+) -> None:
+    """No identity yet: a preview reads the identity folder, and nothing is written."""
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
+    preview = run_cli(env, "context", "preview", "NAS", "--max-tokens", "800")
+    assert preview.returncode == 0, preview.stderr
+    assert "== system ==" in preview.stdout
+    commands = [c for c in READ_ONLY_COMMANDS if "{cp}" not in c]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(
+            pool.map(lambda args: run_cli(env, *(a.format(tmp=tmp_path) for a in args)), commands)
+        )
+    for args, done in zip(commands, results, strict=True):
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("context_assemble", {"query": "NAS"})
+        assert not result.is_error, result.content
+    assert await dump_state(client, keys) == {}
+    assert await _journal(client, keys) == []
+
+
+def test_a_relative_identity_folder_bootstraps(cli_env: dict[str, str]) -> None:
+    """``aether identity bootstrap identity`` from the repository, as the README says."""
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "aether", "identity", "bootstrap", "identity"],
+        env=cli_env,
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Core_Self.md" in done.stdout or "AETHER" in done.stdout, done.stdout

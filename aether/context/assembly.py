@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import structlog
@@ -29,6 +30,7 @@ from aether.context.relational import graph_context
 from aether.context.session import WindowView, read_view
 from aether.context.window import render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
+from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
 from aether.logging import log_once
@@ -384,6 +386,8 @@ class ContextAssembler:
         beliefs: the belief tiers (default: 0.8 known, 0.5 uncertain).
         archetype: its strategy splits the memory budget into recent events, entities,
             relations (the memory graph) and semantic hits; ``None``: semantic only.
+        identity_dir: before the first bootstrap, the identity is read from here (and
+            nothing is written); ``None``: Redis only.
     """
 
     def __init__(
@@ -394,8 +398,10 @@ class ContextAssembler:
         search: MemorySearch | None = None,
         beliefs: BeliefSettings | None = None,
         archetype: Archetype | None = None,
+        identity_dir: Path | None = None,
     ) -> None:
         self.archetype = archetype
+        self.identity_dir = identity_dir
         self.layer = layer
         self.beliefs = beliefs or BeliefSettings()
         self.identity = identity
@@ -416,6 +422,7 @@ class ContextAssembler:
             search,
             settings.beliefs,
             archetype(settings.archetype),
+            settings.identity_dir or default_identity_dir(),
         )
 
     async def assemble(
@@ -450,7 +457,11 @@ class ContextAssembler:
                 raise InvalidOperationError(f"max_tokens must be at least {MIN_MAX_TOKENS}")
             budgets = Budgets.standalone(max_tokens, self.settings)
         when = now or datetime.now(UTC)
-        identity = await self.identity.load()
+        identity = (  # before the first bootstrap, the folder's: a read never writes
+            await self.identity.current(self.identity_dir)
+            if self.identity_dir is not None
+            else await self.identity.load()
+        )
         zone = operator_zone(identity)
         prompt = build_system_prompt(identity, budgets.system, when)
         system = Section("system", prompt.text, prompt.tokens, budgets.system)

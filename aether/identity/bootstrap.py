@@ -76,6 +76,7 @@ def load_directory(directory: Path) -> IdentitySource:
             (empty, invalid UTF-8, over 1 MB, bad front matter, a front-matter value over
             :data:`MAX_FIELD_BYTES`); the message names it.
     """
+    directory = directory.expanduser().absolute()  # a relative folder is the caller's
     if not directory.is_dir():
         raise IdentityError(f"identity directory {directory} does not exist")
     named = [*sorted(directory.glob("AETHER*.md")), directory / CORE_FILE]

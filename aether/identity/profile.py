@@ -184,6 +184,21 @@ class IdentityStore:
             raise IdentityError("no identity in Redis: run 'aether identity bootstrap'")
         return Identity(_decode(byte_map(agent)), _decode(byte_map(user)), _decode(byte_map(files)))
 
+    async def current(self, directory: Path) -> Identity:
+        """The identity in Redis or, before any bootstrap, the one ``directory`` holds.
+
+        A read: nothing is written (the daemon's first start bootstraps).
+
+        Raises:
+            IdentityError: nothing in Redis and the directory holds no valid identity.
+        """
+        if await self.is_bootstrapped():
+            return await self.load()
+        source = load_directory(directory)
+        return Identity(
+            dict(source.agent), dict(source.user), {d.name: d.text for d in source.docs}
+        )
+
     async def ensure(self, directory: Path, actor: str = "aether") -> Identity:
         """First boot: bootstrap from ``directory``; later boots: Redis only."""
         if not await self.is_bootstrapped():

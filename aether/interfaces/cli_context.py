@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 
-from aether.interfaces.cli_identity import identity_dir
 from aether.interfaces.common import (
     arguments,
     console,
@@ -43,7 +42,6 @@ def preview(
 
     async def body() -> dict[str, Any]:
         async with open_aether(st) as agent:
-            await agent.identity.ensure(identity_dir(st), actor="cli")  # first use: bootstrap
             found = await identity_ops.context_assemble(agent, Caller("cli"), args)
             data: dict[str, Any] = found.model_dump()
             return data

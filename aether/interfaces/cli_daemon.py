@@ -243,6 +243,12 @@ def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
         f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
         f"outbox: {data['outbox']}"
     )
+    for waiting in data.get("approvals", []):
+        print(
+            f"  approval {waiting['id']}: {waiting['tool']} in session {waiting['session']} "
+            f"waits until {when(waiting['expires_at'])}; answer: {waiting['approve']} "
+            f"(or deny)"
+        )
     print(f"last maintenance: {when(data['last_maintenance'])}")
     print(f"redis memory: {data['redis']['memory']}")
     sec = data["security"]

@@ -32,7 +32,6 @@ from aether.errors import (
     describe,
     error_code,
 )
-from aether.identity.bootstrap import default_identity_dir
 from aether.messages import TextModel
 from aether.operations import REGISTRY, Caller, Operation, Parts
 from aether.runtime.heap import settle_heap
@@ -164,8 +163,6 @@ async def serve_stdio(settings: Settings) -> None:
     try:
         agent = Aether(settings, client, actor="mcp", embed_via_daemon=True)
         await agent.ready(migrate=False)  # a client that only reads changes nothing
-        directory = settings.identity_dir or default_identity_dir()
-        await agent.identity.ensure(directory, actor="mcp")  # first use: bootstrap
         server = build_server(agent, llm)
         settle_heap()  # a long-lived server, as the daemon is
         await server.run_stdio_async()

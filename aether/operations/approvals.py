@@ -46,7 +46,7 @@ async def approvals_list(parts: Parts, caller: Caller, args: ListArgs) -> Approv
 class ApproveArgs(BaseModel):
     """Arguments of ``approvals_approve``."""
 
-    id: str = Field(description="The approval request's id.")
+    id: str = Field(description="The approval request's id (or a unique prefix of 4+ characters).")
 
 
 @operation(read_only=False, agent=False)
@@ -58,7 +58,7 @@ async def approvals_approve(parts: Parts, caller: Caller, args: ApproveArgs) -> 
 class DenyArgs(BaseModel):
     """Arguments of ``approvals_deny``."""
 
-    id: str = Field(description="The approval request's id.")
+    id: str = Field(description="The approval request's id (or a unique prefix of 4+ characters).")
     reason: str = Field(
         default="", max_length=500, description="Why: the agent is told as the call's result."
     )

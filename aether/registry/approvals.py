@@ -24,7 +24,7 @@ from redis.exceptions import WatchError
 
 from aether.codec import byte_map, text, texts
 from aether.errors import ConflictError, NotFoundError
-from aether.ids import check_id, new_id
+from aether.ids import check_id, new_id, resolve_prefix
 from aether.keys import Keyspace
 
 __all__ = ["KEEP_S", "ApprovalRequest", "ApprovalStatus", "Approvals"]
@@ -99,13 +99,31 @@ class Approvals:
             await pipe.execute()
         return request
 
+    async def resolve(self, given: str) -> str:
+        """The full id of the request ``given`` names (its id, or a prefix of 4+ characters).
+
+        Raises:
+            NotFoundError: no such request; AmbiguousIdError: the prefix names several.
+            InvalidOperationError: a malformed id.
+        """
+        check_id(given, "id")
+        if await self.client.exists(self.keys.approval(given)):
+            return given
+        ids = texts(await self.client.zrange(self.keys.approvals(), 0, -1))
+        try:
+            return resolve_prefix(ids, given, "approval request")
+        except NotFoundError as e:
+            raise NotFoundError(f"no approval request {given!r}") from e
+
     async def get(self, approval_id: str) -> ApprovalRequest:
-        """One request.
+        """One request (by id or unique prefix).
 
         Raises:
             NotFoundError: no such request (or it is older than 30 days).
+            AmbiguousIdError: the prefix names several.
             InvalidOperationError: a malformed id.
         """
+        approval_id = await self.resolve(approval_id)
         raw = byte_map(await self.client.hgetall(self.keys.approval(check_id(approval_id, "id"))))
         if not raw:
             raise NotFoundError(f"no approval request {approval_id!r}")
@@ -147,14 +165,16 @@ class Approvals:
     async def decide(
         self, approval_id: str, *, approve: bool, by: str, note: str = ""
     ) -> ApprovalRequest:
-        """Approve or deny a pending request; the first decision wins.
+        """Approve or deny a pending request (by id or unique prefix); the first decision wins.
 
         Raises:
             NotFoundError: no such request.
+            AmbiguousIdError: the prefix names several.
             ConflictError: it was decided already, or its deadline passed (it is then
                 denied by ``timeout``, which is returned by the waiter).
         """
-        key = self.keys.approval(check_id(approval_id, "id"))
+        approval_id = await self.resolve(approval_id)
+        key = self.keys.approval(approval_id)
         async with self.client.pipeline(transaction=True) as pipe:
             while True:
                 try:

@@ -46,6 +46,7 @@ from aether.registry.factory import open_registry
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.health import Health
 from aether.runtime.inbox import Inbox, InboxMessage
+from aether.runtime.lanes import SessionLanes
 from aether.runtime.llm import LLMClient
 from aether.runtime.spend import over_budget
 from aether.runtime.supervisor import OUTAGE, Supervisor
@@ -151,6 +152,7 @@ class Daemon:
         self._attempts: dict[str, int] = {}
         self.answered = 0
         self._supervisor: Supervisor | None = None
+        self._stopping = False
         self._to_learn: asyncio.Queue[str] = asyncio.Queue()
         self.learner = ConversationLearner(layer, parts.beliefs(llm), llm)
         self.health = health or Health(ready=True)
@@ -263,6 +265,7 @@ class Daemon:
         try:
             await stop.wait()
         finally:
+            self._stopping = True
             self.schedule.shutdown()
             await self._finish(inbox)
             with contextlib.suppress(*OUTAGE):
@@ -312,29 +315,45 @@ class Daemon:
                 await inbox
 
     async def _serve_inbox(self, stop: asyncio.Event) -> None:
-        """Answer what was pending at start, then new messages, one at a time.
+        """Answer what was pending at start, then new messages, each session in its lane.
 
-        The daemon holds the namespace's lease, so messages another consumer still holds
-        were left by a daemon that died: they are taken over at once.
+        A session's messages are answered one at a time, in order, by its lane; sessions
+        are answered side by side, so a turn parked on an operator's approval holds up
+        only its own session. The daemon holds the namespace's lease, so messages another
+        consumer still holds were left by a daemon that died: they are taken over at once.
         """
-        for message in await self.inbox.pending() + await self.inbox.claim_stale(0):
-            if stop.is_set():
-                return
-            await self.handle(message)
-        await self.inbox.forget_dead()
-        loop = asyncio.get_running_loop()
-        next_claim = loop.time() + CLAIM_EVERY_S
-        while not stop.is_set():
-            if loop.time() >= next_claim:
-                next_claim = loop.time() + CLAIM_EVERY_S
-                idle_ms = int(self.settings.daemon.claim_idle_s * 1000)
-                batch = await self.inbox.pending() + await self.inbox.claim_stale(idle_ms)
-            else:
-                batch = await self.inbox.read(block_ms=500)
-            for message in batch:
+        lanes = SessionLanes(self._answer, stop)
+        try:
+            for message in await self.inbox.pending() + await self.inbox.claim_stale(0):
                 if stop.is_set():
-                    return  # delivered, not answered: pending, so delivered again at restart
-                await self.handle(message)
+                    return
+                lanes.put(self._session_of(message), message)
+            await self.inbox.forget_dead()
+            loop = asyncio.get_running_loop()
+            next_claim = loop.time() + CLAIM_EVERY_S
+            while not stop.is_set():
+                lanes.raise_failure()
+                if loop.time() >= next_claim:
+                    next_claim = loop.time() + CLAIM_EVERY_S
+                    idle_ms = int(self.settings.daemon.claim_idle_s * 1000)
+                    batch = await self.inbox.pending() + await self.inbox.claim_stale(idle_ms)
+                else:
+                    batch = await self.inbox.read(block_ms=500)
+                for message in batch:
+                    if stop.is_set():
+                        break  # delivered, not answered: pending, so delivered again at restart
+                    lanes.put(self._session_of(message), message)
+            await lanes.drain()
+        finally:
+            await lanes.close()
+
+    def _session_of(self, message: InboxMessage) -> str:
+        return message.session or self.settings.daemon.session
+
+    async def _answer(self, message: InboxMessage) -> None:
+        """A lane's work: answer one message, retrying while it stays pending."""
+        while await self.handle(message) is None and not self._stopping:
+            pass  # left pending for a retry (the LLM failed): try again, in order
 
     async def handle(self, message: InboxMessage) -> str | None:
         """Answer one message; returns the outbox id (``None``: left pending to retry)."""

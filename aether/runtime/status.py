@@ -16,6 +16,7 @@ from aether.codec import byte_map, epoch, text
 from aether.config import Settings
 from aether.identity.flags import HeartbeatState
 from aether.keys import Keyspace
+from aether.registry.approvals import Approvals
 from aether.runtime.inbox import Inbox
 from aether.runtime.lease import parse_holder
 from aether.server.security import security_report
@@ -26,8 +27,9 @@ __all__ = ["daemon_status"]
 async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> dict[str, Any]:
     """The daemon's state: ``down``, ``starting``, ``up`` or ``degraded`` with its reasons.
 
-    With its lease holder, beats and alerts, inbox depth, last maintenance, Redis memory,
-    security and MCP servers.
+    With its lease holder, beats and alerts, inbox depth, the tool calls waiting for the
+    operator's approval (each parks its own session's turn only), a pending erasure, last
+    maintenance, Redis memory, security and MCP servers.
     """
     holder = parse_holder(await client.get(keys.daemon_presence()))
     raw_health = await client.get(keys.daemon_health())
@@ -59,6 +61,17 @@ async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> di
         "beats": beat.beats,
         "alerts": beat.alerts[-10:],
         "inbox": await Inbox(client, keys).depth(),
+        "approvals": [
+            {
+                "id": r.id,
+                "tool": r.tool,
+                "session": r.session,
+                "requested_at": r.requested_at,
+                "expires_at": r.expires_at,
+                "approve": f"aether approvals approve {r.id}",
+            }
+            for r in await Approvals(client, keys).pending()
+        ],
         "outbox": await client.xlen(keys.outbox()),
         "last_maintenance": epoch(last.get("at")),
         "security": await security_report(settings, client),

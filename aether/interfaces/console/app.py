@@ -87,6 +87,8 @@ def build_app(agent: Aether, token: str) -> Starlette:
     caller = Caller("console")
 
     async def zone() -> ZoneInfo:
+        if agent.context.identity_dir is not None:  # a fresh namespace: the folder's
+            return operator_zone(await agent.identity.current(agent.context.identity_dir))
         return operator_zone(await agent.identity.load())
 
     def when(at: object, tz: ZoneInfo) -> str:
@@ -313,11 +315,19 @@ def build_app(agent: Aether, token: str) -> Starlette:
 
     async def identity_page(request: Request) -> Response:
         q = query(request, "q")
-        who = await run(identity.identity_get)
+        bootstrapped = await agent.identity.is_bootstrapped()
+        who = await run(identity.identity_get) if bootstrapped else None
         preview = await run(
             identity.context_assemble, query=q or "what matters now?", max_tokens=4000
         )
-        return await page(request, "identity.html", who=who, q=q, preview=preview)
+        return await page(
+            request,
+            "identity.html",
+            who=who,
+            q=q,
+            preview=preview,
+            folder=agent.context.identity_dir,
+        )
 
     async def approvals_page(request: Request) -> Response:
         listed = await run(approvals.approvals_list, status="all", limit=100)
