@@ -113,16 +113,24 @@ async def test_a_contradiction_supersedes_and_both_stay_in_history(
     assert new.action == "superseded" and new.previous is not None
     assert new.previous["id"] == old.belief["id"]
     old_doc, new_doc = await b.get(old.belief["id"]), await b.get(new.belief["id"])
-    assert old_doc["status"] == "invalidated" and old_doc["superseded_by"] == new_doc["id"]
+    assert old_doc["status"] == "superseded" and old_doc["superseded_by"] == new_doc["id"]
     assert new_doc["status"] == "active" and new_doc["supersedes"] == old_doc["id"]
     assert old_doc["content"] == "The staging server has 16 GB of memory"  # never overwritten
     assert [e["type"] for e in await b.history(old_doc["id"])] == ["create", "contradict"]
     created = (await b.history(new_doc["id"]))[0]
     assert created["type"] == "create" and created["supersedes"] == old_doc["id"]
     assert [x["id"] for x in await b.select("active")] == [new_doc["id"]]
-    assert [x["id"] for x in await b.select("invalidated")] == [old_doc["id"]]
+    assert [x["id"] for x in await b.select("superseded")] == [old_doc["id"]]
     unrelated = (await b.remember("Lunch is served at noon in the canteen")).outcomes[0]
     assert unrelated.action == "created"
+    # a namespace written before the one vocabulary called it "invalidated": still superseded
+    await client.execute_command(
+        "JSON.SET", b.keys.belief(old_doc["id"]), "$.status", '"invalidated"'
+    )
+    assert [x["id"] for x in await b.select("superseded")] == [old_doc["id"]]
+    assert (await b.stats())["by_status"]["superseded"] == 1
+    with pytest.raises(InvalidOperationError, match="unknown status 'invalidated'"):
+        await b.select("invalidated")
 
 
 async def test_llm_extracts_fact_and_insight_and_checks_contradictions(
@@ -309,7 +317,7 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
     assert second["beliefs"][0]["action"] == "superseded"
     old_id = first["beliefs"][0]["id"]
     listed = json.loads(cli("belief", "list", "--status", "all", "--json").stdout)
-    assert {b["status"] for b in listed} == {"active", "invalidated"}
+    assert {b["status"] for b in listed} == {"active", "superseded"}
     history = cli("belief", "history", old_id[:12])
     assert history.returncode == 0 and "contradict" in history.stdout
     assert "None" not in history.stdout and "['" not in history.stdout  # no Python reprs

@@ -144,7 +144,7 @@ def test_every_help_page_is_plain_text(agent: Agent) -> None:
     [
         (("memory", "search"), "[daily|longterm|belief|event|decision|failure]"),
         (("memory", "log"), "[user|agent|system]"),
-        (("belief", "list"), "[active|invalidated|forgotten|pruned|all]"),
+        (("belief", "list"), "[active|superseded|forgotten|pruned|all]"),
         (("task", "list"), "[open|done|all]"),
         (("ledger", "list"), "[action|llm_call|tool_call]"),
         (("memory", "import"), "[refuse|keep-first|keep-last]"),

@@ -39,6 +39,7 @@ from aether.memory.knowledge.archetypes.base import Archetype
 from aether.memory.knowledge.beliefs import effective_confidence
 from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
 from aether.memory.retrieval.wording import best_passage, coverage, sentences, words
+from aether.memory.status import INACTIVE
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.chat import ChatSessions
@@ -52,7 +53,6 @@ STANDALONE_SYSTEM = 0.15
 STANDALONE_INDEX = 0.15
 STANDALONE_HISTORY = 0.15
 OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
-HIDDEN_STATUSES = frozenset({"forgotten", "invalidated", "pruned"})
 # A remembered statement's log entry is represented by the beliefs drawn from it (which
 # carry confidence, supersession and forgetting); the raw entry stays out of contexts.
 REMEMBER_TAG = "remember"
@@ -556,7 +556,7 @@ class ContextAssembler:
         visible = [
             h
             for h in hits
-            if h.doc.get("status") not in HIDDEN_STATUSES
+            if h.doc.get("status") not in INACTIVE
             and not (h.doc.get("kind") == "daily" and REMEMBER_TAG in (h.doc.get("tags") or []))
         ]
         top = max((_match(h) for h in visible), default=0.0)

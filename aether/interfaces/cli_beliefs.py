@@ -26,14 +26,15 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.knowledge.beliefs import Beliefs, BeliefStatus, Reflection
+from aether.memory.knowledge.beliefs import Beliefs, Reflection
+from aether.memory.status import BeliefStatus
 from aether.memory.storage.records import MemoryDoc
 from aether.operations import memory as memory_ops
 from aether.operations import ranges
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-STATUS_HELP = "active, invalidated, forgotten, pruned or all."
+STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 
 

@@ -201,7 +201,7 @@ def search(
     limit: Annotated[int, ranges.LIMIT.option("--limit", help="At most this many.")] = 10,
     include_inactive: Annotated[
         bool,
-        typer.Option("--include-inactive", help="Also invalidated, forgotten or pruned beliefs."),
+        typer.Option("--include-inactive", help="Also superseded, forgotten or pruned memories."),
     ] = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -282,7 +282,7 @@ def import_(
     """Import a whole-memory export, or a file of daily entries and long-term notes.
 
     Every line is validated before anything is written: a bad line refuses the whole
-    file, naming the line. A whole-memory export (``aether memory export``) restores every
+    file, naming the line. A whole-memory export (aether memory export) restores every
     key this namespace lacks and adds to its collections what they lack (a checkpoint is
     taken first); a file of records skips exact duplicates.
     """

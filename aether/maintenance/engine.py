@@ -33,7 +33,8 @@ from aether.context.compression import ExtractiveSummarizer
 from aether.errors import LLMError
 from aether.memory.knowledge.beliefs import REMEMBER_TAG, Beliefs
 from aether.memory.knowledge.learner import ConversationLearner
-from aether.memory.retrieval.search import INACTIVE, MemorySearch
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.status import INACTIVE
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.daily import DailyLog

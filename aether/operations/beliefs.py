@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from aether.memory.status import BeliefStatus
 from aether.memory.storage.records import public
 from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
@@ -20,9 +21,7 @@ __all__ = ["belief_list", "belief_show"]
 class BeliefListArgs(BaseModel):
     """Arguments of ``belief_list``."""
 
-    status: Literal["active", "superseded", "forgotten", "invalidated", "pruned", "all"] = Field(
-        default="active", description="Which beliefs."
-    )
+    status: BeliefStatus | Literal["all"] = Field(default="active", description="Which beliefs.")
     limit: int = Field(default=200, ge=1, le=2000, description="At most this many.")
 
 

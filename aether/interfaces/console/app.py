@@ -35,6 +35,7 @@ from aether.errors import AetherError, describe, error_code
 from aether.identity.prompt import operator_zone
 from aether.interfaces.console.auth import COOKIE, Sessions
 from aether.interfaces.console.pictures import bars, graph_picture
+from aether.memory.status import BELIEF_STATUSES
 from aether.operations import (
     Caller,
     Operation,
@@ -251,6 +252,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
             request,
             "beliefs.html",
             status=status,
+            statuses=[*BELIEF_STATUSES, "all"],
             beliefs=listed.beliefs,
             questions=listed.questions,
             half_life=agent.settings.beliefs.half_life_days,

@@ -27,7 +27,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import structlog
 from redis.exceptions import ResponseError
@@ -41,8 +41,9 @@ from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
 from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, stating
-from aether.memory.retrieval.search import INACTIVE, MemorySearch, query_tokens
+from aether.memory.retrieval.search import MemorySearch, query_tokens
 from aether.memory.retrieval.stopwords import STOPWORDS
+from aether.memory.status import BELIEF_STATUSES, INACTIVE, Status, matches
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import DailyEntry, MemoryDoc, base_record
 from aether.memory.storage.vectors import refilter
@@ -55,8 +56,7 @@ from aether.store.state import Mutation
 log = structlog.get_logger(__name__)
 
 TYPES = ("fact", "insight")
-BeliefStatus = Literal["active", "invalidated", "forgotten", "pruned"]
-STATUSES: tuple[str, ...] = get_args(BeliefStatus)
+STATUSES = BELIEF_STATUSES
 NEIGHBOURS = 5
 REMEMBER_TAG = "remember"
 """The tag of the daily entry ``remember`` logs (its facts live on as beliefs)."""
@@ -360,7 +360,7 @@ class Beliefs:
                 d for d in await self.layer.get_docs(keys[start : start + 500], BELIEF_FIELDS) if d
             ]
         when = now or time.time()
-        out = [d for d in docs if status is None or d.get("status") == status]
+        out = [d for d in docs if status is None or matches(d.get("status"), status)]
         for doc in out:
             doc["effective_confidence"] = round(self.effective(doc, when), 4)
         out.sort(key=lambda d: d["effective_confidence"], reverse=True)
@@ -605,7 +605,7 @@ class Beliefs:
         )
         if superseding is not None:
             await self._supersede_quotes(m, superseding, doc)
-            self._status_ops(m, superseding, "invalidated")
+            self._status_ops(m, superseding, Status.SUPERSEDED)
             key = self.keys.belief(superseding["id"])
             m.json_set(key, doc["id"], "$.superseded_by")
             self._event(
@@ -634,21 +634,22 @@ class Beliefs:
         for key in quoted:
             pipe.exists(self.keys.vector(key))
         for key, has_vector in zip(quoted, await pipe.execute(), strict=True):
-            m.json_set(key, "superseded", "$.status")
+            m.json_set(key, Status.SUPERSEDED.value, "$.status")
             m.json_set(key, new["id"], "$.superseded_by")
             if has_vector:
-                refilter(m, self.keys, key, status="superseded")
+                refilter(m, self.keys, key, status=Status.SUPERSEDED.value)
 
     async def states_superseded(self, text_: str) -> bool:
         """Whether ``text_`` states a belief that a later one replaced."""
         search = MemorySearch(self.layer)
         hits = await search.search(text_, kind="belief", include_inactive=True, limit=20)
-        replaced = [h.key for h in hits if h.doc.get("status") == "invalidated"]
+        replaced = [h.key for h in hits if matches(h.doc.get("status"), Status.SUPERSEDED)]
         for doc in await self.layer.get_docs(replaced, (*BELIEF_FIELDS, "kind")):
             if doc is None:
                 continue
             successor = doc.get("superseded_by")
-            if doc.get("kind") != "belief" or doc.get("status") != "invalidated" or not successor:
+            superseded = matches(doc.get("status"), Status.SUPERSEDED)
+            if doc.get("kind") != "belief" or not superseded or not successor:
                 continue
             new = (await self.layer.get_docs([self.keys.belief(str(successor))], ("content",)))[0]
             change = Change.between(str(doc["content"]), str(new["content"])) if new else None
@@ -776,7 +777,7 @@ class Beliefs:
         """Counts by status and type, mean effective confidence, open questions."""
         every = await self.select(None, now)
         active = [b for b in every if b.get("status") == "active"]
-        by_status = {s: sum(1 for b in every if b.get("status") == s) for s in STATUSES}
+        by_status = {s: sum(1 for b in every if matches(b.get("status"), s)) for s in STATUSES}
         by_type = {t: sum(1 for b in active if b.get("type") == t) for t in TYPES}
         mean = sum(b["effective_confidence"] for b in active) / len(active) if active else 0.0
         tiers = self.settings

@@ -62,6 +62,7 @@ from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.retrieval.wording import best_passage
+from aether.memory.status import INACTIVE
 from aether.memory.storage.conversation import chance_lift, in_context
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
 from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
@@ -84,9 +85,6 @@ from aether.memory.tiers.daily import DailyLog
 from aether.store.cluster import SlotRedis
 
 log = structlog.get_logger(__name__)
-
-INACTIVE = ("invalidated", "forgotten", "pruned", "superseded")
-"""Statuses of memories that no longer hold: kept for history, never recalled by default."""
 
 
 @dataclass(frozen=True)
@@ -477,7 +475,7 @@ class MemorySearch:
             limit: at most this many results (1-1000).
             now: the time recency is measured from (default: now).
             scopes: only memories in these scopes.
-            include_inactive: also invalidated, forgotten or pruned beliefs and superseded
+            include_inactive: also superseded, forgotten or pruned beliefs and superseded
                 notes (left out by default).
 
         Raises:
