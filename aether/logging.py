@@ -63,6 +63,9 @@ def _not_file_only(record: logging.LogRecord) -> bool:
     return not (isinstance(record.msg, dict) and record.msg.get("file_only"))
 
 
+QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "openai")
+
+
 def configure_logging(
     settings: Settings,
     *,
@@ -125,6 +128,8 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers = handlers
     root.setLevel(logging.DEBUG)
+    for chatty in QUIET_LIBRARIES:  # a line per HTTP request: the ledger records each call
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     structlog.configure(
         processors=[*_SHARED, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),

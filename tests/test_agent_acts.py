@@ -122,7 +122,7 @@ def _env(cli_env: dict[str, str], server: ScriptedOpenAI, tmp: Path) -> dict[str
         "AETHER_WORKSPACE": str(tmp / "ws"),
         "AETHER_MCP_SERVERS": str(mcp_file),
         "AETHER_TOOLS__ALLOW": "calc__*",
-        "AETHER_TOOLS__APPROVAL_TIMEOUT_S": "6",
+        "AETHER_TOOLS__APPROVAL_TIMEOUT_S": "20",
         "AETHER_TOOLS__MAX_CALLS": "6",
         "AETHER_DAEMON__SESSION": "work",
     }
@@ -223,7 +223,8 @@ def test_the_agent_acts_through_the_daemon(daemon_env: dict[str, str], tmp_path:
     human = run_cli(env, "status").stdout
     assert f"aether approvals approve {request['id']}" in human and "edit_file" in human
     # approvals take an id prefix, like checkpoints, beliefs and tasks
-    assert run_cli(env, "approvals", "approve", "zzzz").returncode == 2
+    nothing = run_cli(env, "approvals", "approve", "zzzz")
+    assert nothing.returncode == 1 and "no approval request 'zzzz'" in nothing.stderr
     approved = run_cli(env, "approvals", "approve", request["id"][:10])
     assert approved.returncode == 0 and f"approved {request['id']}" in approved.stdout
     out, err = sending.communicate(timeout=60)

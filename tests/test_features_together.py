@@ -112,3 +112,91 @@ def test_erasure_with_the_daemon_running_then_cut_short_while_it_is_down(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_readme_scripted_model_exercises_tools_approvals_and_learning(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The README's way to try the whole loop: the program, then `aether up`, as written."""
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    program = subprocess.Popen(
+        [sys.executable, "-m", "aether.testing.model", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("the boiler is serviced every March\n")
+    env = {
+        **cli_env,
+        "AETHER_EMBEDDING__PROVIDER": "none",
+        "AETHER_LLM__BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "AETHER_LLM__MODEL": "scripted",
+        "AETHER_WORKSPACE": str(ws),
+        "AETHER_DAEMON__HEARTBEAT_INTERVAL_S": "3600",
+        "AETHER_DAEMON__MAINTENANCE_INTERVAL_S": "3600",
+        "AETHER_TOOLS__APPROVAL_TIMEOUT_S": "60",
+    }
+    proc = None
+    try:
+        assert program.stdout is not None and "scripted model at" in program.stdout.readline()
+        proc = _start(env, tmp_path / "daemon.log")
+        read = _cli(env, "send", 'CALL read_file {"path": "notes.txt"}')
+        assert read.returncode == 0, read.stderr
+        assert "the tools said" in read.stdout and "serviced every March" in read.stdout
+        # a write asks the operator (supervised): approved by prefix, it runs
+        sending = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "aether",
+                "send",
+                'CALL write_file {"path": "out.txt", "content": "done"}',
+                "--timeout",
+                "60",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        waiting: list[dict[str, str]] = []
+        while not waiting and time.monotonic() < deadline:
+            waiting = json.loads(_cli(env, "--json", "approvals", "list").stdout or "[]")
+            time.sleep(0.3)
+        assert waiting and waiting[0]["tool"] == "write_file"
+        assert _cli(env, "approvals", "approve", waiting[0]["id"][:8]).returncode == 0
+        out, err = sending.communicate(timeout=60)
+        assert sending.returncode == 0, err
+        assert (ws / "out.txt").read_text() == "done"
+        # what it is told, it learns (the program's extraction is aether's own)
+        told = _cli(env, "send", "I live in Lisbon and my cat is called Miso.")
+        assert told.returncode == 0, told.stderr
+        deadline = time.monotonic() + 30
+        beliefs: list[dict[str, str]] = []
+        while time.monotonic() < deadline:
+            beliefs = json.loads(_cli(env, "--json", "belief", "list").stdout or "[]")
+            if any("Lisbon" in b["content"] for b in beliefs):
+                break
+            time.sleep(0.5)
+        assert any("Lisbon" in b["content"] for b in beliefs), beliefs
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(15)
+        program.terminate()
+        program.wait(10)

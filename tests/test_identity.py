@@ -199,6 +199,8 @@ async def test_set_field_bad_input(
 async def test_prompt_budget_drops_least_important_never_guardrails(
     identities: IdentityStore, identity_dir: Path
 ) -> None:
+    with (identity_dir / "USER.md").open("a") as f:
+        f.write("\nI am on call every second weekend; page me only for outages.\n")
     await identities.bootstrap(identity_dir)
     identity = await identities.load()
     full = build_system_prompt(identity, now=NOW)

@@ -89,6 +89,9 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         assert too_many["code"] == "invalid" and "limit" in too_many["message"]
         bad_kind = _error(await call("memory_search", {"query": "x", "kind": "gossip"}))
         assert bad_kind["code"] == "invalid" and "kind" in bad_kind["message"]
+        typo = _error(await call("memory_search", {"query": "kestrels", "limt": 1}))
+        assert typo["code"] == "invalid" and "'limt'" in typo["message"], typo
+        assert "limit" in typo["message"]  # what it does take
         unknown = _error(await call("no_such_tool", {}))  # the contract's object, not text
         assert unknown["code"] == "not_found" and "memory_search" in unknown["message"]
         assert unknown["retryable"] is False

@@ -7,6 +7,7 @@ budget, whole sections are dropped from the least important up.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -55,6 +56,18 @@ def _bullets(texts: list[str]) -> str:
     return "\n".join(seen)
 
 
+def _operator_notes(body: str) -> str:
+    """What the operator wrote in USER.md's body, for the model.
+
+    Comments (the template's how-to) and a body of headings alone say nothing to it.
+    """
+    text = re.sub(r"<!--.*?-->", "", body, flags=re.DOTALL).strip()
+    said = [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    return text if said else ""
+
+
 def _sections(identity: Identity, now: datetime) -> list[tuple[str, str]]:
     """(name, text) in output order; empty sections left out."""
     docs = identity.docs()
@@ -85,7 +98,7 @@ def _sections(identity: Identity, now: datetime) -> list[tuple[str, str]]:
     notes = ""
     if user_doc is not None:
         body = user_doc.text.split("---", 2)[-1] if user_doc.fields else user_doc.text
-        notes = body.strip()
+        notes = _operator_notes(body)
     work = [
         text
         for d in agent_docs

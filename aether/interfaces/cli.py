@@ -210,7 +210,9 @@ def root(
         settings = load_settings()
     except AetherError as e:
         fail(str(e), json_ or json_requested.get(), kind="config")
-    long_running = ctx.invoked_subcommand == "up"
+    # the daemon in the foreground says what it does, unless the operator chose a level
+    chosen = "console_level" in settings.log.model_fields_set
+    long_running = ctx.invoked_subcommand == "up" and not chosen
     configure_logging(
         settings, console_level="INFO" if long_running else None, log_format=log_format
     )

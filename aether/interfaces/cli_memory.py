@@ -80,6 +80,27 @@ async def memory(st: AppState) -> AsyncIterator[MemoryLayer]:
         yield agent.memory
 
 
+def read_stdin(ctx: typer.Context, limit: int) -> str:
+    """Standard input as text, refused (usage, 64) past ``limit`` bytes or when not UTF-8."""
+    import sys
+
+    raw = sys.stdin.buffer.read(limit + 1)
+    if len(raw) > limit:
+        fail(f"stdin holds over {limit:,} bytes, the content limit", state(ctx).json, EXIT_USAGE)
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as e:
+        fail(f"stdin is not UTF-8 text (byte {e.start})", state(ctx).json, EXIT_USAGE)
+
+
+def since_option(ctx: typer.Context, value: str | None) -> datetime | None:
+    """``--since`` read at the command's boundary: a bad value is a usage error (64)."""
+    try:
+        return parse_since(value)
+    except InvalidOperationError as e:
+        fail(str(e), state(ctx).json, EXIT_USAGE, "invalid")
+
+
 def parse_since(value: str | None) -> datetime | None:
     """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive).
 
@@ -135,14 +156,16 @@ def _content(doc: Mapping[str, object]) -> str:
 @app.command("log")
 def log_(
     ctx: typer.Context,
-    content: Annotated[str, typer.Argument(help="What happened.")],
+    content: Annotated[str, typer.Argument(help="What happened ('-': read it from stdin).")],
     source: Annotated[Source, typer.Option(help="Who it comes from.")] = "user",
     tags: TagsOpt = None,
     score: Annotated[float, ranges.SCORE.option("--score", help="Importance 0-1.")] = 0.5,
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Write a daily log entry."""
+    """Write a daily log entry (CONTENT '-' reads it from stdin, up to the content limit)."""
+    if content == "-":
+        content = read_stdin(ctx, state(ctx).settings.memory.max_content_bytes)
     args = arguments(
         ctx, ops.LogArgs, content=content, source=source, tags=tags, score=score, session=session
     )
@@ -213,10 +236,7 @@ def search(
     as_json = wants_json(ctx, json_)
     if not query.strip():  # a usage error, like a bad option (64), not "nothing found" (2)
         fail("the query is empty: say what to look for", as_json, EXIT_USAGE, "invalid")
-    try:
-        since_at = parse_since(since)
-    except InvalidOperationError as e:
-        fail(f"--since: {e}", as_json, EXIT_USAGE, "invalid")
+    since_at = since_option(ctx, since)
 
     args = arguments(
         ctx,

@@ -11,7 +11,7 @@ import typer
 from redis.asyncio import Redis
 
 from aether.errors import InvalidOperationError
-from aether.interfaces.cli_memory import parse_since
+from aether.interfaces.cli_memory import since_option
 from aether.interfaces.common import (
     AppState,
     emit,
@@ -89,8 +89,8 @@ def tools_show(
     emit(tool, wants_json(ctx, json_), None)
 
 
-def _since(value: str | None) -> float | None:
-    when = parse_since(value)
+def _since(ctx: typer.Context, value: str | None) -> float | None:
+    when = since_option(ctx, value)
     return when.timestamp() if when else None
 
 
@@ -106,12 +106,13 @@ def ledger_list(
 ) -> None:
     """Ledger entries, newest first."""
     st = state(ctx)
+    since_at = _since(ctx, since)
 
     async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
         if kind is not None and kind not in KINDS:
             raise InvalidOperationError(f"--kind is one of {', '.join(KINDS)}")
         async with opened(st) as (services, client):
-            entries = await services.ledger.entries(kind=kind, since=_since(since), limit=limit)
+            entries = await services.ledger.entries(kind=kind, since=since_at, limit=limit)
             zone = await read_operator_zone(client, st.keys)
             return [e.to_dict() for e in entries], zone
 
@@ -138,10 +139,11 @@ def _tokens(entry: dict[str, Any]) -> str:
 def ledger_totals(ctx: typer.Context, since: SinceOpt = None, json_: JsonOpt = False) -> None:
     """LLM calls, tokens and cost (since a time)."""
     st = state(ctx)
+    since_at = _since(ctx, since)
 
     async def body() -> dict[str, float]:
         async with opened(st) as (services, _client):
-            return await services.ledger.totals(since=_since(since))
+            return await services.ledger.totals(since=since_at)
 
     data = run(ctx, body)
     emit(data, wants_json(ctx, json_), lambda: print_fields(data))

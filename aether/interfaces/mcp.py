@@ -83,6 +83,14 @@ class AetherMCPServer(MCPServer[Any]):
         if self._tool_manager.get_tool(name) is None:
             known = ", ".join(sorted(t.name for t in self._tool_manager.list_tools()))
             return _contract_error("not_found", f"unknown tool {name[:70]!r}: tools are {known}")
+        accepted = list(REGISTRY[name].arguments.model_fields) if name in REGISTRY else None
+        unknown = sorted(set(arguments or {}) - set(accepted)) if accepted is not None else []
+        if unknown:  # a misspelt argument is not silently dropped
+            shown = ", ".join(repr(u[:40]) for u in unknown[:5])
+            takes = ", ".join(accepted or []) or "none"
+            return _contract_error(
+                "invalid", f"{name}: unknown argument(s) {shown}; it takes {takes}"
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:

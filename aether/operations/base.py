@@ -163,7 +163,8 @@ def _adapter(result_type: Any) -> TypeAdapter[Any]:
 def problems(error: ValidationError, limit: int = 5) -> str:
     """A validation error as one line: ``limit: Input should be ...; query: Field required``."""
     return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: "
+        + str(err["msg"]).removeprefix("Value error, ")
         for err in error.errors()[:limit]
     )
 

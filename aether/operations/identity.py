@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
@@ -41,6 +41,13 @@ class ContextArgs(BaseModel):
         description="The conversation, for its newest messages and the older messages of "
         "its window that hold the query.",
     )
+
+    @field_validator("query")
+    @classmethod
+    def _says_something(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the query is empty: say what the context is for")
+        return value
 
 
 class ContextSection(BaseModel):

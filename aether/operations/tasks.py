@@ -7,10 +7,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 import structlog
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from aether.errors import InvalidOperationError, LLMError
-from aether.memory.tiers.tasks import Goal, Suggestion, Task, TaskStatus, suggestion_order
+from aether.memory.tiers.tasks import (
+    Goal,
+    Suggestion,
+    Task,
+    TaskStatus,
+    parse_due,
+    suggestion_order,
+)
 from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import PRIORITY
@@ -49,6 +56,16 @@ def _task_line(task: Task) -> str:
     return f"[{task.id}] p{task.priority} {task.status}{due}: {task.title}"
 
 
+def _checked_due(value: str | None) -> str | None:
+    """A due date that is a date (an empty one, kept, clears it in an edit)."""
+    if value is not None and value.strip():
+        try:
+            parse_due(value)
+        except InvalidOperationError as e:
+            raise ValueError(str(e)) from e
+    return value
+
+
 class TaskAddArgs(BaseModel):
     """Arguments of ``task_add``."""
 
@@ -57,6 +74,8 @@ class TaskAddArgs(BaseModel):
     due: str | None = Field(default=None, description="Due date, YYYY-MM-DD.")
     goal: str | None = Field(default=None, description="The goal it serves (id or prefix).")
     notes: Notes = ""
+
+    _due_is_a_date = field_validator("due")(_checked_due)
 
 
 @operation(read_only=False, brief=lambda t: f"added task {_task_line(t)}")
@@ -118,6 +137,8 @@ class TaskEditArgs(BaseModel):
     due: str | None = Field(default=None, description="A new due date; empty clears it.")
     goal: str | None = Field(default=None, description="A new goal; empty clears it.")
     notes: str | None = Field(default=None, description="New notes.")
+
+    _due_is_a_date = field_validator("due")(_checked_due)
 
 
 @operation(read_only=False, brief=lambda t: f"edited {_task_line(t)}")

@@ -167,10 +167,48 @@ class ScriptedOpenAI:
         self._server.server_close()
 
 
+_CALL = re.compile(r"^\s*(?:\[Current Time:[^\]]*\]\s*)?CALL\s+([A-Za-z0-9_.:-]+)\s*(\{.*\})?\s*$")
+
+
 def echo(body: dict[str, Any]) -> dict[str, Any]:
-    """The program's reply: it says what it heard (the last user message, shortened)."""
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    """The program's reply: it says what it heard, or makes the tool calls it is told to.
+
+    A user message whose lines read ``CALL tool_name {"json": "arguments"}`` is answered
+    with those tool calls (when the turn offers the tool), so tools and approvals can be
+    tried without a model; once their results are in, it says what they were. Any other
+    message: what it heard (the last user message, shortened).
+    """
+    messages = body.get("messages", [])
+    users = [m for m in messages if m.get("role") == "user"]
     heard = str(users[-1].get("content") or "") if users else ""
+    if messages and messages[-1].get("role") == "tool":
+        results = []
+        for m in reversed(messages):
+            if m.get("role") != "tool":
+                break
+            results.append(" ".join(str(m.get("content") or "").split())[:200])
+        return completion("(scripted model) the tools said: " + " | ".join(reversed(results)))
+    offered = {t["function"]["name"] for t in body.get("tools") or [] if "function" in t}
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    refused: list[str] = []
+    for line in heard.splitlines():
+        match = _CALL.match(line)
+        if match is None:
+            continue
+        name, raw = match.group(1), match.group(2) or "{}"
+        try:
+            arguments = json.loads(raw)
+        except json.JSONDecodeError:
+            refused.append(f"{name}: its arguments are not JSON")
+            continue
+        if name not in offered or not isinstance(arguments, dict):
+            refused.append(f"{name}: not a tool of this turn" if name not in offered else name)
+            continue
+        calls.append((f"call_{len(calls)}", name, arguments))
+    if calls:
+        return completion(tool_calls=calls)
+    if refused:
+        return completion("(scripted model) I cannot call " + "; ".join(refused))
     heard = " ".join(heard.split())[:200]
     return completion(f'(scripted model) I heard: "{heard}"')
 
@@ -184,12 +222,13 @@ def structured(body: dict[str, Any]) -> dict[str, Any]:
     A relevance judge's request (``AETHER_MEMORY__RERANK=llm``: a question, then numbered
     memories) gets each memory graded by the share of the question's longer words it
     holds (half or more 3, a quarter 2, any 1, none 0), so a search can be judged without
-    a model; any other request (knowledge extraction) an empty extraction.
+    a model; any other request (knowledge extraction) what aether's own deterministic
+    extractor finds in the conversation's lines (``speaker: text``).
     """
     asked = str(body["messages"][-1].get("content") or "")
     schema = json.dumps(body.get("response_format", {}))
     if '"grades"' not in schema:
-        return completion('{"facts": [], "entities": [], "relations": []}')
+        return completion(_extraction(asked))
     question = {w for w in re.findall(r"\w+", asked.splitlines()[0].lower()) if len(w) > 3}
     grades = []
     for number, text in _NUMBERED.findall(asked):
@@ -197,6 +236,17 @@ def structured(body: dict[str, Any]) -> dict[str, Any]:
         grade = 3 if share >= 0.5 else 2 if share >= 0.25 else int(share > 0)
         grades.append({"memory": int(number), "grade": grade})
     return completion(json.dumps({"grades": grades}))
+
+
+def _extraction(asked: str) -> str:
+    from aether.memory.knowledge.extraction import Extraction, extract
+
+    found = Extraction()
+    for line in asked.splitlines():
+        speaker, sep, said = line.partition(": ")
+        if sep and speaker and len(speaker) < 40 and said.strip():
+            found = found.merged(extract(speaker, said))
+    return found.model_dump_json()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -102,10 +102,15 @@ class DailyLog:
         return texts(await self.layer.client.lrange(self.keys.daily(day), 0, -1))
 
     async def list_day(self, day: date) -> list[MemoryDoc]:
-        """The entries of a day, chronological."""
+        """The entries of a day, chronological.
+
+        By their time, not by when they were written: an import or a late entry may land
+        after a later one.
+        """
         ids = await self.ids(day)
         docs = await self.layer.get_docs([self.keys.daily_entry(i) for i in ids])
-        return [d for d in docs if d is not None]
+        found = [d for d in docs if d is not None]
+        return sorted(found, key=lambda d: float(d.get("timestamp") or 0.0))
 
     async def recent(self, days: int, today: date | None = None) -> list[MemoryDoc]:
         """Entries of the last ``days`` days (``today``, default now, included), oldest first."""
