@@ -181,6 +181,7 @@ def test_the_readme_scripted_model_exercises_tools_approvals_and_learning(
         assert waiting and waiting[0]["tool"] == "write_file"
         assert _cli(env, "approvals", "approve", waiting[0]["id"][:8]).returncode == 0
         out, err = sending.communicate(timeout=60)
+        assert "the tools said" in out
         assert sending.returncode == 0, err
         assert (ws / "out.txt").read_text() == "done"
         # what it is told, it learns (the program's extraction is aether's own)
