@@ -20,6 +20,7 @@ import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 import structlog
 from redis.asyncio import Redis
@@ -483,11 +484,11 @@ class Daemon:
         return reason
 
     async def maintenance(self) -> None:
-        """The scheduled maintenance run."""
+        """The scheduled maintenance run (at the daemon's clock's time)."""
         engine = MaintenanceEngine(
             self.layer, self.checkpoints, self.llm, actor="daemon", beliefs=self.settings.beliefs
         )
-        await engine.run()
+        await engine.run(now=datetime.fromtimestamp(self.clock(), UTC))
 
     async def _listen(self, stop: asyncio.Event) -> None:
         """Hear admin actions on ``ns:events`` (rollbacks, identity changes)."""

@@ -1,0 +1,354 @@
+"""The whole-product simulation: many operation sequences, then weeks of a daemon's life.
+
+Two parts, one JSON object:
+
+1. **Operations.** :class:`tests.whole_product.WholeProduct` (a hypothesis state machine
+   over every operation against one real namespace, invariants after every step) run for
+   ``--steps`` steps, seed after seed, against the bench's own embedded Redis.
+2. **Daemon life.** The real :class:`aether.runtime.daemon.Daemon` (its inbox lanes,
+   supervisor, approvals, heartbeat and maintenance) over ``--days`` simulated days on an
+   injected clock, with the scripted model: each day three sessions talk to it, one asks
+   for a tool call that waits for the operator (the others must be answered meanwhile),
+   the operator approves it by an id prefix, the heartbeat and maintenance run at the
+   day's time, the operator takes a checkpoint, writes, rolls back and undoes, and every
+   week erases a text while the daemon runs. Faults: every third day the daemon dies
+   mid-day (its task cancelled without a clean stop, a message in hand); every seventh
+   day the Redis server is SIGKILLed and started again. After each day: every message
+   answered exactly once, every acknowledged memory present, nothing holding writes, the
+   erased texts nowhere.
+
+Prints ``{"steps", "simulated_days", "violations", "failures": [{"seed", "error"}], ...}``;
+exit status 1 when a violation was found. A failure's seed replays it:
+``python bench/simulate.py --steps 200 --seed SEED --days 0``.
+
+Usage: python bench/simulate.py [--steps 20000] [--days 28] [--seed 1] [--examples-steps 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.whole_product
+
+from hypothesis import HealthCheck, seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from aether.codec import text
+from aether.config import Settings
+from aether.errors import REDIS_OUTAGE
+from aether.identity.bootstrap import default_identity_dir
+from aether.operations import REGISTRY, Caller, Parts
+from aether.runtime.daemon import Daemon
+from aether.runtime.inbox import Inbox
+from aether.runtime.llm import CircuitBreaker, LLMClient
+from aether.server.embedded import EmbeddedRedis
+from aether.store.client import connect
+from aether.testing.model import ScriptedOpenAI, echo, structured
+from tests.whole_product import WholeProduct
+
+SESSIONS = ("alpha", "beta", "tools")
+START = datetime(2026, 3, 2, 8, tzinfo=UTC)
+
+
+# -- part 1: operations ---------------------------------------------------------------------
+def run_operations(home: Path, steps: int, first_seed: int, per_example: int) -> dict[str, Any]:
+    WholeProduct.configure(home)
+    failures: list[dict[str, Any]] = []
+    current = first_seed
+    started = time.monotonic()
+    try:
+        while WholeProduct.counters.steps < steps:
+            machine = seed(current)(type(f"Seed{current}", (WholeProduct,), {}))
+            left = steps - WholeProduct.counters.steps
+            try:
+                run_state_machine_as_test(
+                    machine,
+                    settings=settings(
+                        # one long run per seed: its first examples are the simplest ones
+                        max_examples=max(1, left // max(1, per_example // 2)),
+                        stateful_step_count=per_example,
+                        deadline=None,
+                        database=None,
+                        suppress_health_check=list(HealthCheck),
+                        print_blob=True,
+                    ),
+                )
+            except Exception as e:  # noqa: BLE001 - a violation: recorded with its seed
+                failures.append(
+                    {"seed": current, "error": "".join(traceback.format_exception(e))[-3000:]}
+                )
+            current += 1
+    finally:
+        WholeProduct.shutdown()
+    counters = WholeProduct.counters
+    return {
+        "steps": counters.steps,
+        "examples": counters.examples,
+        "seeds": [first_seed, current - 1],
+        "by_rule": dict(sorted(counters.by_rule.items())),
+        "seconds": round(time.monotonic() - started, 1),
+        "failures": failures,
+    }
+
+
+# -- part 2: the daemon's life ---------------------------------------------------------------
+class Life:
+    """One agent's weeks: the daemon, its operator, its sessions, and the faults."""
+
+    def __init__(self, home: Path, model: ScriptedOpenAI) -> None:
+        self.home = home
+        self.server = EmbeddedRedis(Settings(home=home, redis_appendfsync="always"))
+        self.now = START
+        self.settings = Settings(
+            home=home,
+            namespace="life",
+            workspace=home / "ws",
+            embedding={"provider": "none"},  # type: ignore[arg-type]
+            daemon={"heartbeat_interval_s": 10**6, "maintenance_interval_s": 10**6},  # type: ignore[arg-type]
+            tools={"approval_timeout_s": 120},  # type: ignore[arg-type]
+        )
+        (home / "ws").mkdir(parents=True, exist_ok=True)
+        self.model = model
+        self.sent: dict[str, str] = {}  # inbox id -> session
+        self.memories: dict[str, str] = {}  # daily entry id -> text
+        self.erased: list[str] = []
+        self.violations: list[str] = []
+        self.counts = {
+            "messages": 0,
+            "approvals": 0,
+            "rollbacks": 0,
+            "erasures": 0,
+            "daemon_kills": 0,
+            "redis_kills": 0,
+            "heartbeats": 0,
+            "maintenance": 0,
+        }
+
+    def clock(self) -> float:
+        return self.now.timestamp()
+
+    def check(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.violations.append(f"day {(self.now - START).days}: {what}")
+
+    async def open(self) -> None:
+        self.client = await connect(self.settings)
+        self.parts = Parts(self.settings, self.client, actor="operator")
+        await self.parts.ready()
+        await self.parts.identity.ensure(default_identity_dir())
+        self.inbox = Inbox(self.client, self.parts.keys, "operator")
+
+    async def start_daemon(self) -> None:
+        breaker = CircuitBreaker(self.model.base_url, failures=1000)
+        self.llm = LLMClient(self.model.base_url, "scripted", max_retries=0, breaker=breaker)
+        daemon_client = await connect(self.settings)
+        parts = Parts(self.settings, daemon_client, actor="daemon")
+        await parts.ready()
+        self.daemon = Daemon(parts, self.llm, consumer="life-daemon", clock=self.clock)
+        self.daemon_client = daemon_client
+        self.stop = asyncio.Event()
+        self.task = asyncio.create_task(self.daemon.run(self.stop))
+
+    async def stop_daemon(self, crash: bool = False) -> None:
+        if crash:
+            self.task.cancel()
+            self.counts["daemon_kills"] += 1
+        else:
+            self.stop.set()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(self.task, 30)
+        await self.llm.aclose()
+        await self.daemon_client.aclose()
+
+    async def op(self, name: str, **values: Any) -> Any:
+        operation = REGISTRY[name]
+        caller = Caller("operator", clock=self.clock)
+        return operation.dump(await operation(self.parts, caller, operation.parse(values)))
+
+    async def replies(self) -> dict[str, int]:
+        count: dict[str, int] = {}
+        for _, fields in await self.client.xrange(self.parts.keys.outbox()):
+            ref = text(fields.get(b"in_reply_to", b""))
+            count[ref] = count.get(ref, 0) + 1
+        return count
+
+    async def wait_replies(self, ids: list[str], timeout_s: float = 60) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = await self.replies()
+            if all(found.get(i) for i in ids):
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    async def send(self, content: str, session: str) -> str:
+        message = await self.inbox.send(content, session=session)
+        self.sent[message] = session
+        self.counts["messages"] += 1
+        return message
+
+    async def day(self, n: int) -> None:
+        self.now = START + timedelta(days=n)
+        # sessions talk; one asks for a write that waits for the operator
+        asked = await self.send(
+            f'CALL write_file {{"path": "day{n}.txt", "content": "d{n}"}}', "tools"
+        )
+        request = None
+        deadline = time.monotonic() + 30
+        while request is None and time.monotonic() < deadline:
+            pending = await self.parts.approvals.pending()
+            request = pending[0] if pending else None
+            await asyncio.sleep(0.05)
+        self.check(request is not None, "the tool call never asked for approval")
+        others = [await self.send(f"how is the day {n} going, {s}?", s) for s in SESSIONS[:2]]
+        self.check(await self.wait_replies(others, 30), "a parked approval held up other sessions")
+        if request is not None:
+            await self.op("approvals_approve", id=request.id[:10])
+            self.counts["approvals"] += 1
+        self.check(await self.wait_replies([asked], 30), "the approved turn was never answered")
+        self.check((self.home / "ws" / f"day{n}.txt").exists(), "the approved write did not run")
+        # memories, the heartbeat and maintenance at the day's time
+        for i in range(3):
+            self.now += timedelta(hours=1)
+            entry = await self.op("memory_log", content=f"day {n} note {i} token lifez{n}q{i}")
+            self.memories[entry["id"]] = f"lifez{n}q{i}"
+        await self.daemon.heartbeat()
+        self.counts["heartbeats"] += 1
+        if n % 2 == 0:
+            await self.daemon.maintenance()
+            self.counts["maintenance"] += 1
+        # the operator's rollback and undo while it runs
+        cp = await self.op("checkpoint_create", label=f"day {n}")
+        extra = await self.op("memory_log", content=f"a mistake on day {n}")
+        await self.op("checkpoint_rollback", id=cp["id"])
+        self.check(
+            not await self.client.exists(self.parts.keys.daily_entry(extra["id"])),
+            "the rollback left the mistake",
+        )
+        await self.op("checkpoint_undo")
+        self.memories[extra["id"]] = f"a mistake on day {n}"
+        self.counts["rollbacks"] += 1
+        # an erasure while the daemon runs, once a week
+        if n % 7 == 6:
+            victim = next(iter(self.memories))
+            token = self.memories.pop(victim)
+            report = await self.op("erase", text=token)
+            self.erased.append(token)
+            self.counts["erasures"] += 1
+            self.check(report.get("files") in ("clean", "rewritten"), f"erasure files: {report}")
+            found = await self.op("erase_verify", text=token)
+            self.check(found["clean"], f"erased text still found: {found['found']}")
+            for other in self.erased[:-1]:
+                again = await self.op("erase_verify", text=other)
+                self.check(again["clean"], f"an earlier erased text came back: {again['found']}")
+
+    async def audit(self) -> None:
+        keys = self.parts.keys
+        replies = await self.replies()
+        for message in self.sent:
+            self.check(
+                replies.get(message, 0) == 1,
+                f"message {message} answered {replies.get(message, 0)} times",
+            )
+        for entry, token in self.memories.items():
+            self.check(bool(await self.client.exists(keys.daily_entry(entry))), f"lost {token}")
+        self.check(not await self.client.exists(keys.write_hold()), "a write hold was left")
+        self.check(not await self.client.exists(keys.admin_lock()), "an admin lock was left")
+
+
+async def live(home: Path, days: int) -> dict[str, Any]:
+    started = time.monotonic()
+    with ScriptedOpenAI(responder=echo, extractor=structured) as model:
+        life = Life(home, model)
+        await asyncio.to_thread(life.server.start)
+        await life.open()
+        await life.start_daemon()
+        for n in range(days):
+            await life.day(n)
+            if n % 3 == 2:  # the daemon dies with a message in hand
+                await life.send("a message the crash interrupts", "alpha")
+                await asyncio.sleep(0.05)
+                await life.stop_daemon(crash=True)
+                await life.start_daemon()
+            if n % 7 == 5:  # Redis is killed and started again
+                pid = life.server.status().pid
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+                    life.counts["redis_kills"] += 1
+                await asyncio.sleep(0.5)
+                await asyncio.to_thread(life.server.start)
+                for _ in range(100):  # the daemon's supervisor rides the outage out
+                    try:
+                        await life.client.ping()
+                        break
+                    except REDIS_OUTAGE:
+                        await asyncio.sleep(0.2)
+            await life.wait_replies(list(life.sent), 60)
+            await life.audit()
+        await life.stop_daemon()
+        await life.client.aclose()
+        await asyncio.to_thread(life.server.stop)
+    return {
+        "simulated_days": days,
+        "violations": life.violations,
+        "seconds": round(time.monotonic() - started, 1),
+        **life.counts,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20_000, help="operation steps in all")
+    parser.add_argument("--days", type=int, default=28, help="simulated days of daemon life")
+    parser.add_argument("--seed", type=int, default=1, help="the first seed")
+    parser.add_argument("--examples-steps", type=int, default=40, help="steps per example")
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    logging.disable(logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="aether-simulate-") as tmp:
+        home = Path(tmp)
+        server = EmbeddedRedis(Settings(home=home / "ops", redis_appendfsync="always"))
+        server.start()
+        try:
+            ops = run_operations(home / "ops", args.steps, args.seed, args.examples_steps)
+        finally:
+            server.stop()
+        life = (
+            asyncio.run(live(home / "life", args.days))
+            if args.days
+            else {"simulated_days": 0, "violations": [], "seconds": 0.0}
+        )
+    violations = len(ops["failures"]) + len(life["violations"])
+    print(
+        json.dumps(
+            {
+                "steps": ops["steps"],
+                "simulated_days": life["simulated_days"],
+                "violations": violations,
+                "failures": ops["failures"] + [{"day": v} for v in life["violations"]],
+                "operations": {k: v for k, v in ops.items() if k != "failures"},
+                "daemon_life": {k: v for k, v in life.items() if k != "violations"},
+            },
+            indent=2,
+        )
+    )
+    sys.exit(1 if violations else 0)
+
+
+if __name__ == "__main__":
+    main()

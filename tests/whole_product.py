@@ -1,0 +1,461 @@
+"""The whole product as a state machine: every operation against one real namespace.
+
+Hypothesis picks sequences of what an operator and an agent do in a real life (log,
+remember and supersede, forget, notes, scratchpads, tasks and goals, identity changes,
+checkpoints, rollbacks and undos, erasures, export and import, maintenance, chat turns
+through the runtime with the scripted model, tool calls that wait for an approval) and
+checks, after every step, what must always hold:
+
+- every acknowledged write is present unless rolled back or erased (a model of what
+  should be there, restored with each rollback);
+- a read changes nothing (a read-only operation between two images of the state);
+- rollback then undo restores the state image exactly;
+- an erased text is in no key, journal entry or export;
+- export -> import -> export is the same file;
+- an exact phrase finds the entry that holds it;
+- nothing is left holding writes (no write hold, no admin lock).
+
+``tests/test_whole_product.py`` runs a bounded, seeded number of examples in the suite;
+``bench/simulate.py`` runs many more (and the daemon over simulated weeks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import tempfile
+import threading
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from aether.checkpoints.image import state_image
+from aether.config import Settings
+from aether.identity.bootstrap import default_identity_dir
+from aether.memory.portable import export_memory, import_memory, read_portable
+from aether.operations import REGISTRY, Caller, Parts
+from aether.runtime.agent import AgentRuntime
+from aether.runtime.llm import CircuitBreaker, LLMClient
+from aether.store.client import connect
+from aether.testing.model import ScriptedOpenAI, echo
+
+T = TypeVar("T")
+
+WORDS = ["kestrel", "harbour", "boiler", "lantern", "quartz", "meadow", "ledger", "violet"]
+CITIES = ["Lisbon", "Porto", "Braga", "Faro"]
+READS = [
+    ("memory_search", {"query": "kestrel harbour"}),
+    ("belief_list", {"status": "all"}),
+    ("task_list", {"status": "all"}),
+    ("goal_list", {}),
+    ("checkpoint_list", {}),
+    ("context_assemble", {"query": "what do I know about the boiler?", "max_tokens": 800}),
+    ("identity_get", {}),
+    ("chat_list", {}),
+    ("erase_log", {}),
+    ("approvals_list", {"status": "all"}),
+    ("memory_day", {"day": datetime.now(UTC).date().isoformat()}),
+    ("task_suggest", {}),
+]
+
+
+@dataclass
+class Expected:
+    """What the namespace should hold: restored with a rollback, cut by an erasure."""
+
+    entries: dict[str, str] = field(default_factory=dict)  # daily entry id -> text
+    notes: dict[str, str] = field(default_factory=dict)  # long-term note id -> text
+    tasks: dict[str, str] = field(default_factory=dict)  # task id -> title
+    done: set[str] = field(default_factory=set)  # ids of the tasks done
+    city: str | None = None  # the last place the user said they live
+    chats: list[str] = field(default_factory=list)  # what was said in session "sim"
+    projects: str | None = None  # the operator's projects field
+
+
+@dataclass
+class Counters:
+    """Shared by every example of a run (the bench reports them)."""
+
+    steps: int = 0
+    examples: int = 0
+    by_rule: dict[str, int] = field(default_factory=dict)
+
+
+class _Loop:
+    """One event loop in a thread of its own, for the machine's async calls."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, work: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout=300)  # type: ignore[arg-type]
+
+
+class WholeProduct(RuleBasedStateMachine):
+    """See the module docs; :meth:`configure` first (the Redis home to use)."""
+
+    home: ClassVar[Path]
+    counters: ClassVar[Counters] = Counters()
+    _loop: ClassVar[_Loop | None] = None
+    _model: ClassVar[ScriptedOpenAI | None] = None
+
+    @classmethod
+    def configure(cls, home: Path) -> None:
+        """Point the machine at an embedded Redis's home (started by the caller)."""
+        cls.home = home
+        if cls._loop is None:
+            cls._loop = _Loop()
+        if cls._model is None:
+            cls._model = ScriptedOpenAI(responder=echo).__enter__()
+
+    @classmethod
+    def shutdown(cls) -> None:
+        """Stop the scripted model (the loop's thread is a daemon)."""
+        if cls._model is not None:
+            cls._model.__exit__(None, None, None)
+            cls._model = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expected = Expected()
+        self.checkpoints: list[tuple[str, Expected, dict[bytes, object]]] = []
+        self.undo: tuple[Expected, dict[bytes, object]] | None = None
+        self.erased: list[str] = []
+        self.numbers = itertools.count(1)
+        self.tmp = Path(tempfile.mkdtemp(prefix="aether-sim-"))
+
+    # -- plumbing ------------------------------------------------------------------------
+    def run(self, work: Awaitable[T]) -> T:
+        assert self._loop is not None, "WholeProduct.configure() first"
+        return self._loop.run(work)
+
+    def op(self, name: str, **values: Any) -> Any:
+        operation = REGISTRY[name]
+        result = self.run(operation(self.parts, self.caller, operation.parse(values)))
+        return operation.dump(result)
+
+    def image(self) -> dict[bytes, object]:
+        return self.run(state_image(self.client, self.parts.keys))
+
+    def unique(self, word: str) -> str:
+        return f"{word} zq{uuid.uuid4().hex[:8]}x{next(self.numbers)}"
+
+    def counted(self, name: str) -> None:
+        by_rule = self.counters.by_rule
+        by_rule[name] = by_rule.get(name, 0) + 1
+
+    @initialize()
+    def start(self) -> None:
+        self.counters.examples += 1
+        namespace = f"sim{uuid.uuid4().hex[:10]}"
+        self.settings = Settings(
+            home=self.home,
+            namespace=namespace,
+            workspace=self.tmp / "ws",
+            embedding={"provider": "none"},  # type: ignore[arg-type]
+        )
+        (self.tmp / "ws").mkdir(exist_ok=True)
+        self.client = self.run(connect(self.settings))
+        self.parts = Parts(self.settings, self.client, actor="sim")
+        self.caller = Caller("sim")
+        self.run(self.parts.ready())
+        self.run(self.parts.identity.ensure(default_identity_dir()))
+        assert self._model is not None
+        breaker = CircuitBreaker(self._model.base_url, failures=1000)
+        self.llm = LLMClient(self._model.base_url, "scripted", max_retries=0, breaker=breaker)
+
+    def teardown(self) -> None:
+        if hasattr(self, "client"):
+            keys = self.parts.keys
+
+            async def clean() -> None:
+                names = [k async for k in self.client.scan_iter(match=keys.every_key)]
+                for start in range(0, len(names), 500):
+                    await self.client.unlink(*names[start : start + 500])
+                await self.llm.aclose()
+                await self.client.aclose()
+
+            self.run(clean())
+
+    def wrote(self) -> None:
+        """A write after a rollback: its undo is no longer the contract's to check."""
+        self.undo = None
+
+    # -- writes --------------------------------------------------------------------------
+    @rule(word=st.sampled_from(WORDS))
+    def log(self, word: str) -> None:
+        self.counted("log")
+        text = self.unique(word)
+        entry = self.op("memory_log", content=f"the {text} was checked", source="user")
+        self.expected.entries[entry["id"]] = text
+        self.wrote()
+
+    @rule(word=st.sampled_from(WORDS))
+    def note(self, word: str) -> None:
+        self.counted("note")
+        text = self.unique(word)
+        note = self.op("memory_note", content=f"remember that the {text} matters")
+        self.expected.notes[note["id"]] = text
+        self.wrote()
+
+    @rule(city=st.sampled_from(CITIES))
+    def remember_where(self, city: str) -> None:
+        self.counted("remember")
+        self.op("memory_remember", content=f"I live in {city} now")
+        self.expected.city = city
+        self.wrote()
+
+    @precondition(lambda self: bool(self.expected.entries))
+    @rule(data=st.data())
+    def forget(self, data: st.DataObject) -> None:
+        self.counted("forget")
+        entry = data.draw(st.sampled_from(sorted(self.expected.entries)))
+        self.op("memory_forget", id=entry)
+        del self.expected.entries[entry]
+        self.wrote()
+
+    @rule(word=st.sampled_from(WORDS), with_goal=st.booleans())
+    def task(self, word: str, with_goal: bool) -> None:
+        self.counted("task")
+        goal = self.op("goal_add", title=f"look after the {word}")["id"] if with_goal else None
+        title = self.unique(word)
+        task = self.op("task_add", title=f"inspect the {title}", goal=goal)
+        self.expected.tasks[task["id"]] = title
+        self.wrote()
+
+    @precondition(lambda self: bool(set(self.expected.tasks) - self.expected.done))
+    @rule(data=st.data())
+    def finish_task(self, data: st.DataObject) -> None:
+        self.counted("task_done")
+        task = data.draw(st.sampled_from(sorted(set(self.expected.tasks) - self.expected.done)))
+        self.op("task_done", id=task[:10])
+        self.expected.done.add(task)
+        self.wrote()
+
+    @rule(word=st.sampled_from(WORDS))
+    def scratchpad(self, word: str) -> None:
+        self.counted("scratchpad")
+        self.op("scratchpad_set", id="plan", value=f"next: the {word}")
+        assert self.op("scratchpad_get", id="plan")["value"] == f"next: the {word}"
+
+    @rule(word=st.sampled_from(WORDS))
+    def identity_set(self, word: str) -> None:
+        self.counted("identity")
+        self.run(self.parts.identity.set_field("user", "projects", f"the {word} project"))
+        self.expected.projects = f"the {word} project"
+        self.wrote()
+
+    @rule(word=st.sampled_from(WORDS))
+    def chat_turn(self, word: str) -> None:
+        self.counted("chat")
+        said = f"tell me about the {self.unique(word)}"
+        runtime = AgentRuntime(self.parts, session="sim", llm=self.llm, actor="agent")
+        result = self.run(runtime.step(said))
+        assert "I heard" in result.reply, result.reply
+        self.expected.chats.append(said)
+        self.wrote()
+
+    @rule()
+    def approval(self) -> None:
+        """A tool call waits; the operator answers it by a prefix of its id."""
+        self.counted("approval")
+        approvals = self.parts.approvals
+        request = self.run(
+            approvals.request("bash", {"command": "ls"}, session="sim", reason="sim", timeout_s=60)
+        )
+        status = self.op("approvals_list", status="pending")
+        assert request.id in [a["id"] for a in status["approvals"]]
+        decided = self.op("approvals_approve", id=request.id[:12])
+        assert decided["status"] == "approved" and decided["id"] == request.id
+        waited = self.run(approvals.wait(request.id))
+        assert waited.status == "approved"
+
+    @rule()
+    def maintenance(self) -> None:
+        self.counted("maintenance")
+        from aether.maintenance.engine import MaintenanceEngine
+
+        engine = MaintenanceEngine(self.parts.memory, self.parts.checkpoints, actor="sim")
+        self.run(engine.run())
+        self.wrote()
+
+    # -- checkpoints ---------------------------------------------------------------------
+    @rule()
+    def checkpoint(self) -> None:
+        self.counted("checkpoint")
+        cp = self.op("checkpoint_create", label=f"sim {len(self.checkpoints)}")
+        self.checkpoints.append((cp["id"], copy.deepcopy(self.expected), self.image()))
+        self.checkpoints = self.checkpoints[-8:]
+
+    @precondition(lambda self: bool(self.checkpoints))
+    @rule(data=st.data())
+    def rollback(self, data: st.DataObject) -> None:
+        self.counted("rollback")
+        cp_id, expected, image = data.draw(st.sampled_from(self.checkpoints))
+        before = (copy.deepcopy(self.expected), self.image())
+        self.op("checkpoint_rollback", id=cp_id[:10])
+        if image:
+            assert self.image() == image, "a rollback must restore the checkpoint's state exactly"
+        self.expected = self.without_erased(copy.deepcopy(expected))
+        self.undo = before
+        if not image:  # a checkpoint from before an erasure: everything but the erased
+            self.nothing_holds_the_erased()
+
+    @precondition(lambda self: self.undo is not None)
+    @rule()
+    def undo_rollback(self) -> None:
+        self.counted("undo")
+        assert self.undo is not None
+        expected, image = self.undo
+        self.op("checkpoint_undo")
+        assert self.image() == image, "undo must restore the state before the rollback exactly"
+        self.expected = expected
+        self.undo = None
+
+    # -- erasure, export and import --------------------------------------------------------
+    @precondition(lambda self: bool(self.expected.entries))
+    @rule(data=st.data())
+    def erase(self, data: st.DataObject) -> None:
+        self.counted("erase")
+        entry = data.draw(st.sampled_from(sorted(self.expected.entries)))
+        token = self.expected.entries[entry].split()[-1]
+        self.op("erase", text=token)
+        self.erased.append(token)
+        self.expected = self.without_erased(self.expected)
+        # checkpoints stay, but their images held the text: no longer byte-comparable
+        self.checkpoints = [(i, e, {}) for i, e, _ in self.checkpoints]
+        self.undo = None
+        found = self.op("erase_verify", text=token)
+        assert found["clean"], found["found"]
+        exported = self.tmp / "after-erase.jsonl"
+        self.run(export_memory(self.parts.memory, exported))
+        assert token not in exported.read_text(), "an erased text must not be exported"
+
+    def without_erased(self, expected: Expected) -> Expected:
+        """``expected`` less what an erasure took (a rollback never brings it back)."""
+        for token in self.erased:
+            for kind in (expected.entries, expected.notes, expected.tasks):
+                for key in [k for k, text in kind.items() if token in text]:
+                    del kind[key]
+            expected.chats = [c for c in expected.chats if token not in c]
+        return expected
+
+    def nothing_holds_the_erased(self) -> None:
+        keys = self.parts.keys
+
+        async def holding() -> list[str]:
+            found = []
+            async for name in self.client.scan_iter(match=keys.every_key):
+                dump = await self.client.dump(name)
+                if dump and any(t.encode() in dump for t in self.erased):
+                    found.append(name.decode())
+            return found
+
+        assert self.run(holding()) == [], "an erased text came back"
+
+    @rule()
+    def export_import(self) -> None:
+        self.counted("export_import")
+        first, second = self.tmp / "first.jsonl", self.tmp / "second.jsonl"
+        self.run(export_memory(self.parts.memory, first))
+        other = Parts(
+            self.settings.model_copy(update={"namespace": self.settings.namespace + "x"}),
+            self.client,
+            actor="sim",
+        )
+
+        async def move() -> None:
+            await other.ready()
+            entries = read_portable(other.memory, first)
+            await import_memory(other.memory, other.checkpoints, entries, actor="sim")
+            await export_memory(other.memory, second)
+            names = [k async for k in self.client.scan_iter(match=other.keys.every_key)]
+            for start in range(0, len(names), 500):
+                await self.client.unlink(*names[start : start + 500])
+
+        self.run(move())
+        assert first.read_text() == second.read_text(), "export -> import -> export differs"
+
+    # -- reads and invariants ----------------------------------------------------------------
+    @rule(read=st.sampled_from(READS))
+    def a_read_changes_nothing(self, read: tuple[str, dict[str, Any]]) -> None:
+        self.counted("read")
+        name, values = read
+        before = self.image()
+        self.op(name, **values)
+        assert self.image() == before, f"{name} changed the state"
+
+    @precondition(lambda self: bool(self.expected.entries))
+    @rule(data=st.data())
+    def exact_phrase_is_found(self, data: st.DataObject) -> None:
+        self.counted("search")
+        entry = data.draw(st.sampled_from(sorted(self.expected.entries)))
+        token = self.expected.entries[entry].split()[-1]
+        hits = self.op("memory_search", query=token, limit=10)
+        assert entry in [h["id"] for h in hits["results"]], (token, hits)
+
+    @invariant()
+    def what_was_acknowledged_is_there(self) -> None:
+        if not hasattr(self, "parts"):
+            return
+        self.counters.steps += 1
+        keys = self.parts.keys
+
+        async def check() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            for entry in self.expected.entries:
+                pipe.exists(keys.daily_entry(entry))
+            for note in self.expected.notes:
+                pipe.exists(keys.longterm(note))
+            pipe.exists(keys.write_hold(), keys.admin_lock())
+            found = await pipe.execute()
+            missing = [
+                name
+                for name, hit in zip(
+                    [*self.expected.entries, *self.expected.notes], found, strict=False
+                )
+                if not hit
+            ]
+            assert not missing, f"acknowledged writes missing: {missing}"
+            assert found[-1] == 0, "a write hold or admin lock was left behind"
+
+        self.run(check())
+
+    @precondition(lambda self: hasattr(self, "parts"))
+    @rule()
+    def the_model_agrees(self) -> None:
+        """Tasks, the supersede, the chat and the identity are what was done to them."""
+        self.counted("agree")
+        tasks = self.op("task_list", status="all")["tasks"]
+        assert {t["id"] for t in tasks} >= set(self.expected.tasks)
+        active = [
+            b["content"]
+            for b in self.op("belief_list", status="active")["beliefs"]
+            if b["content"].startswith("I live in")
+        ]
+        assert active == ([f"I live in {self.expected.city} now"] if self.expected.city else [])
+        said = [
+            m["content"]
+            for m in self.op("chat_messages", session="sim", limit=1000)["messages"]
+            if m["role"] == "user"
+        ]
+        assert said == self.expected.chats, (said, self.expected.chats)
+        projects = self.op("identity_get")["user"].get("projects")
+        assert self.expected.projects is None or projects == self.expected.projects
+
+
+def json_summary(counters: Counters) -> dict[str, Any]:
+    """The counters as the bench prints them."""
+    return {"steps": counters.steps, "examples": counters.examples, "by_rule": counters.by_rule}
+
+
+__all__ = ["Counters", "WholeProduct", "json_summary"]
