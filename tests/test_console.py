@@ -98,6 +98,31 @@ async def test_every_page_renders_for_a_fresh_namespace_and_writes_nothing(
     assert not await agent.identity.is_bootstrapped()
 
 
+async def test_the_overview_shows_a_pending_erasure_and_what_waits_on_an_approval(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    """The crisis view: a stuck erasure and a parked turn, each with what resolves it."""
+    from aether.store.redaction import Needle
+
+    http, agent = console
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    request = await agent.approvals.request(
+        "write_file", {"path": "x"}, session="tools", reason="ask", timeout_s=600
+    )
+    eraser = agent.eraser("operator")
+    async with eraser._lock() as lock:
+        hold, _ = await eraser._begin(lock, Needle("Quokka-5150"), None, "5a17")
+    try:
+        page = await http.get("/", headers=bearer)
+        assert page.status_code == 200
+        assert 'id="erasure-pending"' in page.text and hold["id"] in page.text
+        assert "aether erase --resume" in page.text
+        assert "write_file in session tools" in page.text and request.id[:10] in page.text
+        assert "Quokka" not in page.text
+    finally:
+        await eraser.resume("Quokka-5150")
+
+
 async def _login(http: httpx.AsyncClient) -> str:
     response = await http.post("/login", data={"token": TOKEN})
     assert response.status_code == 303
