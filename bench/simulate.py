@@ -128,6 +128,7 @@ class Life:
         self.memories: dict[str, str] = {}  # daily entry id -> text
         self.erased: list[str] = []
         self.violations: list[str] = []
+        self.exits: list[str] = []  # why the daemon's task ended on its own, if it did
         self.counts = {
             "messages": 0,
             "approvals": 0,
@@ -174,6 +175,15 @@ class Life:
             await asyncio.wait_for(self.task, 30)
         await self.llm.aclose()
         await self.daemon_client.aclose()
+
+    async def restart_after_exit(self) -> None:
+        """The daemon's task ended on its own: note why, and start it again."""
+        error = self.task.exception() if not self.task.cancelled() else None
+        self.exits.append(repr(error)[:300])
+        with contextlib.suppress(*REDIS_OUTAGE):
+            await self.llm.aclose()
+            await self.daemon_client.aclose()
+        await self.start_daemon()
 
     async def op(self, name: str, **values: Any) -> Any:
         operation = REGISTRY[name]
@@ -298,6 +308,8 @@ async def live(home: Path, days: int) -> dict[str, Any]:
                         break
                     except REDIS_OUTAGE:
                         await asyncio.sleep(0.2)
+            if life.task.done():  # it exited (Redis died while it started): restart it,
+                await life.restart_after_exit()  # as the process manager restarts aether up
             await life.wait_replies(list(life.sent), 60)
             await life.audit()
         await life.stop_daemon()
@@ -307,6 +319,7 @@ async def live(home: Path, days: int) -> dict[str, Any]:
         "simulated_days": days,
         "violations": life.violations,
         "seconds": round(time.monotonic() - started, 1),
+        "daemon_exits": life.exits,
         **life.counts,
     }
 

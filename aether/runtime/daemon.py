@@ -233,10 +233,16 @@ class Daemon:
         """
         supervisor = supervisor or Supervisor(self.client, Health(ready=True), stop, self.recover)
         self._supervisor = supervisor
-        await finish_interrupted_rollback(self.checkpoints)
-        await finish_interrupted_erasure(self.parts, health=self.health)
-        await self.inbox.ensure_group()
-        await self.register_tools()
+        while True:  # Redis going away while the daemon starts is waited out, as later
+            try:
+                await finish_interrupted_rollback(self.checkpoints)
+                await finish_interrupted_erasure(self.parts, health=self.health)
+                await self.inbox.ensure_group()
+                await self.register_tools()
+                break
+            except OUTAGE as e:
+                if not await supervisor.outage(e, task="start"):
+                    return  # stopped while Redis was away
         if self.llm is None:
             log.warning(
                 "no LLM configured: the autonomous loop is paused; inbox messages are "
