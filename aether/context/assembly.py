@@ -39,9 +39,9 @@ from aether.memory.knowledge.archetypes.base import Archetype
 from aether.memory.knowledge.beliefs import effective_confidence
 from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
 from aether.memory.retrieval.wording import best_passage, coverage, sentences, words
-from aether.memory.status import INACTIVE
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
+from aether.memory.storage.status import INACTIVE
 from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.memory_index import MemoryIndex
 from aether.messages import ChatMessage

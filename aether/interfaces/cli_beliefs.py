@@ -27,8 +27,8 @@ from aether.interfaces.common import (
 )
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.knowledge.beliefs import Beliefs, Reflection
-from aether.memory.status import BeliefStatus
 from aether.memory.storage.records import MemoryDoc
+from aether.memory.storage.status import BeliefStatus
 from aether.operations import memory as memory_ops
 from aether.operations import ranges
 

@@ -34,9 +34,9 @@ from aether.errors import LLMError
 from aether.memory.knowledge.beliefs import REMEMBER_TAG, Beliefs
 from aether.memory.knowledge.learner import ConversationLearner
 from aether.memory.retrieval.search import MemorySearch
-from aether.memory.status import INACTIVE
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
+from aether.memory.storage.status import INACTIVE
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import build_memory
 from aether.memory.tiers.memory_index import count_ops

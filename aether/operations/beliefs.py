@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from aether.memory.status import BeliefStatus
 from aether.memory.storage.records import public
+from aether.memory.storage.status import BeliefStatus
 from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
 

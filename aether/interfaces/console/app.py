@@ -35,7 +35,7 @@ from aether.errors import AetherError, describe, error_code
 from aether.identity.prompt import operator_zone
 from aether.interfaces.console.auth import COOKIE, Sessions
 from aether.interfaces.console.pictures import bars, graph_picture
-from aether.memory.status import BELIEF_STATUSES
+from aether.memory.storage.status import BELIEF_STATUSES
 from aether.operations import (
     Caller,
     Operation,

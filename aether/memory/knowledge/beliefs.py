@@ -43,9 +43,9 @@ from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, stating
 from aether.memory.retrieval.search import MemorySearch, query_tokens
 from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.status import BELIEF_STATUSES, INACTIVE, Status, matches
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import DailyEntry, MemoryDoc, base_record
+from aether.memory.storage.status import BELIEF_STATUSES, INACTIVE, Status, matches
 from aether.memory.storage.vectors import refilter
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.memory_index import count_ops

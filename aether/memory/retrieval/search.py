@@ -62,7 +62,6 @@ from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.stopwords import STOPWORDS
 from aether.memory.retrieval.wording import best_passage
-from aether.memory.status import INACTIVE
 from aether.memory.storage.conversation import chance_lift, in_context
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
 from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
@@ -75,6 +74,7 @@ from aether.memory.storage.records import (
     check_timestamp,
 )
 from aether.memory.storage.scopes import check_scope
+from aether.memory.storage.status import INACTIVE
 from aether.memory.storage.vectors import (
     ensure_vector_index,
     knn_query,
