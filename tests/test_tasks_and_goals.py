@@ -150,7 +150,7 @@ def test_the_cli_plans_work_with_goals_and_suggests_what_next(cli_env: dict[str,
         (("task", "add", "x", "--goal", "ZZZZZZZZ"), 1),
         (("task", "edit", high["id"]), 1),
         (("task", "add", "x", "-p", "9"), 64),
-        (("task", "add", "x", "--due", "someday"), 1),
+        (("task", "add", "x", "--due", "someday"), 64),  # a usage error, like -p 9
         (("task", "reopen", high["id"]), 1),
         (("goal", "done", "nope!"), 1),
         (("task", "add", " "), 1),

@@ -224,7 +224,13 @@ async def export_memory(layer: MemoryLayer, path: Path, progress: Progress | Non
 
 # -- import ------------------------------------------------------------------------------
 def is_portable(path: Path) -> bool:
-    """Whether ``path`` starts with a whole-memory header (else: a file of records)."""
+    """Whether ``path`` starts with a whole-memory header (else: a file of records).
+
+    Anything but a regular file is not (the reader of records refuses it, and opening a
+    FIFO here would wait for a writer).
+    """
+    if not path.is_file():
+        return False
     try:
         with path.open(encoding="utf-8") as f:
             first = f.readline(4096)

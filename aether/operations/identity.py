@@ -18,6 +18,10 @@ class Identity(BaseModel):
 
     agent: dict[str, Any]
     user: dict[str, Any]
+    bootstrapped: bool = Field(
+        default=True,
+        description="false before the first bootstrap: the identity folder's, not yet in Redis",
+    )
 
 
 @operation(read_only=True, agent=False)
@@ -27,8 +31,13 @@ async def identity_get(parts: Parts, caller: Caller, args: NoArgs) -> Identity:
     The agent's name, role and voice; the operator's name, time zone and preferences:
     the profiles the system prompt is built from.
     """
-    identity = await parts.identity.load()
-    return Identity(agent=dict(identity.agent), user=dict(identity.user))
+    folder = parts.context.identity_dir  # before the first bootstrap: read, never written
+    identity = await (parts.identity.current(folder) if folder else parts.identity.load())
+    return Identity(
+        agent=dict(identity.agent),
+        user=dict(identity.user),
+        bootstrapped=await parts.identity.is_bootstrapped(),
+    )
 
 
 class ContextArgs(BaseModel):

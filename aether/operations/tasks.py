@@ -62,7 +62,7 @@ def _checked_due(value: str | None) -> str | None:
         try:
             parse_due(value)
         except InvalidOperationError as e:
-            raise ValueError(str(e)) from e
+            raise ValueError(f"{value[:40]!r} is not a date: use YYYY-MM-DD") from e
     return value
 
 

@@ -174,7 +174,8 @@ def test_reimporting_an_export_adds_nothing_and_counters_hold(
         fresh.counters_match()
     before = fresh.image()
     out = fresh("memory", "import", str(path), "--json")
-    assert json.loads(out.stdout)["imported"] == 0
+    report = json.loads(out.stdout)
+    assert (report["created"], report["merged"], report["checkpoint"]) == (0, 0, None)
     assert fresh.image() == before
 
 
@@ -231,16 +232,17 @@ def test_export_is_owner_only_whatever_the_umask(seeded: Agent, tmp_path: Path) 
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert len(path.read_text().splitlines()) == 3
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["keys"] == len(lines) - 1
 
 
 def test_export_replaces_an_existing_file_whole(seeded: Agent, tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
     path.write_text("old content that is longer than nothing\n" * 1000)
     assert seeded("memory", "export", str(path)).code == 0
-    assert all(
-        json.loads(x)["kind"] in ("daily", "longterm") for x in path.read_text().splitlines()
-    )
+    header, *keys = [json.loads(x) for x in path.read_text().splitlines()]
+    assert header["format"] == "aether-memory" and header["keys"] == len(keys)
+    assert all({"key", "type", "value"} == set(x) for x in keys)
 
 
 # --- identity folders ---------------------------------------------------------------
