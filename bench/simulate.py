@@ -8,7 +8,8 @@ Two parts, one JSON object:
 2. **Daemon life.** The real :class:`aether.runtime.daemon.Daemon` (its inbox lanes,
    supervisor, approvals, heartbeat and maintenance) over ``--days`` simulated days on an
    injected clock, with the scripted model: each day three sessions talk to it, one asks
-   for a tool call that waits for the operator (the others must be answered meanwhile),
+   for a tool call that waits for the operator (the others, and a heartbeat, must be served
+   meanwhile),
    the operator approves it by an id prefix, the heartbeat and maintenance run at the
    day's time, the operator takes a checkpoint, writes, rolls back and undoes, and every
    week erases a text while the daemon runs. Faults: every third day the daemon dies
@@ -227,6 +228,11 @@ class Life:
         self.check(request is not None, "the tool call never asked for approval")
         others = [await self.send(f"how is the day {n} going, {s}?", s) for s in SESSIONS[:2]]
         self.check(await self.wait_replies(others, 30), "a parked approval held up other sessions")
+        beats = (await self.daemon.heartbeat_state.get()).beats
+        await asyncio.wait_for(self.daemon.heartbeat(), 30)  # the heartbeat too, meanwhile
+        self.counts["heartbeats"] += 1
+        after = (await self.daemon.heartbeat_state.get()).beats
+        self.check(after == beats + 1, "the heartbeat did not beat while a turn was parked")
         if request is not None:
             await self.op("approvals_approve", id=request.id[:10])
             self.counts["approvals"] += 1
@@ -237,8 +243,6 @@ class Life:
             self.now += timedelta(hours=1)
             entry = await self.op("memory_log", content=f"day {n} note {i} token lifez{n}q{i}")
             self.memories[entry["id"]] = f"lifez{n}q{i}"
-        await self.daemon.heartbeat()
-        self.counts["heartbeats"] += 1
         if n % 2 == 0:
             await self.daemon.maintenance()
             self.counts["maintenance"] += 1
