@@ -178,13 +178,22 @@ class WholeProduct(RuleBasedStateMachine):
             keys = self.parts.keys
 
             async def clean() -> None:
-                names = [k async for k in self.client.scan_iter(match=keys.every_key)]
-                for start in range(0, len(names), 500):
-                    await self.client.unlink(*names[start : start + 500])
+                await self.drop(keys)
                 await self.llm.aclose()
                 await self.client.aclose()
 
             self.run(clean())
+
+    def draw_entry(self, data: st.DataObject) -> tuple[str, str]:
+        """An acknowledged daily entry, and the unique token its text holds."""
+        entry = data.draw(st.sampled_from(sorted(self.expected.entries)))
+        return entry, self.expected.entries[entry].split()[-1]
+
+    async def drop(self, keys: Any) -> None:
+        """Delete every key of a namespace (the machine's own, or an import's target)."""
+        names = [k async for k in self.client.scan_iter(match=keys.every_key)]
+        for start in range(0, len(names), 500):
+            await self.client.unlink(*names[start : start + 500])
 
     def wrote(self) -> None:
         """A write after a rollback: its undo is no longer the contract's to check."""
@@ -326,8 +335,7 @@ class WholeProduct(RuleBasedStateMachine):
     @rule(data=st.data())
     def erase(self, data: st.DataObject) -> None:
         self.counted("erase")
-        entry = data.draw(st.sampled_from(sorted(self.expected.entries)))
-        token = self.expected.entries[entry].split()[-1]
+        _, token = self.draw_entry(data)
         self.op("erase", text=token)
         self.erased.append(token)
         self.expected = self.without_erased(self.expected)
@@ -378,9 +386,7 @@ class WholeProduct(RuleBasedStateMachine):
             entries = read_portable(other.memory, first)
             await import_memory(other.memory, other.checkpoints, entries, actor="sim")
             await export_memory(other.memory, second)
-            names = [k async for k in self.client.scan_iter(match=other.keys.every_key)]
-            for start in range(0, len(names), 500):
-                await self.client.unlink(*names[start : start + 500])
+            await self.drop(other.keys)
 
         self.run(move())
         assert first.read_text() == second.read_text(), "export -> import -> export differs"
@@ -398,8 +404,7 @@ class WholeProduct(RuleBasedStateMachine):
     @rule(data=st.data())
     def exact_phrase_is_found(self, data: st.DataObject) -> None:
         self.counted("search")
-        entry = data.draw(st.sampled_from(sorted(self.expected.entries)))
-        token = self.expected.entries[entry].split()[-1]
+        entry, token = self.draw_entry(data)
         hits = self.op("memory_search", query=token, limit=10)
         assert entry in [h["id"] for h in hits["results"]], (token, hits)
 
