@@ -20,15 +20,17 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING
 
 from aether.config import Settings
 from aether.keys import Keyspace
-from aether.operations import Parts
-from aether.runtime.agent import AgentRuntime
-from aether.runtime.embedding_service import through_daemon
+from aether.operations.parts import Parts
 from aether.runtime.llm import LLMClient
+
+if TYPE_CHECKING:  # a short-lived command makes no runtime and embeds through the daemon
+    from redis.asyncio import Redis
+
+    from aether.runtime.agent import AgentRuntime
 
 __all__ = ["Aether"]
 
@@ -56,8 +58,11 @@ class Aether(Parts):
         actor: str = "aether",
         embed_via_daemon: bool = False,
     ) -> None:
-        keys = Keyspace(settings.namespace)
-        wrap = through_daemon(client, keys) if embed_via_daemon else None
+        wrap = None
+        if embed_via_daemon:
+            from aether.runtime.embedding_service import through_daemon
+
+            wrap = through_daemon(client, Keyspace(settings.namespace))
         self._judge_llm = LLMClient.for_judging(settings)
         super().__init__(
             settings, client, actor=actor, wrap_local=wrap, judge_model=self._judge_llm
@@ -115,4 +120,6 @@ class Aether(Parts):
         clock: Callable[[], float] = time.time,
     ) -> AgentRuntime:
         """An agent runtime for one chat session over these parts (``clock``: see it)."""
+        from aether.runtime.agent import AgentRuntime
+
         return AgentRuntime(self, session=session, llm=llm, actor=actor, clock=clock)

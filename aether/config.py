@@ -399,7 +399,7 @@ class Settings(BaseSettings):
     redis_port: int | None = Field(
         default=None, ge=1, le=65535, description="embedded server: also listen on 127.0.0.1"
     )
-    redis_appendfsync: Literal["always", "everysec", "no"] = "everysec"
+    redis_appendfsync: Literal["always", "everysec", "no"] = "always"
     postgres_dsn: SecretStr | None = Field(default=None, description="unset = no archive")
     mongo_url: SecretStr | None = Field(
         default=None, description="tool registry + agent ledger in MongoDB (unset = Redis)"

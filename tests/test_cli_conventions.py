@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,10 +115,10 @@ def test_a_bare_group_shows_its_help(agent: Agent, group: tuple[str, ...]) -> No
     assert "Missing command" not in out.text
 
 
-def _commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def _commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = [path]
-    for name, sub in getattr(group, "commands", {}).items():
-        found += _commands(sub, (*path, name))
+    for name in group.list_commands(None) if hasattr(group, "list_commands") else []:
+        found += _commands(group.get_command(None, name), (*path, name))
     return found
 
 

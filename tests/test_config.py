@@ -28,7 +28,7 @@ def test_defaults() -> None:
     assert s.home == Path.home() / ".local" / "share" / "aether"
     assert s.namespace == "aether"
     assert s.redis_url is None and s.postgres_dsn is None
-    assert s.redis_appendfsync == "everysec"
+    assert s.redis_appendfsync == "always"
     assert s.checkpoints.keep == 50
 
 
@@ -46,10 +46,10 @@ def test_environment_and_nested_delimiter(monkeypatch: pytest.MonkeyPatch) -> No
 def test_toml_file_and_env_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "aether.toml").write_text(
-        'namespace = "fromtoml"\nredis_appendfsync = "always"\n[checkpoints]\nkeep = 9\n'
+        'namespace = "fromtoml"\nredis_appendfsync = "everysec"\n[checkpoints]\nkeep = 9\n'
     )
     s = load_settings()
-    assert (s.namespace, s.redis_appendfsync, s.checkpoints.keep) == ("fromtoml", "always", 9)
+    assert (s.namespace, s.redis_appendfsync, s.checkpoints.keep) == ("fromtoml", "everysec", 9)
     monkeypatch.setenv("AETHER_NAMESPACE", "fromenv")
     assert load_settings().namespace == "fromenv"
     other = tmp_path / "other.toml"

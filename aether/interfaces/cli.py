@@ -9,16 +9,17 @@ one-line error, logs the traceback to the log file, and prints it only with ``--
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, Literal, NoReturn, Union, get_args, get_origin
 
-import structlog
 import typer
 from typer._click.utils import make_default_short_help
 from typer.core import TyperArgument, TyperGroup
@@ -28,24 +29,6 @@ try:  # typer >= 0.22 vendors click as typer._click; older versions use click it
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from aether.config import LogFormat, deprecated_in_use, load_settings
-from aether.errors import AetherError, IdentityError, describe, error_code
-from aether.files import PRIVATE_UMASK
-from aether.interfaces import (
-    cli_approvals,
-    cli_beliefs,
-    cli_checkpoint,
-    cli_console,
-    cli_context,
-    cli_daemon,
-    cli_erase,
-    cli_identity,
-    cli_memory,
-    cli_redis,
-    cli_registry,
-    cli_repo,
-    cli_tasks,
-)
 from aether.interfaces.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -57,9 +40,148 @@ from aether.interfaces.common import (
     state,
     wants_json,
 )
-from aether.logging import configure_logging
 
-log = structlog.get_logger("aether.cli")
+PRIVATE_UMASK = 0o077  # aether.files.PRIVATE_UMASK, without importing the file helpers
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One top-level command, named without importing the module that defines it.
+
+    ``attribute`` is a ``typer.Typer`` group or a command function in ``module``; the
+    module is imported only when its command runs (or its own help is asked for), so
+    ``aether --help`` and each command load only what they use. ``help`` is the line
+    ``aether --help`` lists; a test checks it against the command's own help.
+    """
+
+    name: str
+    module: str
+    attribute: str
+    help: str
+
+
+_CLI = "aether.interfaces.cli"
+_P = "aether.interfaces."
+COMMANDS: tuple[Entry, ...] = (
+    Entry(
+        "up", _P + "cli_daemon", "up", "Run the agent until Ctrl-C (inbox, heartbeat, maintenance)."
+    ),
+    Entry("status", _P + "cli_daemon", "status", "Whether the daemon is up, and how it is doing."),
+    Entry(
+        "send", _P + "cli_daemon", "send", "Send the running agent a message and print its reply."
+    ),
+    Entry(
+        "mcp",
+        _P + "cli_daemon",
+        "mcp",
+        "Serve the MCP tools over stdio (for an MCP client to launch).",
+    ),
+    Entry("remember", _P + "cli_beliefs", "remember", "Log TEXT and fold its beliefs into memory."),
+    Entry(
+        "questions",
+        _P + "cli_beliefs",
+        "questions",
+        "Open questions: beliefs held with confidence under 0.5.",
+    ),
+    Entry(
+        "erase",
+        _P + "cli_erase",
+        "erase",
+        "Erase a subject from every store: state, history, caches, archive, Redis's files.",
+    ),
+    Entry(
+        "console",
+        _P + "cli_console",
+        "console",
+        "Serve the operator console on http://127.0.0.1:8765/ (with or without the daemon).",
+    ),
+    Entry("config", _CLI, "config_app", "The effective configuration."),
+    Entry("redis", _P + "cli_redis", "app", "The Redis server (embedded, or AETHER_REDIS_URL)."),
+    Entry(
+        "checkpoint",
+        _P + "cli_checkpoint",
+        "app",
+        "Checkpoints: create, list, show, diff, rollback, undo, prune.",
+    ),
+    Entry(
+        "archive",
+        _P + "cli_checkpoint",
+        "archive_app",
+        "The PostgreSQL archive (AETHER_POSTGRES_DSN).",
+    ),
+    Entry(
+        "identity",
+        _P + "cli_identity",
+        "app",
+        "Identity: bootstrap from markdown, show, set, prompt.",
+    ),
+    Entry(
+        "memory",
+        _P + "cli_memory",
+        "app",
+        "Memory: daily logs, long-term, search, chat, import, export.",
+    ),
+    Entry("context", _P + "cli_context", "app", "The context layer: preview an assembled context."),
+    Entry("maintenance", _P + "cli_daemon", "maintenance_app", "The maintenance engine."),
+    Entry(
+        "belief",
+        _P + "cli_beliefs",
+        "belief_app",
+        "Beliefs: confidence, decay, reinforcement, supersession.",
+    ),
+    Entry(
+        "task",
+        _P + "cli_tasks",
+        "task_app",
+        "Tasks, optionally towards goals (open ones feed the heartbeat).",
+    ),
+    Entry("goal", _P + "cli_tasks", "goal_app", "Goals: larger objectives that tasks roll up to."),
+    Entry(
+        "repo",
+        _P + "cli_repo",
+        "repo_app",
+        "Repository intelligence: file map, imports, dependents.",
+    ),
+    Entry(
+        "graph",
+        _P + "cli_repo",
+        "graph_app",
+        "The entity graph: find entities, expand around them.",
+    ),
+    Entry(
+        "tools",
+        _P + "cli_registry",
+        "tools_app",
+        "The tool registry: registered tools and their versions.",
+    ),
+    Entry(
+        "ledger",
+        _P + "cli_registry",
+        "ledger_app",
+        "The agent ledger: actions, tool calls, LLM calls and cost.",
+    ),
+    Entry(
+        "approvals",
+        _P + "cli_approvals",
+        "approvals_app",
+        "Tool calls waiting for the operator: list, approve, deny.",
+    ),
+)
+_ENTRIES = {entry.name: entry for entry in COMMANDS}
+
+
+def load_command(entry: Entry) -> Any:
+    """The click command of one table entry, its module imported now."""
+    target = getattr(importlib.import_module(entry.module), entry.attribute)
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_group(target)
+    else:
+        holder = typer.Typer(rich_markup_mode=None)
+        holder.command(entry.name)(target)
+        command = typer.main.get_group(holder).commands[entry.name]
+    command.name = entry.name
+    _name_metavars(command)
+    return command
 
 
 class AetherGroup(TyperGroup):
@@ -89,9 +211,14 @@ class AetherGroup(TyperGroup):
             _error_exit(e.format_message(), as_json)
         except typer.Abort:
             _error_exit("aborted; nothing changed", as_json)
-        except AetherError as e:  # raised outside a command body (settings, start-up)
-            _error_exit(str(e), as_json, error_code(e)[0])
         except Exception as e:  # the one place every bug becomes one line
+            from aether.errors import AetherError, describe, error_code
+
+            if isinstance(e, AetherError):  # raised outside a command body (settings, start-up)
+                _error_exit(str(e), as_json, error_code(e)[0])
+            import structlog
+
+            log = structlog.get_logger("aether.cli")
             if structlog.is_configured():  # else it failed before logging was set up
                 log.error("unexpected error", exc_info=True, argv=argv[:20], file_only=True)
             if "--debug" in argv:
@@ -99,6 +226,23 @@ class AetherGroup(TyperGroup):
             hint = "" if "--debug" in argv else " (the traceback is in the log; --debug shows it)"
             _error_exit(describe(e) + hint, as_json)
         sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every top-level command, in the table's order."""
+        return [entry.name for entry in COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The named command, its module imported on first use."""
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in _ENTRIES:
+            command = self.commands[cmd_name] = load_command(_ENTRIES[cmd_name])
+        return command
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """List the commands from the table, without importing a single one."""
+        rows = [(entry.name, entry.help) for entry in COMMANDS]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def _name_metavars(command: Any) -> None:
@@ -118,7 +262,7 @@ def _name_metavars(command: Any) -> None:
             _plain_argument(param, listed)
             continue
         param.metavar = listed or (param.name or "value").upper()
-    for sub in getattr(command, "commands", {}).values():
+    for sub in dict(getattr(command, "commands", {})).values():
         if sub.help and not sub.short_help:
             # a group lists each command by its whole first sentence, wrapped, never cut
             sub.short_help = make_default_short_help(sub.help, max_length=10_000)
@@ -171,22 +315,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 config_app = group("The effective configuration.")
-app.add_typer(config_app, name="config")
-app.add_typer(cli_redis.app, name="redis")
-app.add_typer(cli_checkpoint.app, name="checkpoint")
-app.add_typer(cli_checkpoint.archive_app, name="archive")
-app.add_typer(cli_identity.app, name="identity")
-app.add_typer(cli_memory.app, name="memory")
-app.add_typer(cli_context.app, name="context")
-app.add_typer(cli_daemon.maintenance_app, name="maintenance")
-cli_daemon.register(app)
-cli_beliefs.register(app)
-cli_tasks.register(app)
-cli_repo.register(app)
-cli_registry.register(app)
-cli_approvals.register(app)
-cli_erase.register(app)
-cli_console.register(app)
+
+# aether.config.LogFormat, spelled here so that the table above loads without the settings
+LogFormatName = Literal["auto", "console", "json"]
 
 
 @app.callback()
@@ -197,7 +328,7 @@ def root(
         bool, typer.Option("--debug", help="Print the traceback of an unexpected error.")
     ] = False,
     log_format: Annotated[
-        LogFormat | None,
+        LogFormatName | None,
         typer.Option(
             "--log-format",
             help="Log lines on stderr: console (for people), json, or auto (console on a "
@@ -206,6 +337,12 @@ def root(
     ] = None,
 ) -> None:
     """Build the settings once and configure logging."""
+    import structlog
+
+    from aether.config import deprecated_in_use, load_settings
+    from aether.errors import AetherError
+    from aether.logging import configure_logging
+
     try:
         settings = load_settings()
     except AetherError as e:
@@ -229,6 +366,9 @@ def config_show(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Print the effective configuration, secrets masked."""
+    from aether.errors import IdentityError
+    from aether.interfaces import cli_identity
+
     st = state(ctx)
     data = st.settings.masked()
     with contextlib.suppress(IdentityError):  # no default shipped: leave it unset

@@ -28,11 +28,6 @@ approvals_app = group("Tool calls waiting for the operator: list, approve, deny.
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add the approvals commands to the root app."""
-    app.add_typer(approvals_app, name="approvals")
-
-
 def _arguments(request: ApprovalRequest) -> str:
     shown = json.dumps(request.arguments, ensure_ascii=False)
     return shown if len(shown) <= 120 else shown[:117] + "..."

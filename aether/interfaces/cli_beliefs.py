@@ -38,13 +38,6 @@ STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 
 
-def register(app: typer.Typer) -> None:
-    """Add the belief commands to the root app."""
-    app.command()(remember)
-    app.command()(questions)
-    app.add_typer(belief_app, name="belief")
-
-
 @asynccontextmanager
 async def beliefs(st: AppState) -> AsyncIterator[Beliefs]:
     """The beliefs of the invocation's namespace (with the LLM when one is configured)."""

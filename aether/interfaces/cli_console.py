@@ -11,11 +11,6 @@ from aether.errors import ConfigError
 from aether.interfaces.common import fail, run, state
 
 
-def register(app: typer.Typer) -> None:
-    """Add the console command to the root app."""
-    app.command("console")(console)
-
-
 def console(
     ctx: typer.Context,
     port: Annotated[

@@ -47,14 +47,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 log = structlog.get_logger("aether.up")
 
 
-def register(app: typer.Typer) -> None:
-    """Add the daemon commands to the root app."""
-    app.command()(up)
-    app.command()(status)
-    app.command()(send)
-    app.command()(mcp)
-
-
 def up(
     ctx: typer.Context,
     standby: Annotated[

@@ -27,11 +27,6 @@ from aether.operations import erasure as ops
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``aether erase`` to the root app."""
-    app.command("erase")(erase)
-
-
 def _print_plan(plan: dict[str, Any]) -> None:
     if not plan["total"]:
         print("nothing holds that text; nothing would change")

@@ -35,12 +35,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="7d, 12h, 30m or ISO-8601.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add the registry and ledger commands to the root app."""
-    app.add_typer(tools_app, name="tools")
-    app.add_typer(ledger_app, name="ledger")
-
-
 @asynccontextmanager
 async def opened(st: AppState) -> AsyncIterator[tuple[RegistryAndLedger, Redis]]:
     """The configured registry and ledger (and the Redis client) for a command."""

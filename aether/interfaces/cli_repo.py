@@ -31,12 +31,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 FileArg = Annotated[Path, typer.Argument(help="A file of an indexed repository.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add the repo and graph commands to the root app."""
-    app.add_typer(repo_app, name="repo")
-    app.add_typer(graph_app, name="graph")
-
-
 @repo_app.command("index")
 def repo_index(
     ctx: typer.Context,

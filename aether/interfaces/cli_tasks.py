@@ -28,12 +28,6 @@ TASK_COLUMNS: list[Column[Task]] = [
 ]
 
 
-def register(app: typer.Typer) -> None:
-    """Add the task and goal commands to the root app."""
-    app.add_typer(task_app, name="task")
-    app.add_typer(goal_app, name="goal")
-
-
 def _said(task: Task, what: str) -> str:
     return f"{what} {task.id}: {task.title}"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -14,18 +13,18 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
 import typer
-from pydantic import BaseModel
-from redis.asyncio import Redis
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, TaskID
 
-from aether.config import Settings
-from aether.errors import AetherError, error_code
 from aether.keys import Keyspace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest of the house is imported by the command that uses it
+    from pydantic import BaseModel
+    from redis.asyncio import Redis
+    from rich.progress import Progress, TaskID
+
     from aether.app import Aether
+    from aether.config import Settings
     from aether.operations import Operation
 
 EXIT_OK = 0
@@ -34,7 +33,7 @@ EXIT_NO_RESULTS = 2
 EXIT_USAGE = 64  # EX_USAGE (sysexits.h): 2 stays "the query ran and found nothing"
 
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 _UTC = ZoneInfo("UTC")
 
 console = Console()
@@ -100,6 +99,10 @@ def fail(
 
 def run(ctx: typer.Context, work: Callable[[], Awaitable[T]]) -> T:
     """Run an async command body; an AetherError becomes one line and exit 1."""
+    import asyncio
+
+    from aether.errors import AetherError, error_code
+
     try:
         return asyncio.run(_call(work))
     except AetherError as e:
@@ -295,6 +298,8 @@ def progress_bar(label: str, total: int | None = None, *, hidden: bool = False) 
     It is drawn only on a terminal, never with ``--json`` (``hidden``), so that output
     meant for programs stays clean.
     """
+    from rich.progress import Progress
+
     shown = not hidden and err_console.is_terminal
     with Progress(console=err_console, transient=True, disable=not shown) as progress:
         yield Bar(progress, progress.add_task(label, total=total))

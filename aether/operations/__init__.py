@@ -5,26 +5,33 @@ an async function with a pydantic arguments model and a typed result, working on
 :class:`Parts` of one namespace. Groups: :mod:`.memory`, :mod:`.checkpoints`,
 :mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`,
 :mod:`.approvals` (the operator's answers to the agent's tool calls).
+
+A group is imported when it is used (PEP 562): a CLI command loads only its own group,
+and ``REGISTRY`` (every operation) loads them all.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from aether.operations import (
-    approvals,
-    beliefs,
-    chat,
-    checkpoints,
-    erasure,
-    graph,
-    identity,
-    ledger,
-    memory,
-    tasks,
-)
-from aether.operations.base import REGISTRY, Caller, NoArgs, Operation, operation
+from aether.operations.base import Caller, NoArgs, Operation, operation
 from aether.operations.parts import Parts
+
+if TYPE_CHECKING:
+    from aether.operations import (
+        approvals,
+        beliefs,
+        chat,
+        checkpoints,
+        erasure,
+        graph,
+        identity,
+        ledger,
+        memory,
+        tasks,
+    )
+    from aether.operations.base import REGISTRY
 
 __all__ = [
     "REGISTRY",
@@ -46,7 +53,37 @@ __all__ = [
     "tasks",
 ]
 
+GROUPS = (
+    "approvals",
+    "beliefs",
+    "chat",
+    "checkpoints",
+    "erasure",
+    "graph",
+    "identity",
+    "ledger",
+    "memory",
+    "tasks",
+)
+
+
+def registry() -> dict[str, Operation[Any, Any]]:
+    """Every operation, each group imported (in the order the groups are listed)."""
+    for name in GROUPS:
+        importlib.import_module(f"{__name__}.{name}")
+    from aether.operations.base import REGISTRY
+
+    return REGISTRY
+
 
 def agent_operations() -> list[Operation[Any, Any]]:
     """The operations offered to the agent as tools, in definition order."""
-    return [op for op in REGISTRY.values() if op.agent]
+    return [op for op in registry().values() if op.agent]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REGISTRY":
+        return registry()
+    if name in GROUPS:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,28 +9,29 @@ is a ``Parts`` that can also open a connection, get ready and make runtimes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-from redis.asyncio import Redis
-
-from aether.checkpoints.erasure import Eraser
-from aether.checkpoints.manager import Checkpoints
-from aether.config import Settings
-from aether.context.assembly import ContextAssembler
-from aether.identity.profile import IdentityStore
 from aether.keys import Keyspace
-from aether.memory.erasure import erasure_hooks
-from aether.memory.knowledge.beliefs import Beliefs
-from aether.memory.knowledge.graph import Graph
-from aether.memory.retrieval.llm_judge import LLMJudge
-from aether.memory.retrieval.search import MemorySearch
-from aether.memory.storage.embeddings import Embedder
-from aether.memory.storage.layer import MemoryLayer
-from aether.memory.storage.vector_layout import migrate_vectors
-from aether.memory.tiers.tasks import Goals, Tasks
-from aether.messages import StructuredModel, TextModel
-from aether.registry.approvals import Approvals
-from aether.registry.factory import RegistryAndLedger, open_registry
-from aether.registry.model import AgentLedger
+
+if TYPE_CHECKING:  # each part's module is imported when the part is first used
+    from redis.asyncio import Redis
+
+    from aether.checkpoints.erasure import Eraser
+    from aether.checkpoints.manager import Checkpoints
+    from aether.config import Settings
+    from aether.context.assembly import ContextAssembler
+    from aether.identity.profile import IdentityStore
+    from aether.memory.knowledge.beliefs import Beliefs
+    from aether.memory.knowledge.graph import Graph
+    from aether.memory.retrieval.search import MemorySearch
+    from aether.memory.storage.embeddings import Embedder
+    from aether.memory.storage.layer import MemoryLayer
+    from aether.memory.tiers.tasks import Goals, Tasks
+    from aether.messages import StructuredModel, TextModel
+    from aether.registry.approvals import Approvals
+    from aether.registry.factory import RegistryAndLedger
+    from aether.registry.model import AgentLedger
 
 __all__ = ["Parts"]
 
@@ -70,21 +71,79 @@ class Parts:
         self.settings = settings
         self.client = client
         self.keys = Keyspace(settings.namespace)
-        self.memory = MemoryLayer.open(settings, client, actor=actor, wrap_local=wrap_local)
-        judge = LLMJudge(judge_model) if judge_model is not None else None
-        self.search = MemorySearch(self.memory, judge=judge)
-        self.checkpoints = Checkpoints.from_settings(client, self.keys, settings)
-        self.identity = IdentityStore(self.memory.store, self.checkpoints)
-        self.context = ContextAssembler.configured(
-            self.memory, self.identity, self.search, settings
-        )
-        self.tasks = Tasks(self.memory)
-        self.goals: Goals = self.tasks.goals
-        self.graph = Graph(self.memory)
-        self.approvals = Approvals(client, self.keys)
+        self._wrap_local = wrap_local
+        self._judge_model = judge_model
         self._services: RegistryAndLedger | None = None
         self._actor = actor
         self._index_ready = False
+
+    # Each part is built on first use: a command that takes a checkpoint never imports
+    # the search engine, and every part is still built once per object.
+
+    @cached_property
+    def memory(self) -> MemoryLayer:
+        """The memory layer (daily log, long-term, beliefs' storage, embedder)."""
+        from aether.memory.storage.layer import MemoryLayer
+
+        return MemoryLayer.open(
+            self.settings, self.client, actor=self._actor, wrap_local=self._wrap_local
+        )
+
+    @cached_property
+    def search(self) -> MemorySearch:
+        """Hybrid search over the memory index (judged by the LLM when configured)."""
+        from aether.memory.retrieval.llm_judge import LLMJudge
+        from aether.memory.retrieval.search import MemorySearch
+
+        model = self._judge_model
+        return MemorySearch(self.memory, judge=LLMJudge(model) if model is not None else None)
+
+    @cached_property
+    def checkpoints(self) -> Checkpoints:
+        """Checkpoints, rollback and undo."""
+        from aether.checkpoints.manager import Checkpoints
+
+        return Checkpoints.from_settings(self.client, self.keys, self.settings)
+
+    @cached_property
+    def identity(self) -> IdentityStore:
+        """The agent's and the operator's identity."""
+        from aether.identity.profile import IdentityStore
+
+        return IdentityStore(self.memory.store, self.checkpoints)
+
+    @cached_property
+    def context(self) -> ContextAssembler:
+        """The context assembler."""
+        from aether.context.assembly import ContextAssembler
+
+        return ContextAssembler.configured(self.memory, self.identity, self.search, self.settings)
+
+    @cached_property
+    def tasks(self) -> Tasks:
+        """The task list."""
+        from aether.memory.tiers.tasks import Tasks
+
+        return Tasks(self.memory)
+
+    @property
+    def goals(self) -> Goals:
+        """The goals tasks roll up to."""
+        return self.tasks.goals
+
+    @cached_property
+    def graph(self) -> Graph:
+        """The entity graph."""
+        from aether.memory.knowledge.graph import Graph
+
+        return Graph(self.memory)
+
+    @cached_property
+    def approvals(self) -> Approvals:
+        """Tool calls waiting for the operator's decision."""
+        from aether.registry.approvals import Approvals
+
+        return Approvals(self.client, self.keys)
 
     async def ready(self, *, migrate: bool = True) -> None:
         """Ensure the search indexes (once per object; idempotent in Redis).
@@ -99,18 +158,42 @@ class Parts:
         """
         if not self._index_ready:
             if migrate:
+                from aether.memory.storage.vector_layout import migrate_vectors
+
                 await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
-            await self.search.ensure_index()
+            if not await self._indexes_current():
+                await self.search.ensure_index()
             self._index_ready = True
+
+    async def _indexes_current(self) -> bool:
+        """Whether both indexes are already as wanted (checked without the search engine).
+
+        In a cluster the search part always ensures them: it also follows the shard.
+        """
+        from aether.memory.storage.embeddings import configured_dims
+        from aether.memory.storage.index_schemas import indexes_current
+        from aether.store.cluster import SlotRedis
+
+        if isinstance(self.client, SlotRedis):
+            return False
+        dims = configured_dims(self.settings)
+        return await indexes_current(
+            self.client, self.keys, dims, self.settings.memory.vector_datatype
+        )
 
     def ledger(self) -> AgentLedger:
         """The agent ledger (Redis, or MongoDB when ``AETHER_MONGO_URL`` is set), opened once."""
         if self._services is None:
+            from aether.registry.factory import open_registry
+
             self._services = open_registry(self.settings, self.client, actor=self._actor)
         return self._services.ledger
 
     def eraser(self, actor: str | None = None) -> Eraser:
         """Erasure on this namespace: every store, the archive and the Qdrant mirror."""
+        from aether.checkpoints.erasure import Eraser
+        from aether.memory.erasure import erasure_hooks
+
         dsn = self.settings.postgres_dsn
         return Eraser(
             self.client,
@@ -124,4 +207,6 @@ class Parts:
 
     def beliefs(self, llm: TextModel | None = None) -> Beliefs:
         """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""
+        from aether.memory.knowledge.beliefs import Beliefs
+
         return Beliefs(self.memory, self.settings.beliefs, llm)

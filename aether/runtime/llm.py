@@ -12,15 +12,16 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import structlog
-from openai import AsyncOpenAI
 
 from aether.config import Settings
 from aether.errors import LLMError, LLMNotConfiguredError
 from aether.messages import ChatMessage, FunctionCall, ToolCallPart, ToolSchema
+
+if TYPE_CHECKING:  # the SDK is imported by the first client made (a CLI read needs none)
+    from openai import AsyncOpenAI
 
 log = structlog.get_logger(__name__)
 
@@ -135,7 +136,9 @@ class LLMClient:
         self.model = model
         self.base_url = base_url
         self.breaker = breaker or CircuitBreaker(base_url)
-        self.client = AsyncOpenAI(
+        from openai import AsyncOpenAI
+
+        self.client: AsyncOpenAI = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
             timeout=timeout_s,
@@ -205,6 +208,8 @@ class LLMClient:
         if response_format:
             kwargs["response_format"] = response_format
         url = self.base_url
+        import openai
+
         try:
             response = await self.client.chat.completions.create(**kwargs)
         except openai.APIStatusError as e:

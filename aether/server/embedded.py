@@ -27,6 +27,8 @@ from pathlib import Path
 
 import redis
 import structlog
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from aether.config import Settings
 from aether.errors import ServerError
@@ -49,11 +51,16 @@ class Endpoint:
     port: int | None
 
     def client(self, timeout: float = 5.0) -> redis.Redis:
-        """A synchronous client (for lifecycle checks)."""
+        """A synchronous client (for lifecycle checks).
+
+        It does not retry: a lifecycle check wants the server's answer now, and ``SHUTDOWN``
+        closes the connection by design (redis-py's default retries slept 2 s on it).
+        """
         return redis.Redis(
             unix_socket_path=str(self.unix_socket),
             password=self.password,
             socket_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
         )
 
 

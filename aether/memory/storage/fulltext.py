@@ -9,8 +9,6 @@ the wanted schema changes, the index is rebuilt over the same documents.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,13 +19,10 @@ from redisvl.query import BaseQuery
 
 from aether.codec import text
 from aether.keys import Keyspace
-from aether.memory.storage.records import memory_prefixes
+from aether.memory.storage.index_schemas import fingerprint
+from aether.memory.storage.index_schemas import text_schema as schema
 
 log = structlog.get_logger(__name__)
-
-# Tags may hold spaces and commas; no tag holds a control character, so this separator
-# never splits one.
-TAG_SEPARATOR = "\x1f"
 
 
 def search_command(index: AsyncSearchIndex, query: BaseQuery) -> list[Any]:
@@ -70,36 +65,6 @@ def search_results(reply: Any, *, scores: bool, fields: bool) -> list[tuple[str,
     return out
 
 
-def schema(keys: Keyspace) -> dict[str, Any]:
-    """The redisvl schema of the memory index."""
-    fields: list[dict[str, Any]] = [
-        {"name": "content", "type": "text", "path": "$.content", "attrs": {"weight": 2.0}},
-        {"name": "kind", "type": "tag", "path": "$.kind"},
-        {"name": "source", "type": "tag", "path": "$.source"},
-        {"name": "tags", "type": "tag", "path": "$.tags[*]", "attrs": {"separator": TAG_SEPARATOR}},
-        {"name": "session", "type": "tag", "path": "$.session"},
-        {"name": "status", "type": "tag", "path": "$.status"},
-        {"name": "scope", "type": "tag", "path": "$.scope"},
-        {"name": "pattern", "type": "tag", "path": "$.pattern"},
-        {"name": "hash", "type": "tag", "path": "$.hash"},
-        {
-            "name": "timestamp",
-            "type": "numeric",
-            "path": "$.timestamp",
-            "attrs": {"sortable": True},
-        },
-        {"name": "score", "type": "numeric", "path": "$.score", "attrs": {"sortable": True}},
-    ]
-    return {
-        "index": {
-            "name": keys.memory_index(),
-            "prefix": memory_prefixes(keys),
-            "storage_type": "json",
-        },
-        "fields": fields,
-    }
-
-
 def search_index(client: Redis, keys: Keyspace) -> AsyncSearchIndex:
     """The index object (not created)."""
     return AsyncSearchIndex.from_dict(schema(keys), redis_client=client)
@@ -131,17 +96,17 @@ async def ensure_schema(
     The schema's fingerprint is kept at ``fingerprint_key``; a rebuild keeps the
     documents (they are indexed again).
     """
-    fingerprint = hashlib.sha1(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+    wanted_print = fingerprint(wanted)
     index = AsyncSearchIndex.from_dict(wanted, redis_client=client)
     exists = await index.exists()
     current = await client.get(fingerprint_key)
-    if exists and current is not None and text(current) == fingerprint:
+    if exists and current is not None and text(current) == wanted_print:
         return index
     if exists:
         log.info("index schema changed; rebuilding", index=index.name)
         await index.delete(drop=False)
     await index.create(overwrite=False)
-    await client.set(fingerprint_key, fingerprint)
+    await client.set(fingerprint_key, wanted_print)
     await wait_indexed(index, percent)
     return index
 

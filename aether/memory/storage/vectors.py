@@ -17,7 +17,7 @@ hash in the same batch (:func:`refilter`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from redis.asyncio import Redis
@@ -28,12 +28,14 @@ from redisvl.query.filter import FilterExpression
 from aether.codec import command, text
 from aether.keys import Keyspace
 from aether.memory.storage.conversation import MAX_PASSAGES, READING_DISCOUNT
-from aether.memory.storage.fulltext import (
+from aether.memory.storage.fulltext import ensure_schema, search_command, search_results
+from aether.memory.storage.index_schemas import (
+    TAG_FIELDS,
     TAG_SEPARATOR,
-    ensure_schema,
-    search_command,
-    search_results,
+    VECTOR_FIELD,
+    VectorDatatype,
 )
+from aether.memory.storage.index_schemas import vector_schema as schema
 from aether.memory.storage.records import MemoryRecord
 from aether.store.state import Arg, Mutation
 
@@ -59,11 +61,7 @@ __all__ = [
     "vector_index",
 ]
 
-VectorDatatype = Literal["float32", "float16"]
-VECTOR_FIELD = "embedding"
 PASSAGES_FIELD = "passage_embeddings"
-# what a filtered KNN needs (search.build_filter and the belief neighbours' status)
-TAG_FIELDS: tuple[str, ...] = ("kind", "source", "tags", "session", "status", "scope")
 FILTER_FIELDS: tuple[str, ...] = (*TAG_FIELDS, "timestamp")
 _LITTLE_ENDIAN = {"float32": "<f4", "float16": "<f2"}
 
@@ -179,34 +177,6 @@ def refilter(m: Mutation, keys: Keyspace, key: str, **fields: str) -> Mutation:
     if unknown:
         raise ValueError(f"not filter fields: {sorted(unknown)}")
     return m.hset(keys.vector(key), dict(fields))
-
-
-def schema(keys: Keyspace, dims: int, datatype: VectorDatatype) -> dict[str, Any]:
-    """The redisvl schema of the vector index."""
-    fields: list[dict[str, Any]] = [
-        {"name": name, "type": "tag", "attrs": {"separator": TAG_SEPARATOR}} for name in TAG_FIELDS
-    ]
-    fields.append({"name": "timestamp", "type": "numeric"})
-    fields.append(
-        {
-            "name": VECTOR_FIELD,
-            "type": "vector",
-            "attrs": {
-                "algorithm": "hnsw",
-                "dims": dims,
-                "distance_metric": "cosine",
-                "datatype": datatype,
-            },
-        }
-    )
-    return {
-        "index": {
-            "name": keys.vector_index(),
-            "prefix": keys.vector_prefix(),
-            "storage_type": "hash",
-        },
-        "fields": fields,
-    }
 
 
 def vector_index(
