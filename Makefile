@@ -42,7 +42,9 @@ browser-tool:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium and its driver are needed: sudo apt-get install chromium chromium-driver" >&2; exit 1; fi; }
 
+# Bytecode first: the many CLI processes a run starts then skip compiling aether.
 test: lint compose-tool browser-tool
+	$(VENV)/bin/python -m compileall -q aether tests >/dev/null
 	$(VENV)/bin/pytest
 
 # Each prints one JSON object: checkpoints, then retrieval on both benchmarks' dev splits.

@@ -66,6 +66,15 @@ def _not_file_only(record: logging.LogRecord) -> bool:
 QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "openai")
 
 
+def routed() -> bool:
+    """Whether :func:`configure_logging` routes structlog (``file_only`` events file only).
+
+    A structlog configured otherwise (a test's, a host program's) would print them.
+    """
+    factory = structlog.get_config()["logger_factory"] if structlog.is_configured() else None
+    return isinstance(factory, structlog.stdlib.LoggerFactory)
+
+
 def configure_logging(
     settings: Settings,
     *,

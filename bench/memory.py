@@ -10,16 +10,26 @@
 - bytes_per_entry: Redis memory per entry (document + index + journal), without and with
   vectors (a binary vector hash beside each document, float32; then the same with
   ``vector_datatype = "float16"``).
+- entries, checkpoint_ms, scale: one namespace in the default configuration grown to
+  100k entries and then to ``--entries`` (one size when it is 100k or less), measured at
+  each size: Redis memory in all and per entry, hybrid search p50/p99 with and without a
+  filter, a durable checkpoint, a rollback of 10k changes (changes/s), a maintenance run,
+  an erasure of one subject (planted in 60 entries of that size's fill, AOF rewrite
+  included), a ``checkpoint diff`` of 100k changes, and ``aether status`` (a process).
+  ``checkpoint_ms`` repeats the first size's.
 
-Usage: python bench/memory.py [--quick]
+Usage: python bench/memory.py [--quick] [--entries N]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,9 +40,11 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
+from aether.app import Aether
 from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
+from aether.maintenance.engine import MaintenanceEngine
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
@@ -40,7 +52,7 @@ from aether.memory.transfer import import_file
 from aether.runtime.heap import settle_heap
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
-from aether.store.state import Store
+from aether.store.state import Mutation, Store
 
 random.seed(7)
 _COMMON = """deploy build test redis index search memory agent operator release staging
@@ -196,11 +208,156 @@ async def search_latency(
     }
 
 
-async def main(quick: bool) -> None:
+DAY_S = 86_400.0
+STATUS_RUNS = 5
+
+
+async def timed_search(search: MemorySearch, queries: int) -> dict[str, float]:
+    """Hybrid search latency, plain and with a tag 5 % of entries carry, after a warm-up."""
+    for _ in range(100):
+        await search.search(" ".join(random.sample(QUERY_WORDS, 3)), limit=10)
+    plain: list[float] = []
+    filtered: list[float] = []
+    for i in range(queries):
+        query = " ".join(random.sample(QUERY_WORDS, 3))
+        tags = [f"t{i % 20}"] if i % 4 == 0 else None
+        t = time.perf_counter()
+        await search.search(query, limit=10, tags=tags)
+        (filtered if tags else plain).append((time.perf_counter() - t) * 1000)
+    return {
+        "search_p50_ms": round(statistics.median(plain), 2),
+        "search_p99_ms": percentile(plain, 0.99),
+        "search_filtered_p50_ms": round(statistics.median(filtered), 2),
+        "search_filtered_p99_ms": percentile(filtered, 0.99),
+    }
+
+
+async def one_op_changes(agent: Aether, count: int, tag: str) -> None:
+    """``count`` journal entries of one op each (a list push or a long-term document)."""
+    keys, store = agent.keys, agent.memory.store
+    day = keys.daily(date(2026, 1, 2))
+    for i in range(count):
+        if i % 2:
+            await store.apply(Mutation().rpush(day, f"{tag}{i}"), "bench")
+        else:
+            doc = {"content": sentence(), "timestamp": 1_700_000_000.0 + i}
+            await store.apply(Mutation().json_set(keys.longterm(f"{tag}{i}"), doc), "bench")
+
+
+def status_seconds(settings: Settings) -> float:
+    """Median wall time of ``aether status --json`` as a process (no daemon: exit 1)."""
+    env = {
+        **os.environ,
+        "AETHER_HOME": str(settings.home),
+        "AETHER_NAMESPACE": settings.namespace,
+    }
+    times = []
+    for _ in range(STATUS_RUNS):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "aether", "status", "--json"], env=env, capture_output=True
+        )
+        times.append(time.perf_counter() - t)
+    return round(statistics.median(times), 3)
+
+
+async def grow(agent: Aether, start: int, stop: int, subject: str) -> None:
+    """Fill entries ``start`` to ``stop`` (vectors, tags, 100 days), ``subject`` in 60."""
+    layer = agent.memory
+    daily = DailyLog(layer)
+    base = time.time() - 100 * DAY_S
+    every = max(1, (stop - start) // 60)
+    for first in range(start, stop, 1000):
+        docs: list[dict[str, Any]] = [
+            build_entry(
+                layer,
+                sentence() + (f" with {subject}" if (i - start) % every == 0 else ""),
+                tags=[f"t{i % 20}"],
+                timestamp=base + (i % 100_000) * 100 * DAY_S / 100_000,
+            )
+            for i in range(first, min(first + 1000, stop))
+        ]
+        await layer.attach_embeddings(docs)
+        await layer.store.apply(daily.mutation(docs), "bench.fill")
+
+
+async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[str, Any]:
+    """Every figure of one size (see the module docs)."""
+    client = agent.client
+    out: dict[str, Any] = {"used_memory_bytes": await used_memory(client)}
+    await quiesce(client)
+    settle_heap()
+    out.update(await timed_search(agent.search, queries))
+    times = []
+    for _ in range(20):
+        t = time.perf_counter()
+        await agent.checkpoints.create(label="bench")
+        times.append((time.perf_counter() - t) * 1000)
+    out["checkpoint_ms"] = round(statistics.median(times), 3)
+    target = await agent.checkpoints.create(label="before 10k changes")
+    await one_op_changes(agent, 10_000, "rb")
+    t = time.perf_counter()
+    result = await agent.checkpoints.rollback_to(target.id, actor="bench")
+    out["rollback_10k_changes_per_s"] = round(result.ops_applied / (time.perf_counter() - t))
+    target = await agent.checkpoints.create(label="before 100k changes")
+    await one_op_changes(agent, 100_000, "df")
+    t = time.perf_counter()
+    diff = await agent.checkpoints.diff(target.id)
+    out["diff_100k_changes_s"] = round(time.perf_counter() - t, 2)
+    out["diff_keys"] = len(diff.changes)
+    await agent.checkpoints.rollback_to(target.id, actor="bench")
+    engine = MaintenanceEngine(agent.memory, agent.checkpoints, None, actor="bench")
+    t = time.perf_counter()
+    await engine.run()
+    out["maintenance_s"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    report = await agent.eraser("bench").erase(subject)
+    out["erase_s"] = round(time.perf_counter() - t, 2)
+    out["erased_items"] = sum(report.counts.values())
+    out["status_s"] = status_seconds(agent.settings)
+    return out
+
+
+async def scale(sizes: list[int], queries: int) -> dict[str, dict[str, Any]]:
+    """One namespace in the default configuration, measured at each size as it grows."""
+    home = Path(tempfile.mkdtemp(prefix="aether-bench-scale-"))
+    settings = Settings(home=home, namespace="scale", embedding={"provider": "none"})
+    client = await connect(settings)
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        agent = Aether(settings, client, actor="bench")
+        agent.memory.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
+        agent.search = MemorySearch(agent.memory)
+        await agent.search.ensure_index()
+        empty = await used_memory(client)
+        filled = 0
+        for size in sizes:
+            subject = f"Orvalline Kestrup {size}"
+            t = time.perf_counter()
+            await grow(agent, filled, size, subject)
+            fill_s = time.perf_counter() - t
+            filled = size
+            figures = await measure(agent, size, subject, queries)
+            figures["fill_s"] = round(fill_s, 1)
+            figures["bytes_per_entry_with_vectors"] = round(
+                (figures["used_memory_bytes"] - empty) / size
+            )
+            figures["vector_datatype"] = settings.memory.vector_datatype
+            out[str(size)] = figures
+            print(json.dumps({str(size): figures}), file=sys.stderr, flush=True)
+    finally:
+        await client.aclose()
+        EmbeddedRedis(settings).stop()
+    return out
+
+
+async def main(quick: bool, entries: int) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="aether-bench-mem-"))
     settings = Settings(home=workdir, embedding={"provider": "none"})
     client = await connect(settings)
-    n_entries = 20_000 if quick else 100_000
+    if quick:
+        entries = min(entries, 20_000)
+    n_entries = min(entries, 100_000)
     try:
         log = await log_vs_raw(client, 2_000 if quick else 5_000)
         imported = await import_100k(client, n_entries, workdir)
@@ -209,10 +366,14 @@ async def main(quick: bool) -> None:
     finally:
         await client.aclose()
         EmbeddedRedis(settings).stop()
+    sizes = sorted({n_entries, entries})
+    grown = await scale(sizes, 500 if quick else 2_000)
     print(
         json.dumps(
             {
-                "entries": n_entries,
+                "entries": entries,
+                "checkpoint_ms": grown[str(sizes[0])]["checkpoint_ms"],
+                "scale": grown,
                 "log_vs_raw_ratio": log["ratio"],
                 "log_per_s": log["log_per_s"],
                 "raw_pipeline_per_s": log["raw_per_s"],
@@ -241,4 +402,8 @@ if __name__ == "__main__":
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
-    asyncio.run(main("--quick" in sys.argv))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20k entries, fewer queries")
+    parser.add_argument("--entries", type=int, default=100_000, help="the largest size")
+    options = parser.parse_args()
+    asyncio.run(main(options.quick, options.entries))

@@ -77,10 +77,27 @@ def checkpoints(client: Redis, keys: Keyspace) -> Checkpoints:
 
 @pytest.fixture
 def cli_env(redis_home: Path, namespace: str) -> dict[str, str]:
-    """Environment for running the CLI against the session's server and namespace."""
+    """Environment for running the CLI against the session's server and namespace.
+
+    Without the embedding model (full-text search): loading it costs each process
+    seconds, and a command's behaviour does not depend on it. A test about semantic
+    search asks for ``model_cli_env``.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
-    env.update({"AETHER_HOME": str(redis_home), "AETHER_NAMESPACE": namespace})
+    env.update(
+        {
+            "AETHER_HOME": str(redis_home),
+            "AETHER_NAMESPACE": namespace,
+            "AETHER_EMBEDDING__PROVIDER": "none",
+        }
+    )
     return env
+
+
+@pytest.fixture
+def model_cli_env(cli_env: dict[str, str]) -> dict[str, str]:
+    """:func:`cli_env` with the local embedding model (the default configuration)."""
+    return {k: v for k, v in cli_env.items() if k != "AETHER_EMBEDDING__PROVIDER"}
 
 
 dump_state = state_image  # the tests' name for the rollback contract's image
@@ -108,6 +125,11 @@ async def next_event(pubsub: object) -> dict[str, object] | None:
         if message:
             return dict(message)
     return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Soaks first (the order is otherwise kept): the workers then finish together."""
+    items.sort(key=lambda item: item.get_closest_marker("soak") is None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -65,6 +65,7 @@ async def _read_forever(
     return reads, slowest, errors
 
 
+@pytest.mark.soak
 @pytest.mark.timeout(600)
 async def test_rollback_of_500k_changes_never_makes_a_reader_busy(
     store: Store, client: Redis, keys: Keyspace, settings: Settings

@@ -12,6 +12,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "chaos.py"
 
 
+@pytest.mark.soak
 @pytest.mark.timeout(400)
 def test_a_short_chaos_soak_loses_nothing_and_answers_every_message_once() -> None:
     out = subprocess.run(

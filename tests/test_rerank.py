@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
@@ -121,10 +122,19 @@ async def test_rerank_without_the_model_says_how_to_install_it_and_changes_nothi
     assert await dump_state(client, layer.keys) == image
 
 
-def test_rerank_is_a_setting_the_cli_search_honours(cli_env: dict[str, str]) -> None:
-    for text in (ANSWER, *DISTRACTORS):
-        logged = run_cli(cli_env, "memory", "log", text)
-        assert logged.returncode == 0, logged.stderr
+def test_rerank_is_a_setting_the_cli_search_honours(
+    model_cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    cli_env = model_cli_env  # the cross-encoder reranks what the embeddings found
+    records = tmp_path / "said.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps({"kind": "daily", "content": text, "source": "user"}) + "\n"
+            for text in (ANSWER, *DISTRACTORS)
+        )
+    )
+    imported = run_cli(cli_env, "memory", "import", str(records))  # one model load, not four
+    assert imported.returncode == 0, imported.stderr
     env = {**cli_env, "AETHER_MEMORY__RERANK": "cross-encoder"}
     found = run_cli(env, "memory", "search", QUESTION, "--json")
     assert found.returncode == 0, found.stderr

@@ -23,6 +23,7 @@ def machine(redis_home: Path) -> Iterator[type[WholeProduct]]:
     WholeProduct.shutdown()
 
 
+@pytest.mark.soak
 def test_the_whole_product_holds_together(machine: type[WholeProduct]) -> None:
     seeded = seed(20261127)(type("Seeded", (machine,), {}))
     run_state_machine_as_test(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 
 from aether.codec import text
 from aether.keys import Keyspace
-from aether.store.values import ABSENT, Value, ValueType, decode_image
+from aether.store.values import ABSENT, Value, ValueType, decode_images
 
 # arrays of numbers longer than this (vectors) show as a count, not element by element
 _VECTOR_AT = 8
@@ -106,17 +106,38 @@ async def value_at_checkpoint(
         undo: the key's inverse ops after the checkpoint, newest change first, each
             change's ops in their application order (the order a rollback applies them).
     """
-    last_image = max(
-        (i for i, op in enumerate(undo) if op[0] in (b"RESTORE", b"DEL")), default=None
-    )
-    value, rest = now, undo
-    if last_image is not None:
-        op = undo[last_image]
-        value = await decode_image(client, keys, op[2]) if op[0] == b"RESTORE" else ABSENT
-        rest = undo[last_image + 1 :]
-    for op in rest:
-        value = _replay(value, op)
-    return value
+    return (await values_at_checkpoint(client, keys, [now], [undo]))[0]
+
+
+async def values_at_checkpoint(
+    client: Redis, keys: Keyspace, nows: Sequence[Value], undos: Sequence[list[list[bytes]]]
+) -> list[Value]:
+    """:func:`value_at_checkpoint` of many keys, their images decoded together."""
+    starts: list[Value] = []
+    rests: list[list[list[bytes]]] = []
+    images: dict[int, bytes] = {}  # position -> the DUMP payload its replay starts from
+    for at, (now, undo) in enumerate(zip(nows, undos, strict=True)):
+        last_image = max(
+            (i for i, op in enumerate(undo) if op[0] in (b"RESTORE", b"DEL")), default=None
+        )
+        value, rest = now, undo
+        if last_image is not None:
+            op = undo[last_image]
+            value = ABSENT
+            if op[0] == b"RESTORE":
+                images[at] = op[2]
+            rest = undo[last_image + 1 :]
+        starts.append(value)
+        rests.append(rest)
+    decoded = await decode_images(client, keys, list(images.values()))
+    for at, value in zip(images, decoded, strict=True):
+        starts[at] = value
+    out = []
+    for value, rest in zip(starts, rests, strict=True):
+        for op in rest:
+            value = _replay(value, op)
+        out.append(value)
+    return out
 
 
 def _flatten(doc: Any, path: str = "") -> dict[str, str]:

@@ -23,7 +23,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
-from aether.checkpoints.diff import KeyChange, compare, value_at_checkpoint
+from aether.checkpoints.diff import KeyChange, compare, values_at_checkpoint
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
 from aether.codec import byte_map, command, text
 from aether.config import Settings
@@ -42,13 +42,14 @@ from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
 from aether.store.state import WRITE_WAIT_S, while_busy
-from aether.store.values import read_value
+from aether.store.values import read_values
 
 log = structlog.get_logger(__name__)
 
 MIN_PREFIX = 6
 LOCK_TTL_S = 300.0
 ROLLBACK_HISTORY = 100
+DIFF_BATCH = 1000  # keys a diff reads per batch of round trips
 
 
 class Checkpoints:
@@ -198,18 +199,21 @@ class Checkpoints:
             for tier in {self.keys.tier(key) for key in entry.touched_keys()}:
                 tiers.setdefault(tier, TierChanges()).entries += 1
         changes: list[KeyChange] = []
-        for key in sorted(undo):
-            now = await read_value(self.client, key)
-            order = [op for ops in reversed(undo[key]) for op in ops]
-            then = await value_at_checkpoint(self.client, self.keys, now, order)
-            change = compare(then, now)
-            if change is None:
-                continue  # changed and changed back
-            change.key, change.tier = key, self.keys.tier(key)
-            if not values:
-                change.fields, change.added, change.removed = [], [], []
-            getattr(tiers.setdefault(change.tier, TierChanges()), change.change).append(key)
-            changes.append(change)
+        ordered = sorted(undo)
+        for start in range(0, len(ordered), DIFF_BATCH):  # a few round trips per batch
+            batch = ordered[start : start + DIFF_BATCH]
+            nows = await read_values(self.client, batch)
+            orders = [[op for ops in reversed(undo[key]) for op in ops] for key in batch]
+            thens = await values_at_checkpoint(self.client, self.keys, nows, orders)
+            for key, then, now in zip(batch, thens, nows, strict=True):
+                change = compare(then, now)
+                if change is None:
+                    continue  # changed and changed back
+                change.key, change.tier = key, self.keys.tier(key)
+                if not values:
+                    change.fields, change.added, change.removed = [], [], []
+                getattr(tiers.setdefault(change.tier, TierChanges()), change.change).append(key)
+                changes.append(change)
         return Diff(checkpoint, entries, tiers, changes)
 
     def _admin_lock(self) -> StateLock:

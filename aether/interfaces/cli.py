@@ -218,8 +218,10 @@ class AetherGroup(TyperGroup):
                 _error_exit(str(e), as_json, error_code(e)[0])
             import structlog
 
+            from aether.logging import routed
+
             log = structlog.get_logger("aether.cli")
-            if structlog.is_configured():  # else it failed before logging was set up
+            if routed():  # else it failed before logging was set up
                 log.error("unexpected error", exc_info=True, argv=argv[:20], file_only=True)
             if "--debug" in argv:
                 traceback.print_exc()

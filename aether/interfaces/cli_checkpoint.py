@@ -174,15 +174,17 @@ def rollback(
             checkpoint, entries = await _manager(st, client).show(checkpoint_id)
             return checkpoint.id, entries
 
-    target, entries = run(ctx, preview)
-    confirm(f"Roll back {plural(entries, 'journal entry')} to {target}?", yes, as_json)
+    if not yes:  # the question names what it undoes; with --yes nobody reads it
+        target, entries = run(ctx, preview)
+        confirm(f"Roll back {plural(entries, 'journal entry')} to {target}?", yes, as_json)
+        checkpoint_id = target
 
-    result = call(ctx, cp_ops.checkpoint_rollback, cp_ops.RollbackArgs(id=target))
+    result = call(ctx, cp_ops.checkpoint_rollback, cp_ops.RollbackArgs(id=checkpoint_id))
     emit(
         result,
         as_json,
         lambda: print(
-            f"rolled back {plural(result['entries_undone'], 'entry')} to {target}; "
+            f"rolled back {plural(result['entries_undone'], 'entry')} to {result['target']}; "
             f"'aether checkpoint undo' returns to {result['pre_checkpoint']}"
         ),
     )

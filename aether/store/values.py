@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 from redis.asyncio import Redis
 
-from aether.codec import command, text
+from aether.codec import text
 from aether.errors import StoreError
 from aether.keys import Keyspace
 
@@ -26,6 +26,7 @@ __all__ = [
     "Value",
     "ValueType",
     "decode_image",
+    "decode_images",
     "encode_value",
     "read_value",
     "read_values",
@@ -110,12 +111,26 @@ async def read_values(client: Redis, keys: Sequence[str]) -> list[Value]:
 
 async def decode_image(client: Redis, keys: Keyspace, payload: bytes) -> Value:
     """The value a DUMP payload holds."""
-    scratch = keys.diff_scratch(secrets.token_hex(8))
-    await command(client, "RESTORE", scratch, SCRATCH_TTL_MS, payload, "REPLACE")
+    return (await decode_images(client, keys, [payload]))[0]
+
+
+async def decode_images(client: Redis, keys: Keyspace, payloads: Sequence[bytes]) -> list[Value]:
+    """The values many DUMP payloads hold, in four round trips whatever their number.
+
+    Each is restored into its own short-lived scratch key, read, and the scratch keys
+    deleted (they expire on their own if this is cut short).
+    """
+    if not payloads:
+        return []
+    scratches = [keys.diff_scratch(secrets.token_hex(8)) for _ in payloads]
+    pipe = client.pipeline(transaction=False)
+    for scratch, payload in zip(scratches, payloads, strict=True):
+        pipe.execute_command("RESTORE", scratch, SCRATCH_TTL_MS, payload, "REPLACE")
     try:
-        return await read_value(client, scratch)
+        await pipe.execute()
+        return await read_values(client, scratches)
     finally:
-        await client.delete(scratch)
+        await client.delete(*scratches)
 
 
 async def encode_value(client: Redis, keys: Keyspace, value: Value) -> bytes:
