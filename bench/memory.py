@@ -13,7 +13,8 @@
 - entries, checkpoint_ms, scale: one namespace in the default configuration grown to
   100k entries and then to ``--entries`` (one size when it is 100k or less), measured at
   each size: Redis memory in all and per entry, hybrid search p50/p99 with and without a
-  filter, a durable checkpoint, a rollback of 10k changes (changes/s), a maintenance run,
+  filter, a durable checkpoint, a rollback of 10k changes (changed keys, ten to a journal
+  entry; changes/s), a maintenance run (the entries are of the last six days),
   an erasure of one subject (planted in 60 entries of that size's fill, AOF rewrite
   included), a ``checkpoint diff`` of 100k changes, and ``aether status`` (a process).
   ``checkpoint_ms`` repeats the first size's.
@@ -232,16 +233,19 @@ async def timed_search(search: MemorySearch, queries: int) -> dict[str, float]:
     }
 
 
-async def one_op_changes(agent: Aether, count: int, tag: str) -> None:
-    """``count`` journal entries of one op each (a list push or a long-term document)."""
+async def changes(agent: Aether, count: int, tag: str) -> None:
+    """``count`` changed keys, ten per journal entry (list pushes and long-term documents)."""
     keys, store = agent.keys, agent.memory.store
     day = keys.daily(date(2026, 1, 2))
-    for i in range(count):
-        if i % 2:
-            await store.apply(Mutation().rpush(day, f"{tag}{i}"), "bench")
-        else:
-            doc = {"content": sentence(), "timestamp": 1_700_000_000.0 + i}
-            await store.apply(Mutation().json_set(keys.longterm(f"{tag}{i}"), doc), "bench")
+    for first in range(0, count, 10):
+        m = Mutation()
+        for i in range(first, min(first + 10, count)):
+            if i % 2:
+                m.rpush(day, f"{tag}{i}")
+            else:
+                doc = {"content": sentence(), "timestamp": 1_700_000_000.0 + i}
+                m.json_set(keys.longterm(f"{tag}{i}"), doc)
+        await store.apply(m, "bench")
 
 
 def status_seconds(settings: Settings) -> float:
@@ -262,10 +266,15 @@ def status_seconds(settings: Settings) -> float:
 
 
 async def grow(agent: Aether, start: int, stop: int, subject: str) -> None:
-    """Fill entries ``start`` to ``stop`` (vectors, tags, 100 days), ``subject`` in 60."""
+    """Fill entries ``start`` to ``stop`` (vectors, tags, 6 days), ``subject`` in 60.
+
+    Six days: within the daily log's retention, so that a maintenance run leaves them in
+    place (older days become digests and their entries go, which would empty the
+    namespace this bench grows).
+    """
     layer = agent.memory
     daily = DailyLog(layer)
-    base = time.time() - 100 * DAY_S
+    base = time.time() - 6 * DAY_S
     every = max(1, (stop - start) // 60)
     for first in range(start, stop, 1000):
         docs: list[dict[str, Any]] = [
@@ -273,7 +282,7 @@ async def grow(agent: Aether, start: int, stop: int, subject: str) -> None:
                 layer,
                 sentence() + (f" with {subject}" if (i - start) % every == 0 else ""),
                 tags=[f"t{i % 20}"],
-                timestamp=base + (i % 100_000) * 100 * DAY_S / 100_000,
+                timestamp=base + (i % 100_000) * 6 * DAY_S / 100_000,
             )
             for i in range(first, min(first + 1000, stop))
         ]
@@ -295,12 +304,12 @@ async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[
         times.append((time.perf_counter() - t) * 1000)
     out["checkpoint_ms"] = round(statistics.median(times), 3)
     target = await agent.checkpoints.create(label="before 10k changes")
-    await one_op_changes(agent, 10_000, "rb")
+    await changes(agent, 10_000, "rb")
     t = time.perf_counter()
     result = await agent.checkpoints.rollback_to(target.id, actor="bench")
     out["rollback_10k_changes_per_s"] = round(result.ops_applied / (time.perf_counter() - t))
     target = await agent.checkpoints.create(label="before 100k changes")
-    await one_op_changes(agent, 100_000, "df")
+    await changes(agent, 100_000, "df")
     t = time.perf_counter()
     diff = await agent.checkpoints.diff(target.id)
     out["diff_100k_changes_s"] = round(time.perf_counter() - t, 2)

@@ -15,6 +15,7 @@ from aether.keys import Keyspace
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.embeddings import make_embedder
 from aether.memory.storage.fulltext import ensure_index
+from aether.memory.storage.index_schemas import indexes_current
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.vectors import ensure_vector_index
 from aether.memory.tiers.daily import DailyLog
@@ -198,6 +199,21 @@ async def test_indexes_are_idempotent_and_follow_the_embedder(
     assert await client.get(keys.vector_index_schema()) == vector_fingerprint
     await ensure_vector_index(client, keys, 384, "float16")  # a changed datatype rebuilds
     assert await client.get(keys.vector_index_schema()) != vector_fingerprint
+
+
+async def test_a_command_tells_the_indexes_are_current_without_the_search_engine(
+    client: Redis, keys: Keyspace
+) -> None:
+    assert not await indexes_current(client, keys, None, "float32")  # none yet
+    await ensure_index(client, keys)
+    assert await indexes_current(client, keys, None, "float32")  # full text only
+    assert not await indexes_current(client, keys, 384, "float32")  # no vector index yet
+    await ensure_vector_index(client, keys, 384, "float16")
+    assert await indexes_current(client, keys, 384, "float16")
+    assert not await indexes_current(client, keys, 384, "float32")  # another datatype
+    assert not await indexes_current(client, keys, 768, "float16")  # another model's size
+    await client.set(keys.memory_index_schema(), "an older schema")
+    assert not await indexes_current(client, keys, 384, "float16")
     info = await client.execute_command("FT.INFO", keys.vector_index())
     assert b"FLOAT16" in json.dumps(str(info)).encode()
 
