@@ -108,8 +108,10 @@ class MemorySettings(BaseModel):
         "are left out; when every judged result is, search finds nothing (0 = keep all)",
     )
     vector_datatype: Literal["float32", "float16"] = Field(
-        default="float32",
-        description="how vectors are stored: float16 halves their memory (recall in README)",
+        default="float16",
+        description="how vectors are stored: float16 takes half the bytes of float32 at the "
+        "same recall (docs/decisions/0002-float16-vectors.md); a change re-encodes the "
+        "namespace's vectors at the daemon's next start",
     )
 
 

@@ -10,7 +10,9 @@ new, in a temporary ``AETHER_HOME`` with the default settings (the local embeddi
   ``undo``: its undo;
 - ``mcp_initialize``: from starting ``aether mcp`` to its answer to ``initialize``;
 - ``redis_stop``: ``aether redis stop`` (the daemon stopped first; restarted between runs);
-- ``redis_cli_ping``: the floor, a process that only asks Redis.
+- ``redis_cli_ping``: the floor, a process that only asks Redis;
+- ``python_libraries_floor``: a Python process that only imports typer, structlog,
+  redis.asyncio and pydantic-settings, what every command but ``--help`` stands on.
 
 ``load`` is the machine's load average when the run began and ended.
 
@@ -144,6 +146,11 @@ def main() -> None:
             results["redis_cli_ping"] = timed(
                 lambda: subprocess.run(ping, capture_output=True, check=True), args.runs
             )
+        # the libraries every command but --help stands on: the floor of a Python CLI here
+        floor = [sys.executable, "-c", "import typer, structlog, redis.asyncio, pydantic_settings"]
+        results["python_libraries_floor"] = timed(
+            lambda: subprocess.run(floor, check=True), args.runs
+        )
         results["help"] = timed(lambda: run(env, "--help"), args.runs)
         results["status"] = timed(lambda: run(env, "status"), args.runs)
         results["memory_log"] = timed(

@@ -439,7 +439,8 @@ async def test_raw_search_replies_read_the_same_over_resp2_and_resp3(
     assert layer.embedder is not None
     vector_index = layer.vector_index()
     assert vector_index is not None
-    knn = knn_query(await layer.embedder.embed("a bird by the water"), None, 3)
+    vector = await layer.embedder.embed("a bird by the water")
+    knn = knn_query(vector, None, 3, layer.settings.vector_datatype)
     try:
         read: list[tuple[list[tuple[str, float, object]], list[tuple[str, float]]]] = []
         for c in (client, resp2):

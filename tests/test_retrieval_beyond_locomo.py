@@ -406,8 +406,9 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert vector is not None
     index = layer.vector_index()
     assert index is not None
-    every = dict(await nearest(client, index, keys, vector, None, 200))
-    assert target_key not in dict(await nearest(client, index, keys, vector, None, 40))
+    datatype = layer.settings.vector_datatype
+    every = dict(await nearest(client, index, keys, vector, None, 200, datatype))
+    assert target_key not in dict(await nearest(client, index, keys, vector, None, 40, datatype))
 
     hits = await search.search(query, limit=10, now=NOW)
     hit = next(h for h in hits if h.key == target_key)
@@ -425,7 +426,8 @@ async def test_every_candidate_is_scored_on_both_signals(
     full = (await search._candidates(query, query_tokens(query), None, 100, {})).lists
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
     assert found.openings.keys() == vectors.keys()  # short memories: the opening is all
-    assert await similarities(client, index, keys, ["nope"], vector) == {}  # no vector: left out
+    no_vector = await similarities(client, index, keys, ["nope"], vector, datatype)
+    assert no_vector == {}  # no vector: left out
 
 
 def test_a_long_memory_gives_up_what_its_best_passage_wins_by_chance() -> None:

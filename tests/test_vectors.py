@@ -125,11 +125,12 @@ async def test_an_old_namespace_migrates_once_journaled(
     settings: Settings, client: Redis, keys: Keyspace, checkpoints: Checkpoints
 ) -> None:
     layer = MemoryLayer.open(settings, client)
+    assert settings.memory.vector_datatype == "float16"  # the default
     old = await _old_layout(layer, 450)  # more than one batch
     assert await migrate_vectors(layer, checkpoints) == 450
-    assert await client.get(keys.memory_layout()) == b"readings-float32"
+    assert await client.get(keys.memory_layout()) == b"readings-float16"
     assert await client.execute_command("JSON.TYPE", old[0], "$.embedding") == [[]]
-    assert len(await client.hget(keys.vector(old[0]), "embedding") or b"") == 384 * 4
+    assert len(await client.hget(keys.vector(old[0]), "embedding") or b"") == 384 * 2
     assert await migrate_vectors(layer, checkpoints) == 0  # once
     search = MemorySearch(layer)
     await search.ensure_index()
