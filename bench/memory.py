@@ -65,6 +65,9 @@ WORDS = [f"w{i}" for i in range(3000)] + _COMMON.split()
 # most frequent words, which behave like stopwords in a Zipf vocabulary.
 QUERY_WORDS = WORDS[100:]
 DIMS = 384
+# documents per journaled write while filling: Redis indexes them inside that one call,
+# so a batch of 1,000 held it for seconds on a loaded machine (past the client's timeout)
+FILL_BATCH = 250
 
 
 def sentence() -> str:
@@ -181,10 +184,10 @@ async def search_latency(
     daily = DailyLog(layer)
     before = await used_memory(client)
     base = 1_700_000_000.0
-    for start in range(0, n, 1000):
+    for start in range(0, n, FILL_BATCH):
         docs: list[dict[str, Any]] = [
             build_entry(layer, sentence(), tags=[f"t{i % 20}"], timestamp=base + i * 30)
-            for i in range(start, min(start + 1000, n))
+            for i in range(start, min(start + FILL_BATCH, n))
         ]
         await layer.attach_embeddings(docs)
         await layer.store.apply(daily.mutation(docs), "bench.fill")
@@ -277,7 +280,7 @@ async def grow(agent: Aether, start: int, stop: int, subject: str) -> None:
     daily = DailyLog(layer)
     base = time.time() - 6 * DAY_S
     every = max(1, (stop - start) // 60)
-    for first in range(start, stop, 1000):
+    for first in range(start, stop, FILL_BATCH):
         docs: list[dict[str, Any]] = [
             build_entry(
                 layer,
@@ -285,7 +288,7 @@ async def grow(agent: Aether, start: int, stop: int, subject: str) -> None:
                 tags=[f"t{i % 20}"],
                 timestamp=base + (i % 100_000) * 6 * DAY_S / 100_000,
             )
-            for i in range(first, min(first + 1000, stop))
+            for i in range(first, min(first + FILL_BATCH, stop))
         ]
         await layer.attach_embeddings(docs)
         await layer.store.apply(daily.mutation(docs), "bench.fill")
