@@ -173,6 +173,7 @@ _ENTRIES = {entry.name: entry for entry in COMMANDS}
 def load_command(entry: Entry) -> Any:
     """The click command of one table entry, its module imported now."""
     target = getattr(importlib.import_module(entry.module), entry.attribute)
+    command: Any
     if isinstance(target, typer.Typer):
         command = typer.main.get_group(target)
     else:
