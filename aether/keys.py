@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from urllib.parse import quote
 
 # Key families outside the journaled (rolled-back) state: caches, ephemeral working
 # memory, liveness data, message queues and the checkpoint machinery itself.
@@ -44,7 +45,17 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
 # Hash families whose whole hash is one item (an entity, a relation, a memory's vector):
 # erasure removes the whole key. Every other hash is a collection of items (tasks, goals,
 # identity files, profile fields): erasure removes the fields that hold the text.
-_ITEM_HASH_FAMILIES: tuple[str, ...] = ("entity:", "relation:", "vec:", "pattern:", "approval:")
+_ITEM_HASH_FAMILIES: tuple[str, ...] = (
+    "entity:",
+    "relation:",
+    "vec:",
+    "pattern:",
+    "approval:",
+    "langgraph:checkpoint:",
+    "langgraph:blob:",
+    "langgraph:write:",
+    "langgraph:item:",
+)
 
 # Keys that belong to an item (family -> the item's family, same id).
 _OWNED: tuple[tuple[str, str], ...] = (
@@ -81,6 +92,7 @@ _TIERS: tuple[tuple[str, str], ...] = (
     ("memory:", "memory index"),
     ("vec:", "vectors"),
     ("maintenance:", "maintenance"),
+    ("langgraph:", "threads"),
 )
 
 
@@ -273,6 +285,84 @@ class Keyspace:
     def repo_file(self, repo_id: str, path_id: str) -> str:
         """JSON: one file (language, content hash, imports, resolved imports, symbols)."""
         return self._k("repo", repo_id, "file", path_id)
+
+    # framework state (aether.integrations): LangGraph threads and its long-term store.
+    # Names taken from outside (thread ids, checkpoint namespaces, channels) are
+    # percent-encoded, so that a ``:`` in one never reads as a separator.
+    def lg_threads(self) -> str:
+        """SET: the LangGraph thread ids that have checkpoints."""
+        return self._k("langgraph", "threads")
+
+    def lg_namespaces(self, thread_id: str) -> str:
+        """SET: the checkpoint namespaces (``""`` is the root graph's) of one thread."""
+        return self._k("langgraph", "ns", _part(thread_id))
+
+    def lg_checkpoints(self, thread_id: str, checkpoint_ns: str) -> str:
+        """ZSET: checkpoint ids of one thread and namespace (score 0: ordered by id)."""
+        return self._k("langgraph", "checkpoints", _part(thread_id), _part(checkpoint_ns))
+
+    def lg_checkpoint(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+        """HASH: one checkpoint without its channel values, its metadata and its parent.
+
+        Fields ``checkpoint_type``/``checkpoint``, ``metadata_type``/``metadata`` (the
+        serializer's bytes), ``parent`` and ``text`` (a readable rendering).
+        """
+        return self._k(
+            "langgraph", "checkpoint", _part(thread_id), _part(checkpoint_ns), _part(checkpoint_id)
+        )
+
+    def lg_blob(self, thread_id: str, checkpoint_ns: str, channel: str, version: str) -> str:
+        """HASH: one channel's value at one version.
+
+        Fields ``ns``, ``channel``, ``version``, ``type``/``data`` (the serializer's), ``text``.
+        """
+        return self._k(
+            "langgraph",
+            "blob",
+            _part(thread_id),
+            _part(checkpoint_ns),
+            _part(channel),
+            _part(version),
+        )
+
+    def lg_blobs(self, thread_id: str) -> str:
+        """SET: the blob keys of one thread (what deleting the thread removes)."""
+        return self._k("langgraph", "blobs", _part(thread_id))
+
+    def lg_writes(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+        """SET: the keys of the pending writes stored against one checkpoint."""
+        return self._k(
+            "langgraph", "writes", _part(thread_id), _part(checkpoint_ns), _part(checkpoint_id)
+        )
+
+    def lg_write(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int
+    ) -> str:
+        """HASH: one pending write.
+
+        Fields ``task_id``, ``idx``, ``channel``, ``type``/``data``, ``task_path``, ``text``.
+        """
+        return self._k(
+            "langgraph",
+            "write",
+            _part(thread_id),
+            _part(checkpoint_ns),
+            _part(checkpoint_id),
+            _part(task_id),
+            str(idx),
+        )
+
+    def lg_item(self, namespace: tuple[str, ...], item_key: str) -> str:
+        """HASH: one item of LangGraph's long-term store.
+
+        Fields ``namespace`` and ``value`` (JSON), ``key``, ``created_at``, ``updated_at``,
+        ``expires_at`` (epoch seconds, ``0``: never) and ``memory`` (its memory's id).
+        """
+        return self._k("langgraph", "item", *(_part(p) for p in namespace), "", _part(item_key))
+
+    def lg_items(self) -> str:
+        """ZSET: the store's item keys (score: last update, epoch seconds)."""
+        return self._k("langgraph", "items")
 
     def memory_index(self) -> str:
         """FT index over daily entries, long-term memories and beliefs."""
@@ -510,6 +600,11 @@ class Keyspace:
             if rest.startswith(family):
                 return tier
         return "other"
+
+
+def _part(name: str) -> str:
+    """A name taken from outside, percent-encoded to be one part of a key."""
+    return quote(name, safe="")
 
 
 def _passage(vector_key: str, n: int) -> str:
