@@ -6,7 +6,7 @@ never import the runtime: data flows one way.
 
 from __future__ import annotations
 
-from typing import Protocol, Required, runtime_checkable
+from typing import Any, Protocol, Required, runtime_checkable
 
 from typing_extensions import TypedDict
 
@@ -38,7 +38,9 @@ class ChatMessage(TypedDict, total=False):
     """One chat message, as stored in a session and as the chat API takes it.
 
     Stored messages carry ``id`` and ``timestamp`` (and ``ref``, the inbox message they
-    answer); rendered ones only what the API reads.
+    answer; ``memory``, the daily entry it was also logged as; ``item``, the framework
+    item it was made from, e.g. an OpenAI Agents SDK input item); rendered ones only
+    what the API reads.
     """
 
     role: Required[str]
@@ -49,6 +51,8 @@ class ChatMessage(TypedDict, total=False):
     ref: str
     tool_calls: list[ToolCallPart]
     tool_call_id: str
+    memory: str
+    item: dict[str, Any]
 
 
 class ToolFunction(TypedDict):

@@ -8,7 +8,8 @@ tools' results, so a call and its result are never apart.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from aether.codec import byte_map, text, texts
@@ -16,6 +17,7 @@ from aether.errors import InvalidOperationError, NotFoundError
 from aether.ids import check_id, new_id
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import check_timestamp
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.messages import ChatMessage, ToolCallPart
 from aether.store.state import Mutation
 
@@ -130,6 +132,93 @@ class ChatSessions:
         await self._meta_ops(m, session, ts, None)
         await self.layer.store.apply(m, "chat.tool_exchange")
         return messages
+
+    async def append_messages(
+        self,
+        session: str,
+        drafts: Sequence[ChatMessage],
+        *,
+        remember: bool = True,
+        timestamp: datetime | float | None = None,
+    ) -> list[ChatMessage]:
+        """Append messages in order, in one change (the session is made on first use).
+
+        With ``remember``, the text of each user and assistant message is also logged to
+        the daily log, tagged with the session, in the same change: search finds it, and
+        the message names its entry (``memory``). A draft's extra fields (``tool_calls``,
+        ``tool_call_id``, ``name``, ``item``) are kept.
+
+        Raises:
+            InvalidOperationError: an unknown role, content that is not text or too large,
+                a bad session id; nothing is written.
+        """
+        check_id(session, "session id")
+        if not drafts:
+            return []
+        ts = check_timestamp(timestamp)
+        messages: list[ChatMessage] = []
+        for draft in drafts:
+            extra = {k: v for k, v in draft.items() if k not in ("role", "content", "id")}
+            extra.pop("timestamp", None)
+            messages.append(_message(draft["role"], draft.get("content") or "", ts, **extra))
+        # members of one time sort by id: keep the drafts' order
+        for message, ordered in zip(messages, sorted(m["id"] for m in messages), strict=True):
+            message["id"] = ordered
+        docs = []
+        if remember:
+            for message in messages:
+                content = message.get("content") or ""
+                if message["role"] in ("user", "assistant") and content.strip():
+                    source = "user" if message["role"] == "user" else "agent"
+                    doc = build_entry(
+                        self.layer, content, source=source, session=session, timestamp=ts
+                    )
+                    message["memory"] = doc["id"]
+                    docs.append(doc)
+            await self.layer.attach_embeddings(docs)
+        m = DailyLog(self.layer).mutation(docs) if docs else Mutation()
+        m.zadd(
+            self.keys.chat_messages(session),
+            {json.dumps(msg, ensure_ascii=False): ts for msg in messages},
+        )
+        await self._meta_ops(m, session, ts, None)
+        await self.layer.store.apply(m, "chat.append")
+        return messages
+
+    async def pop_last(self, session: str) -> ChatMessage | None:
+        """Remove the session's last message (and the daily entry logged from it).
+
+        Returns the message, or ``None`` when the session is empty.
+        """
+        key = self.keys.chat_messages(check_id(session, "session id"))
+        raw = await self.layer.client.zrange(key, -1, -1)
+        if not raw:
+            return None
+        member = text(raw[0])
+        message: ChatMessage = json.loads(member)
+        m = Mutation()
+        memory = message.get("memory")
+        if memory:
+            entry_key = self.keys.daily_entry(memory)
+            (doc,) = await self.layer.get_docs([entry_key])
+            if doc is not None:
+                day = date.fromisoformat(str(doc.get("day")))
+                m = DailyLog(self.layer).removal(day, [doc], whole_day=False)
+        m.zrem(key, member)
+        await self.layer.store.apply(m, "chat.pop")
+        return message
+
+    async def clear(self, session: str) -> int:
+        """Remove every message of a session, keeping the session (journaled).
+
+        The daily entries logged from them stay: they are what happened (``aether erase``
+        removes a text everywhere). Returns how many messages were removed.
+        """
+        key = self.keys.chat_messages(check_id(session, "session id"))
+        count = int(await self.layer.client.zcard(key))
+        if count:
+            await self.layer.store.apply(Mutation().delete(key), "chat.clear")
+        return count
 
     async def find_ref(self, session: str, ref: str, recent: int = 100) -> ChatMessage | None:
         """The message stored with ``ref`` among the last ``recent`` ones, if any."""
