@@ -353,16 +353,26 @@ class Keyspace:
         )
 
     def lg_item(self, namespace: tuple[str, ...], item_key: str) -> str:
-        """HASH: one item of LangGraph's long-term store.
+        """HASH: one item of LangGraph's long-term store (``AetherStore``).
 
-        Fields ``namespace`` and ``value`` (JSON), ``key``, ``created_at``, ``updated_at``,
-        ``expires_at`` (epoch seconds, ``0``: never) and ``memory`` (its memory's id).
+        Named ``<labels joined by '.'>:<key>`` (a label has no ``.``). Fields
+        ``namespace`` and ``value`` (JSON), ``key``, ``created_at``, ``updated_at``,
+        ``expires_at`` (epoch seconds, ``0``: never), ``ttl_s`` and ``memory`` (the id of
+        the long-term memory search finds it by, ``""``: not indexed).
         """
-        return self._k("langgraph", "item", *(_part(p) for p in namespace), "", _part(item_key))
+        return self._k("langgraph", "item", _part(".".join(namespace)), _part(item_key))
 
-    def lg_items(self) -> str:
-        """ZSET: the store's item keys (score: last update, epoch seconds)."""
-        return self._k("langgraph", "items")
+    def lg_store_namespaces(self) -> str:
+        """SET: the store's namespaces that hold items (labels joined by ``.``)."""
+        return self._k("langgraph", "store", "namespaces")
+
+    def lg_store_keys(self, namespace: tuple[str, ...]) -> str:
+        """ZSET: the item keys of one store namespace, scored by last update (epoch s)."""
+        return self._k("langgraph", "store", "keys", _part(".".join(namespace)))
+
+    def lg_store_memories(self) -> str:
+        """HASH: memory id -> the store item (its key) that memory indexes."""
+        return self._k("langgraph", "store", "memories")
 
     def memory_index(self) -> str:
         """FT index over daily entries, long-term memories and beliefs."""

@@ -119,7 +119,7 @@ async def test_sync_invoke_runs_in_a_thread_and_refuses_the_loop(redis_home: Pat
         result = await asyncio.to_thread(graph.invoke, {"notes": ["x"]}, config)
         assert "__interrupt__" in result
         assert (await graph.aget_state(config)).next == ("approve",)
-        with pytest.raises(InvalidOperationError, match="async"):
+        with pytest.raises(InvalidOperationError, match="async ones"):
             graph.get_state(config)
 
 

@@ -12,5 +12,6 @@ Both are built over the composition root::
 """
 
 from aether.integrations.langgraph.checkpointer import AetherCheckpointSaver
+from aether.integrations.langgraph.store import AetherStore
 
-__all__ = ["AetherCheckpointSaver"]
+__all__ = ["AetherCheckpointSaver", "AetherStore"]

@@ -17,7 +17,6 @@ event loop the saver was made on, and so must be called from another thread (as
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,6 +35,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from aether.errors import InvalidOperationError
+from aether.integrations.loop import LoopBound
 from aether.integrations.readable import readable
 from aether.memory.tiers.threads import (
     Blob,
@@ -92,12 +92,7 @@ class AetherCheckpointSaver(BaseCheckpointSaver[str]):
 
     def __init__(self, app: Parts, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError as e:
-            raise InvalidOperationError(
-                "make AetherCheckpointSaver inside `async with Aether.open(...)`"
-            ) from e
+        self._bridge = LoopBound("AetherCheckpointSaver")
         self.threads = ThreadStore(app.memory)
 
     # -- async: the saver's own ------------------------------------------------------
@@ -321,17 +316,7 @@ class AetherCheckpointSaver(BaseCheckpointSaver[str]):
 
     # -- helpers ---------------------------------------------------------------------
     def _sync(self, call: Coroutine[Any, Any, T]) -> T:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            call.close()
-            raise InvalidOperationError(
-                "AetherCheckpointSaver's sync methods block; from the event loop use the "
-                "async ones (ainvoke, astream) or run invoke in a thread (asyncio.to_thread)"
-            )
-        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+        return self._bridge.run(call)
 
     async def _tuple(
         self, stored: StoredCheckpoint, metadata: CheckpointMetadata | None = None
