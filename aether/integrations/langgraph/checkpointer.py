@@ -17,6 +17,7 @@ event loop the saver was made on, and so must be called from another thread (as
 
 from __future__ import annotations
 
+import builtins
 import random
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["AetherCheckpointSaver"]
 
 T = TypeVar("T")
+LIST_PAGE = 50
+"""Checkpoints read per round trip while listing."""
 
 
 def _configurable(config: RunnableConfig) -> dict[str, Any]:
@@ -126,26 +129,33 @@ class AetherCheckpointSaver(BaseCheckpointSaver[str]):
         only_id = configurable.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
         left = limit
+        page = LIST_PAGE
         for thread in threads:
-            namespaces = await self.threads.namespaces(thread)
-            for ns in namespaces:
+            for ns in await self.threads.namespaces(thread):
                 if only_ns is not None and ns != only_ns:
                     continue
                 ids = await self.threads.checkpoint_ids(thread, ns, before=before_id)
-                for checkpoint_id in ids:
+                if only_id:
+                    ids = [i for i in ids if i == only_id]
+                for start in range(0, len(ids), page):
                     if left is not None and left <= 0:
                         return
-                    if only_id and checkpoint_id != only_id:
-                        continue
-                    stored = await self.threads.get(thread, ns, checkpoint_id)
-                    if stored is None:
-                        continue
-                    metadata = self.serde.loads_typed(stored.metadata)
-                    if filter and not all(metadata.get(k) == v for k, v in filter.items()):
-                        continue
+                    kept: builtins.list[tuple[StoredCheckpoint, CheckpointMetadata]] = []
+                    for stored in await self.threads.get_many(
+                        thread, ns, ids[start : start + page]
+                    ):
+                        if stored is None:
+                            continue
+                        metadata = self.serde.loads_typed(stored.metadata)
+                        if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+                            continue
+                        kept.append((stored, metadata))
+                        if left is not None and len(kept) >= left:
+                            break
                     if left is not None:
-                        left -= 1
-                    yield await self._tuple(stored, metadata)
+                        left -= len(kept)
+                    for found in await self._tuples(kept):
+                        yield found
 
     async def aput(
         self,
@@ -318,23 +328,43 @@ class AetherCheckpointSaver(BaseCheckpointSaver[str]):
     def _sync(self, call: Coroutine[Any, Any, T]) -> T:
         return self._bridge.run(call)
 
-    async def _tuple(
-        self, stored: StoredCheckpoint, metadata: CheckpointMetadata | None = None
-    ) -> CheckpointTuple:
-        thread, ns, checkpoint_id = stored.thread_id, stored.checkpoint_ns, stored.checkpoint_id
-        checkpoint: Checkpoint = self.serde.loads_typed(stored.checkpoint)
-        versions = {k: str(v) for k, v in checkpoint.get("channel_versions", {}).items()}
-        blobs = await self.threads.blobs(thread, ns, versions)
-        writes = await self.threads.writes(thread, ns, checkpoint_id)
-        return CheckpointTuple(
-            config=_config(thread, ns, checkpoint_id),
-            checkpoint={
-                **checkpoint,
-                "channel_values": {k: self.serde.loads_typed(v) for k, v in blobs.items()},
-            },
-            metadata=metadata if metadata is not None else self.serde.loads_typed(stored.metadata),
-            parent_config=_config(thread, ns, stored.parent_id) if stored.parent_id else None,
-            pending_writes=[
-                (w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in writes
-            ],
-        )
+    async def _tuple(self, stored: StoredCheckpoint) -> CheckpointTuple:
+        metadata = self.serde.loads_typed(stored.metadata)
+        return (await self._tuples([(stored, metadata)]))[0]
+
+    async def _tuples(
+        self, found: Sequence[tuple[StoredCheckpoint, CheckpointMetadata]]
+    ) -> builtins.list[CheckpointTuple]:
+        """Tuples of checkpoints of one thread and namespace (values and writes batched)."""
+        if not found:
+            return []
+        thread, ns = found[0][0].thread_id, found[0][0].checkpoint_ns
+        checkpoints: builtins.list[Checkpoint] = [
+            self.serde.loads_typed(s.checkpoint) for s, _ in found
+        ]
+        versions = [
+            {k: str(v) for k, v in c.get("channel_versions", {}).items()} for c in checkpoints
+        ]
+        blobs = await self.threads.blobs_many(thread, ns, versions)
+        writes = await self.threads.writes_many(thread, ns, [s.checkpoint_id for s, _ in found])
+        out: builtins.list[CheckpointTuple] = []
+        for (stored, metadata), checkpoint, values, pending in zip(
+            found, checkpoints, blobs, writes, strict=True
+        ):
+            out.append(
+                CheckpointTuple(
+                    config=_config(thread, ns, stored.checkpoint_id),
+                    checkpoint={
+                        **checkpoint,
+                        "channel_values": {k: self.serde.loads_typed(v) for k, v in values.items()},
+                    },
+                    metadata=metadata,
+                    parent_config=(
+                        _config(thread, ns, stored.parent_id) if stored.parent_id else None
+                    ),
+                    pending_writes=[
+                        (w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in pending
+                    ],
+                )
+            )
+        return out

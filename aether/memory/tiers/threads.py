@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError
@@ -321,66 +322,87 @@ class ThreadStore:
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
     ) -> StoredCheckpoint | None:
         """One checkpoint as stored, or ``None``."""
-        key = self.keys.lg_checkpoint(thread_id, checkpoint_ns, checkpoint_id)
-        raw = byte_map(await self.client.hgetall(key))
-        checkpoint = _typed(raw, b"checkpoint_type", b"checkpoint")
-        metadata = _typed(raw, b"metadata_type", b"metadata")
-        if checkpoint is None or metadata is None:
-            return None
-        parent = raw.get(b"parent", b"").decode()
-        return StoredCheckpoint(
-            thread_id, checkpoint_ns, checkpoint_id, parent or None, checkpoint, metadata
-        )
+        return (await self.get_many(thread_id, checkpoint_ns, [checkpoint_id]))[0]
+
+    async def get_many(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_ids: Sequence[str]
+    ) -> list[StoredCheckpoint | None]:
+        """Checkpoints as stored (``None`` where gone), in one round trip."""
+        if not checkpoint_ids:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for cid in checkpoint_ids:
+                pipe.hgetall(self.keys.lg_checkpoint(thread_id, checkpoint_ns, cid))
+            rows = await pipe.execute()
+        out: list[StoredCheckpoint | None] = []
+        for cid, row in zip(checkpoint_ids, rows, strict=True):
+            raw = byte_map(row)
+            checkpoint = _typed(raw, b"checkpoint_type", b"checkpoint")
+            metadata = _typed(raw, b"metadata_type", b"metadata")
+            if checkpoint is None or metadata is None:
+                out.append(None)
+                continue
+            parent = raw.get(b"parent", b"").decode() or None
+            out.append(
+                StoredCheckpoint(thread_id, checkpoint_ns, cid, parent, checkpoint, metadata)
+            )
+        return out
 
     async def writes(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
     ) -> list[StoredWrite]:
         """The pending writes stored against a checkpoint, by (task path, task id, idx)."""
-        keys = members(
-            await self.client.smembers(self.keys.lg_writes(thread_id, checkpoint_ns, checkpoint_id))
-        )
-        if not keys:
+        return (await self.writes_many(thread_id, checkpoint_ns, [checkpoint_id]))[0]
+
+    async def writes_many(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_ids: Sequence[str]
+    ) -> list[list[StoredWrite]]:
+        """The pending writes of each checkpoint (as :meth:`writes`), in two round trips."""
+        if not checkpoint_ids:
             return []
         async with self.client.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hgetall(key)
-            rows = await pipe.execute()
-        out: list[StoredWrite] = []
-        for row in rows:
-            raw = byte_map(row)
-            value = _typed(raw, b"type", b"data")
-            if value is None:
-                continue
-            out.append(
-                StoredWrite(
-                    task_id=raw[b"task_id"].decode(),
-                    idx=int(raw[b"idx"]),
-                    channel=raw[b"channel"].decode(),
-                    value=value,
-                    task_path=raw.get(b"task_path", b"").decode(),
-                    text=raw.get(b"text", b"").decode("utf-8", "replace"),
-                )
-            )
-        out.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+            for cid in checkpoint_ids:
+                pipe.smembers(self.keys.lg_writes(thread_id, checkpoint_ns, cid))
+            indexes = [members(reply) for reply in await pipe.execute()]
+        flat = [key for keys in indexes for key in keys]
+        rows: list[Any] = []
+        if flat:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for key in flat:
+                    pipe.hgetall(key)
+                rows = await pipe.execute()
+        it = iter(rows)
+        out: list[list[StoredWrite]] = []
+        for keys in indexes:
+            found = [w for w in (_write(byte_map(next(it))) for _ in keys) if w is not None]
+            found.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+            out.append(found)
         return out
 
     async def blobs(
         self, thread_id: str, checkpoint_ns: str, versions: dict[str, str]
     ) -> dict[str, Typed]:
         """The channel values at the given versions (empty and missing channels left out)."""
-        if not versions:
-            return {}
-        channels = list(versions)
+        return (await self.blobs_many(thread_id, checkpoint_ns, [versions]))[0]
+
+    async def blobs_many(
+        self, thread_id: str, checkpoint_ns: str, versions: Sequence[dict[str, str]]
+    ) -> list[dict[str, Typed]]:
+        """The channel values of each version map (as :meth:`blobs`), in one round trip."""
+        wanted = [(i, ch, ver) for i, vs in enumerate(versions) for ch, ver in vs.items()]
+        out: list[dict[str, Typed]] = [{} for _ in versions]
+        if not wanted:
+            return out
         async with self.client.pipeline(transaction=False) as pipe:
-            for channel in channels:
-                key = self.keys.lg_blob(thread_id, checkpoint_ns, channel, versions[channel])
-                pipe.hmget(key, ["type", "data"])
+            for _, channel, version in wanted:
+                pipe.hmget(
+                    self.keys.lg_blob(thread_id, checkpoint_ns, channel, version), ["type", "data"]
+                )
             rows = await pipe.execute()
-        out: dict[str, Typed] = {}
-        for channel, (kind, data) in zip(channels, rows, strict=True):
+        for (i, channel, _), (kind, data) in zip(wanted, rows, strict=True):
             if kind is None or data is None or kind == b"empty":
                 continue
-            out[channel] = (text(kind), data)
+            out[i][channel] = (text(kind), data)
         return out
 
     async def _thread_keys(self, thread_id: str) -> list[str]:
@@ -411,6 +433,20 @@ class ThreadStore:
 def members(reply: object) -> list[str]:
     """A set reply as texts (redis-py answers SMEMBERS with a Python set)."""
     return texts(list(reply) if isinstance(reply, set) else reply)
+
+
+def _write(raw: dict[bytes, bytes]) -> StoredWrite | None:
+    value = _typed(raw, b"type", b"data")
+    if value is None:
+        return None
+    return StoredWrite(
+        task_id=raw[b"task_id"].decode(),
+        idx=int(raw[b"idx"]),
+        channel=raw[b"channel"].decode(),
+        value=value,
+        task_path=raw.get(b"task_path", b"").decode(),
+        text=raw.get(b"text", b"").decode("utf-8", "replace"),
+    )
 
 
 def _str_keys(raw: dict[bytes, bytes]) -> dict[str, str | bytes]:
