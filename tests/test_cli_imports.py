@@ -68,3 +68,18 @@ def test_admin_commands_leave_the_search_engine_and_sdks_unloaded(
         assert "aether.interfaces.cli" in modules
         for heavy in (*HEAVY, "aether.memory.retrieval", "aether.context"):
             assert not _loaded(modules, heavy), (args, heavy)
+
+
+def test_no_framework_is_imported_unless_its_integration_is(cli_env: dict[str, str]) -> None:
+    modules = _imported(cli_env, "memory", "search", "anything", codes=(0, 2))  # 2: none found
+    assert _loaded(modules, "aether.memory.retrieval")
+    for framework in ("langgraph", "langchain_core", "agents", "aether.integrations"):
+        assert not _loaded(modules, framework), framework
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import aether.integrations"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "langgraph" not in done.stderr and " agents" not in done.stderr

@@ -173,3 +173,42 @@ def test_made_outside_a_loop_is_refused(settings: Settings) -> None:
 
     with pytest.raises(InvalidOperationError, match="async with"):
         AetherCheckpointSaver(Bare())  # type: ignore[arg-type]
+
+
+async def test_the_cli_diffs_rolls_back_and_erases_a_thread(redis_home: Path) -> None:
+    """What an operator types reaches a LangGraph thread: diff, rollback, erase."""
+    import json
+    import os
+
+    from tests.conftest import run_cli
+
+    settings = _settings(redis_home)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AETHER_")}
+    env.update(
+        {
+            "AETHER_HOME": str(redis_home),
+            "AETHER_NAMESPACE": settings.namespace,
+            "AETHER_EMBEDDING__PROVIDER": "none",
+        }
+    )
+    async with Aether.open(settings) as app:
+        graph = _ticket_graph(AetherCheckpointSaver(app))
+        config = {"configurable": {"thread_id": "cli-thread"}}
+        await graph.ainvoke({"notes": ["refund for Brunhilde Okafor"]}, config)
+        made = run_cli(env, "checkpoint", "create", "--label", "waiting", "--json")
+        assert made.returncode == 0, made.stderr
+        checkpoint_id = json.loads(made.stdout)["id"]
+        await graph.ainvoke(Command(resume="yes"), config)
+
+        diff = run_cli(env, "checkpoint", "diff", checkpoint_id, "--json")
+        assert diff.returncode == 0, diff.stderr
+        assert "threads" in diff.stdout, "the diff names the threads tier"
+
+        back = run_cli(env, "checkpoint", "rollback", checkpoint_id, "--yes")
+        assert back.returncode == 0, back.stderr
+        assert (await graph.aget_state(config)).next == ("approve",)
+
+        erased = run_cli(env, "erase", "Brunhilde Okafor", "--yes")
+        assert erased.returncode == 0, erased.stderr
+        async for snapshot in graph.aget_state_history(config):
+            assert "Brunhilde" not in repr(snapshot.values)

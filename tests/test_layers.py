@@ -43,7 +43,8 @@ LAYERS: list[set[str]] = [
     {"operations"},
     {"runtime"},
     {"app"},
-    {"interfaces"},
+    # faces over the parts: aether's own (CLI, MCP, console) and other runtimes' adapters
+    {"interfaces", "integrations"},
     {"__main__", "__init__"},
 ]
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
