@@ -371,7 +371,7 @@ class Keyspace:
         return self._k("langgraph", "store", "keys", _part(".".join(namespace)))
 
     def lg_store_memories(self) -> str:
-        """HASH: memory id -> the store item (its key) that memory indexes."""
+        """HASH: memory id -> the store item it indexes (``[labels, key]`` as JSON)."""
         return self._k("langgraph", "store", "memories")
 
     def memory_index(self) -> str:

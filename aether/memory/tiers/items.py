@@ -222,7 +222,8 @@ class NamespacedItems:
                     doc["scope"] = scope
                 memory = doc["id"]
                 new_docs.append(doc)
-                m.hset(self.keys.lg_store_memories(), {memory: item_key})
+                ref = json.dumps([list(namespace), key], ensure_ascii=False)
+                m.hset(self.keys.lg_store_memories(), {memory: ref})
             ttl = float(write.ttl_s) if write.ttl_s else 0.0
             m.hset(
                 item_key,
@@ -295,14 +296,14 @@ class NamespacedItems:
         it = iter(found)
         return [None if r is None else next(it) for r in refs]
 
-    def _ref(self, item_key: str) -> tuple[Namespace, str] | None:
-        from urllib.parse import unquote
-
-        head = self.keys.lg_item(("x",), "y")[: -len("x:y")]
-        if not item_key.startswith(head):
+    @staticmethod
+    def _ref(stored: str) -> tuple[Namespace, str] | None:
+        """The (namespace, key) a memory names (``[labels, key]`` as JSON)."""
+        try:
+            labels, key = json.loads(stored)
+        except (ValueError, TypeError):
             return None
-        dotted, _, key = item_key[len(head) :].partition(":")
-        return tuple(unquote(dotted).split(".")), unquote(key)
+        return tuple(labels), str(key)
 
     async def expired(self, now: float) -> list[StoredItem]:
         """Items whose time to live has passed."""
