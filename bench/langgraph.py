@@ -31,21 +31,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-# run as a script, this file's folder comes first on the path and its name hides the
-# langgraph package: take the folder off before importing it
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import _paths  # noqa: F401  (first: this folder off the path; it would hide langgraph)
+import structlog
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+from redis.asyncio import Redis
 
-import structlog  # noqa: E402
-from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
-from langgraph.checkpoint.base.id import uuid6  # noqa: E402
-from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
-from langgraph.checkpoint.redis.aio import AsyncRedisSaver  # noqa: E402
-from redis.asyncio import Redis  # noqa: E402
-
-from aether.app import Aether  # noqa: E402
-from aether.config import Settings  # noqa: E402
-from aether.integrations.langgraph import AetherCheckpointSaver  # noqa: E402
-from aether.server.embedded import EmbeddedRedis  # noqa: E402
+from aether.app import Aether
+from aether.config import Settings
+from aether.integrations.langgraph import AetherCheckpointSaver
+from aether.server.embedded import EmbeddedRedis
 
 
 def report_of(report: Any) -> dict[str, Any]:

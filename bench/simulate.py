@@ -42,10 +42,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import _paths  # noqa: F401  (first: the root on the path, this folder off it)
 import structlog
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.whole_product
-
 from hypothesis import HealthCheck, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 

@@ -3,8 +3,9 @@
 Hypothesis picks sequences of what an operator and an agent do in a real life (log,
 remember and supersede, forget, notes, scratchpads, tasks and goals, identity changes,
 checkpoints, rollbacks and undos, erasures, export and import, maintenance, chat turns
-through the runtime with the scripted model, tool calls that wait for an approval) and
-checks, after every step, what must always hold:
+through the runtime with the scripted model, tool calls that wait for an approval, and
+the adapters of other runtimes: a LangGraph graph's thread, LangGraph store items, an
+OpenAI Agents SDK session) and checks, after every step, what must always hold:
 
 - every acknowledged write is present unless rolled back or erased (a model of what
   should be there, restored with each rollback);
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import operator
 import tempfile
 import threading
 import uuid
@@ -31,14 +33,18 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
 
 from aether.checkpoints.image import state_image
 from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
+from aether.integrations.langgraph import AetherCheckpointSaver, AetherStore
+from aether.integrations.openai_agents import AetherSession
 from aether.memory.portable import export_memory, import_memory, read_portable
 from aether.operations import REGISTRY, Caller, Parts
 from aether.runtime.agent import AgentRuntime
@@ -77,6 +83,28 @@ class Expected:
     city: str | None = None  # the last place the user said they live
     chats: list[str] = field(default_factory=list)  # what was said in session "sim"
     projects: str | None = None  # the operator's projects field
+    graph: list[str] = field(default_factory=list)  # the LangGraph thread's notes
+    store: dict[str, str] = field(default_factory=dict)  # LangGraph store key -> text
+    session: list[str] = field(default_factory=list)  # the Agents SDK session's texts
+
+
+class Notes(TypedDict):
+    notes: Annotated[list[str], operator.add]
+
+
+def _notes_graph(saver: AetherCheckpointSaver) -> Any:
+    """A graph that acknowledges each note it is given (one node, one thread)."""
+
+    def acknowledge(state: Notes) -> dict[str, list[str]]:
+        return {"notes": [f"ack {state['notes'][-1]}"]}
+
+    builder = StateGraph(Notes)
+    builder.add_node("acknowledge", acknowledge)
+    builder.add_edge(START, "acknowledge")
+    return builder.compile(checkpointer=saver)
+
+
+GRAPH_THREAD = {"configurable": {"thread_id": "sim-thread"}}
 
 
 @dataclass
@@ -172,6 +200,13 @@ class WholeProduct(RuleBasedStateMachine):
         assert self._model is not None
         breaker = CircuitBreaker(self._model.base_url, failures=1000)
         self.llm = LLMClient(self._model.base_url, "scripted", max_retries=0, breaker=breaker)
+
+        async def adapters() -> None:  # made on the machine's loop, as an agent would
+            self.graph = _notes_graph(AetherCheckpointSaver(self.parts))
+            self.store = AetherStore(self.parts)
+            self.session = AetherSession("sim-sdk", self.parts)
+
+        self.run(adapters())
 
     def teardown(self) -> None:
         if hasattr(self, "client"):
@@ -273,6 +308,40 @@ class WholeProduct(RuleBasedStateMachine):
         self.expected.chats.append(said)
         self.wrote()
 
+    @rule(word=st.sampled_from(WORDS))
+    def graph_step(self, word: str) -> None:
+        """A LangGraph graph advances its thread (checkpointed in the namespace)."""
+        self.counted("graph")
+        note = self.unique(word)
+        self.run(self.graph.ainvoke({"notes": [note]}, GRAPH_THREAD))
+        self.expected.graph += [note, f"ack {note}"]
+        self.wrote()
+
+    @rule(word=st.sampled_from(WORDS), slot=st.sampled_from(["a", "b", "c"]))
+    def store_put(self, word: str, slot: str) -> None:
+        """A LangGraph store item is put (or replaced)."""
+        self.counted("store")
+        text = self.unique(word)
+        self.run(self.store.aput(("sim", "user"), slot, {"text": f"prefers the {text}"}))
+        self.expected.store[slot] = text
+        self.wrote()
+
+    @rule(word=st.sampled_from(WORDS))
+    def sdk_turn(self, word: str) -> None:
+        """An OpenAI Agents SDK runner adds a turn's items to its session."""
+        self.counted("sdk")
+        asked = f"where is the {self.unique(word)}"
+        self.run(
+            self.session.add_items(
+                [
+                    {"role": "user", "content": asked},
+                    {"role": "assistant", "content": [{"type": "output_text", "text": "here"}]},
+                ]
+            )
+        )
+        self.expected.session.append(asked)
+        self.wrote()
+
     @rule()
     def approval(self) -> None:
         """A tool call waits; the operator answers it by a prefix of its id."""
@@ -355,6 +424,13 @@ class WholeProduct(RuleBasedStateMachine):
                 for key in [k for k, text in kind.items() if token in text]:
                     del kind[key]
             expected.chats = [c for c in expected.chats if token not in c]
+            expected.session = [c for c in expected.session if token not in c]
+            for slot in [k for k, text in expected.store.items() if token in text]:
+                del expected.store[slot]
+            if any(token in note for note in expected.graph):
+                # the channel's value held it: that value goes whole (a graph state is
+                # one serialized value), so the thread's notes are empty until the next step
+                expected.graph = []
         return expected
 
     def nothing_holds_the_erased(self) -> None:
@@ -456,6 +532,21 @@ class WholeProduct(RuleBasedStateMachine):
         assert said == self.expected.chats, (said, self.expected.chats)
         projects = self.op("identity_get")["user"].get("projects")
         assert self.expected.projects is None or projects == self.expected.projects
+
+        async def adapters() -> tuple[list[str], dict[str, str], list[str]]:
+            state = await self.graph.aget_state(GRAPH_THREAD)
+            items = await self.store.asearch(("sim",), limit=100)
+            session = await self.session.get_items()
+            return (
+                list(state.values.get("notes", [])),
+                {i.key: i.value["text"].removeprefix("prefers the ") for i in items},
+                [i["content"] for i in session if i.get("role") == "user"],
+            )
+
+        graph, store, session = self.run(adapters())
+        assert graph == self.expected.graph, (graph, self.expected.graph)
+        assert store == self.expected.store, (store, self.expected.store)
+        assert session == self.expected.session, (session, self.expected.session)
 
 
 def json_summary(counters: Counters) -> dict[str, Any]:
