@@ -10,7 +10,13 @@ import pytest
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
-from aether.errors import AmbiguousIdError, CheckpointError, ConcurrentAdminError, NotFoundError
+from aether.errors import (
+    AmbiguousIdError,
+    CheckpointError,
+    ConcurrentAdminError,
+    InvalidOperationError,
+    NotFoundError,
+)
 from aether.keys import Keyspace
 from aether.store.state import Mutation, Store
 from tests.conftest import dump_state, next_event
@@ -105,11 +111,11 @@ async def test_prefix_resolution_errors(
         await asyncio.sleep(0.003)  # ULIDs of one millisecond differ only in their tail
     assert (await checkpoints.resolve(cps[1].id[:10].lower())).id == cps[1].id
     assert (await checkpoints.resolve(cps[1].id)).id == cps[1].id
-    with pytest.raises(NotFoundError, match="at least 6"):
+    with pytest.raises(InvalidOperationError, match="at least 6"):
         await checkpoints.resolve(cps[0].id[:5])
     with pytest.raises(NotFoundError, match="no checkpoint matches"):
         await checkpoints.resolve("ZZZZZZZZ")
-    with pytest.raises(NotFoundError, match="not a checkpoint id"):
+    with pytest.raises(InvalidOperationError, match="not a checkpoint id"):
         await checkpoints.resolve("01*?[]\\x'\"")
     # checkpoints made in the same millisecond-ish window share their time prefix
     with pytest.raises(AmbiguousIdError, match="matches 3"):
@@ -122,7 +128,7 @@ async def test_rollback_bad_input_changes_nothing(
     await _log(store, keys, "e1", "x")
     before, journal_len = await dump_state(client, keys), await client.xlen(keys.journal())
     for bad in ("nope12", "0000000000", "01"):
-        with pytest.raises((NotFoundError, AmbiguousIdError)):
+        with pytest.raises((NotFoundError, AmbiguousIdError, InvalidOperationError)):
             await checkpoints.rollback_to(bad)
     assert await dump_state(client, keys) == before
     assert await client.xlen(keys.journal()) == journal_len

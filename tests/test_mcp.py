@@ -31,6 +31,7 @@ TOOLS = {
     "checkpoint_rollbacks",
     "checkpoint_undo",
     "memory_day",
+    "memory_get",
     "approvals_list",
     "approvals_approve",
     "approvals_deny",
@@ -123,7 +124,9 @@ async def test_mcp_over_stdio_with_the_official_client(cli_env: dict[str, str]) 
         assert found["results"] and found["results"][0]["id"] == kept["id"]  # restored
         found = _data(await call("memory_search", {"query": "short answers", "limit": 10}))
         assert belief in {r["id"] for r in found["results"]}
-        assert _error(await call("checkpoint_rollback", {"id": "zz"}))["code"] == "not_found"
+        # too short to be an id: the question is malformed (invalid), not unanswered
+        assert _error(await call("checkpoint_rollback", {"id": "zz"}))["code"] == "invalid"
+        assert _error(await call("checkpoint_rollback", {"id": "ZZZZZZZZ"}))["code"] == "not_found"
         assert (
             _data(await call("scratchpad_set", {"id": "plan", "value": "x", "ttl_s": 60}))["ttl_s"]
             > 0

@@ -78,10 +78,11 @@ READ_ONLY_TOOLS: dict[str, dict[str, object]] = {
     "checkpoint_diff": {"id": "{cp}"},
     "checkpoint_rollbacks": {},
     "memory_day": {"day": "2026-01-02"},
+    "memory_get": {"id": "01NOSUCHMEMORY"},  # not found: still a read
     "erase_log": {},
     "erase_verify": {"text": "kestrels"},
 }
-ANSWERS_NOT_FOUND = {"belief_show"}
+ANSWERS_NOT_FOUND = {"belief_show", "memory_get"}
 
 
 def _ok(env: dict[str, str], *args: str) -> str:

@@ -400,11 +400,21 @@ class WholeProduct(RuleBasedStateMachine):
         self.undo = None
 
     # -- erasure, export and import --------------------------------------------------------
-    @precondition(lambda self: bool(self.expected.entries))
+    def erasable(self) -> list[str]:
+        """The unique tokens of what is held: entries, and the adapters' texts."""
+        texts = [
+            *self.expected.entries.values(),
+            *self.expected.store.values(),
+            *self.expected.session,
+            *self.expected.graph,
+        ]
+        return sorted({text.split()[-1] for text in texts})
+
+    @precondition(lambda self: bool(self.erasable()))
     @rule(data=st.data())
     def erase(self, data: st.DataObject) -> None:
         self.counted("erase")
-        _, token = self.draw_entry(data)
+        token = data.draw(st.sampled_from(self.erasable()))
         self.op("erase", text=token)
         self.erased.append(token)
         self.expected = self.without_erased(self.expected)

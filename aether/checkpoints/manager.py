@@ -31,6 +31,7 @@ from aether.errors import (
     AmbiguousIdError,
     CheckpointError,
     ConcurrentAdminError,
+    InvalidOperationError,
     NotFoundError,
     UnavailableError,
 )
@@ -137,14 +138,18 @@ class Checkpoints:
         """Find a checkpoint by id or unique prefix of at least 6 characters.
 
         Raises:
+            InvalidOperationError: too short a prefix, or not an id at all (``invalid``:
+                the question is malformed, whatever the checkpoints are).
             NotFoundError: no such checkpoint (or it was pruned: the message says so).
             AmbiguousIdError: the prefix matches several checkpoints.
         """
         wanted = id_or_prefix.strip().upper()
         if len(wanted) < MIN_PREFIX:
-            raise NotFoundError(f"checkpoint id prefix must have at least {MIN_PREFIX} characters")
+            raise InvalidOperationError(
+                f"checkpoint id prefix must have at least {MIN_PREFIX} characters"
+            )
         if not wanted.isalnum():
-            raise NotFoundError(f"{id_or_prefix!r} is not a checkpoint id")
+            raise InvalidOperationError(f"{id_or_prefix[:40]!r} is not a checkpoint id")
         ids = [text(raw) for raw in await self.client.zrange(self.keys.checkpoints(), 0, -1)]
         matches = [i for i in ids if i.startswith(wanted)]
         if len(matches) > 1:

@@ -24,6 +24,7 @@ __all__ = [
     "Forgotten",
     "IdArgs",
     "LogArgs",
+    "MemoryItem",
     "NoteArgs",
     "Pad",
     "PadArgs",
@@ -32,6 +33,7 @@ __all__ = [
     "SearchResults",
     "memory_day",
     "memory_forget",
+    "memory_get",
     "memory_log",
     "memory_note",
     "memory_remember",
@@ -244,6 +246,31 @@ async def memory_forget(parts: Parts, caller: Caller, args: IdArgs) -> Forgotten
     removal = DailyLog(layer).removal(date.fromisoformat(doc["day"]), [doc], whole_day=False)
     await layer.store.apply(removal, "memory.forget")
     return Forgotten(forgotten=id_, kind="daily")
+
+
+class MemoryItem(BaseModel):
+    """One memory document as stored (its vector left out)."""
+
+    id: str
+    kind: str
+    memory: dict[str, Any]
+
+
+@operation(read_only=True, agent=False)
+async def memory_get(parts: Parts, caller: Caller, args: IdArgs) -> MemoryItem:
+    """One memory by id: a daily entry, a long-term note or a belief, with every field."""
+    layer, id_ = parts.memory, check_id(args.id, "memory id")
+    keys = layer.keys
+    candidates = [
+        ("belief", keys.belief(id_)),
+        ("longterm", keys.longterm(id_)),
+        ("daily", keys.daily_entry(id_)),
+    ]
+    docs = await layer.get_docs([key for _, key in candidates])
+    for (kind, _), doc in zip(candidates, docs, strict=True):
+        if doc is not None:
+            return MemoryItem(id=id_, kind=kind, memory=public(doc))
+    raise NotFoundError(f"no memory {id_!r}")
 
 
 class PadArgs(BaseModel):

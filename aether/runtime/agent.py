@@ -331,6 +331,7 @@ class AgentRuntime:
             duration_ms=run.duration_ms,
             detail={
                 "tool": run.name,
+                "call_id": run.call_id,
                 "server": run.server,
                 "arguments": _clipped(run.arguments),
                 "outcome": run.outcome,
@@ -354,7 +355,7 @@ class AgentRuntime:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
             cost_usd=round(cost, 8),
-            summary=completion.finish_reason,
+            summary=_llm_summary(model, completion),
         )
 
     async def _ledger_append(self, kind: str, **fields: Any) -> None:
@@ -368,6 +369,16 @@ class AgentRuntime:
         result.actions += report.actions
         result.checkpoints += report.checkpoints
         result.reports.append(report)
+
+
+def _llm_summary(model: str, completion: Completion) -> str:
+    """What a model call was, in a line: the tools it asked for, or that it replied."""
+    if completion.tool_calls:
+        names = ", ".join(call.name for call in completion.tool_calls[:4])
+        more = f" (+{len(completion.tool_calls) - 4})" if len(completion.tool_calls) > 4 else ""
+        return f"{model} asked for {names}{more}"
+    ended = "" if completion.finish_reason in ("", "stop") else f" ({completion.finish_reason})"
+    return f"{model} replied{ended}"
 
 
 def _clipped(arguments: dict[str, object], limit: int = 2000) -> dict[str, object]:

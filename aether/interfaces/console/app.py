@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import structlog
@@ -34,7 +35,9 @@ from aether.app import Aether
 from aether.errors import AetherError, describe, error_code
 from aether.identity.prompt import operator_zone
 from aether.interfaces.console.auth import COOKIE, Sessions
-from aether.interfaces.console.pictures import bars, graph_picture
+from aether.interfaces.console.changes import PAGE_SIZE, items_of, summary_of
+from aether.interfaces.console.pictures import chart, graph_picture
+from aether.interfaces.console.times import ago, stamp
 from aether.memory.storage.status import BELIEF_STATUSES
 from aether.operations import (
     Caller,
@@ -43,6 +46,7 @@ from aether.operations import (
     beliefs,
     chat,
     checkpoints,
+    erasure,
     graph,
     identity,
     ledger,
@@ -72,8 +76,17 @@ PAGES = [
     ("/ledger", "Ledger"),
     ("/identity", "Identity and context"),
     ("/approvals", "Approvals"),
+    ("/erasures", "Erasures"),
 ]
 OPEN_PATHS = ("/login", "/static/")
+HINTS = {
+    "not_found": "It may have been deleted, rolled back, erased or pruned.",
+    "invalid": "The address or a field of the form is malformed.",
+    "ambiguous": "Give more characters of the id.",
+    "busy": "Another rollback, undo or erasure is running; try again in a moment.",
+    "unavailable": "Redis cannot be reached: is the embedded server up (aether redis status)?",
+    "error": "Unexpected: the console's log has the details.",
+}
 
 
 class BadRequest(Exception):
@@ -93,9 +106,12 @@ def build_app(agent: Aether, token: str) -> Starlette:
         return operator_zone(await agent.identity.load())
 
     def when(at: object, tz: ZoneInfo) -> str:
-        if not isinstance(at, int | float) or not at:
+        return stamp(at, tz, time.time())
+
+    def relative(at: object) -> str:
+        if isinstance(at, bool) or not isinstance(at, int | float) or not at:
             return "-"
-        return datetime.fromtimestamp(float(at), tz).strftime("%Y-%m-%d %H:%M:%S")
+        return ago(float(at), time.time())
 
     async def run(op: Operation[Any, Any], **values: Any) -> Any:
         try:
@@ -114,6 +130,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
                 "path": request.url.path,
                 "csrf": request.state.csrf,
                 "when": lambda at: when(at, tz),
+                "ago": relative,
                 "zone": str(tz),
                 **context,
             },
@@ -138,7 +155,20 @@ def build_app(agent: Aether, token: str) -> Starlette:
     async def overview(request: Request) -> Response:
         status = await daemon_status(agent.client, agent.keys, agent.settings)
         pending = await run(approvals.approvals_list, status="pending")
-        return await page(request, "overview.html", status=status, pending=pending.approvals)
+        configured = agent.settings.llm
+        ready = bool(configured.base_url and configured.model)
+        llm = {
+            "model": configured.model if ready else None,
+            "where": urlsplit(configured.base_url or "").netloc,
+        }
+        live = request.query_params.get("live") and request.headers.get("HX-Request")
+        return await page(
+            request,
+            "_overview_live.html" if live else "overview.html",
+            status=status,
+            pending=pending.approvals,
+            llm=llm,
+        )
 
     async def conversation(request: Request) -> Response:
         sessions = (await run(chat.chat_list)).sessions
@@ -192,7 +222,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         if len(content) > MAX_MESSAGE:
             raise BadRequest(f"the message is over {MAX_MESSAGE} characters")
         await run(chat.chat_messages, session=session, limit=1)  # validates the session id
-        message_id = await Inbox(agent.client, agent.keys).send(content, session)
+        message_id = await Inbox(agent.client, agent.keys).send(content, session, sender="console")
         return HTMLResponse(
             templates.get_template("_sent.html").render(message_id=message_id, session=session)
         )
@@ -245,6 +275,12 @@ def build_app(agent: Aether, token: str) -> Starlette:
             floor={"min_similarity": cfg.min_similarity, "min_coverage": cfg.min_coverage},
         )
 
+    async def memory_item(request: Request) -> Response:
+        found = await run(memory.memory_get, id=request.path_params["memory_id"])
+        if found.kind == "belief":
+            return RedirectResponse(f"/beliefs/{found.id}", status_code=303)
+        return await page(request, "memory_item.html", item=found)
+
     async def beliefs_page(request: Request) -> Response:
         status = query(request, "status", 16) or "active"
         listed = await run(beliefs.belief_list, status=status)
@@ -286,34 +322,104 @@ def build_app(agent: Aether, token: str) -> Starlette:
             request, "checkpoints.html", checkpoints=listed.checkpoints, rollbacks=done.rollbacks
         )
 
+    def changes_view(diff: dict[str, Any], request: Request) -> dict[str, Any]:
+        """The diff as items: a summary, one page of items, the pager."""
+        items = items_of(diff["changes"], agent.keys)
+        try:
+            page_no = max(1, int(request.query_params.get("page", "1") or 1))
+        except ValueError:
+            raise BadRequest("page is a number") from None
+        pages = max(1, -(-len(items) // PAGE_SIZE))
+        page_no = min(page_no, pages)
+        first = (page_no - 1) * PAGE_SIZE
+        return {
+            "summary": summary_of(items),
+            "shown": items[first : first + PAGE_SIZE],
+            "items_total": len(items),
+            "first": first,
+            "page_count": pages,
+            "page_no": page_no,
+        }
+
+    confirm_view = {
+        "verbs": {"created": "goes", "modified": "changes back", "deleted": "comes back"},
+        "heads": ("now", "after"),
+        "now_first": True,
+    }
+    done_view = {
+        "verbs": {"created": "came back", "modified": "changed back", "deleted": "went"},
+        "heads": ("before", "now"),
+        "now_first": False,
+    }
+
     async def checkpoint_diff(request: Request) -> Response:
         diff = await run(checkpoints.checkpoint_diff, id=request.path_params["checkpoint_id"])
-        return await page(request, "diff.html", diff=diff)
+        return await page(
+            request, "diff.html", diff=diff, view=confirm_view, **changes_view(diff, request)
+        )
+
+    async def done_page(request: Request, title: str, result: dict[str, Any]) -> Response:
+        """What a rollback or undo did: the changes since the checkpoint taken before it."""
+        done = await run(checkpoints.checkpoint_diff, id=result["pre_checkpoint"])
+        rollbacks = (await run(checkpoints.checkpoint_rollbacks)).rollbacks
+        undoable = bool(rollbacks) and rollbacks[0].get("reason") != "undo"
+        return await page(
+            request,
+            "done.html",
+            title=title,
+            result=result,
+            undoable=undoable,
+            view=done_view,
+            **changes_view(done, request),
+        )
 
     async def checkpoint_rollback(request: Request) -> Response:
         result = await run(checkpoints.checkpoint_rollback, id=request.path_params["checkpoint_id"])
-        return await page(request, "done.html", title="Rolled back", result=result)
+        return await done_page(request, "Rolled back", result)
 
     async def undo_confirmation(request: Request) -> Response:
         done = (await run(checkpoints.checkpoint_rollbacks)).rollbacks
         if not done:
             raise BadRequest("nothing to undo: no rollback has been made")
         diff = await run(checkpoints.checkpoint_diff, id=done[0]["pre_checkpoint"])
-        return await page(request, "diff.html", diff=diff, undo=done[0])
+        return await page(
+            request,
+            "diff.html",
+            diff=diff,
+            undo=done[0],
+            view=confirm_view,
+            **changes_view(diff, request),
+        )
 
     async def checkpoint_undo(request: Request) -> Response:
         result = await run(checkpoints.checkpoint_undo)
-        return await page(request, "done.html", title="Undone", result=result)
+        return await done_page(request, "Undone", result)
 
     async def ledger_page(request: Request) -> Response:
+        call = query(request, "call", 128)
         days = (await run(ledger.ledger_days, days=14)).days
-        entries = (await run(ledger.ledger_list, limit=100)).entries
+        entries = (await run(ledger.ledger_list, limit=100 if not call else 1000)).entries
+        if call:
+            entries = [e for e in entries if (e.detail or {}).get("call_id") == call]
+        priced = any(d.cost_usd for d in days)
         charts = {
-            "tokens": bars([(d.day[5:], d.prompt_tokens + d.completion_tokens) for d in days]),
-            "cost (USD)": bars([(d.day[5:], d.cost_usd) for d in days]),
-            "tool calls": bars([(d.day[5:], d.tool_calls) for d in days]),
+            "tokens per day": chart(
+                [(d.day[5:], d.prompt_tokens + d.completion_tokens) for d in days], "tokens"
+            ),
+            "tool calls per day": chart([(d.day[5:], d.tool_calls) for d in days], "calls"),
         }
-        return await page(request, "ledger.html", days=days, charts=charts, entries=entries)
+        if priced:
+            charts["cost per day"] = chart([(d.day[5:], d.cost_usd) for d in days], "USD")
+        return await page(
+            request,
+            "ledger.html",
+            days=days,
+            charts=charts,
+            entries=entries,
+            priced=priced,
+            call=call,
+            model=agent.settings.llm.model,
+        )
 
     async def identity_page(request: Request) -> Response:
         q = query(request, "q")
@@ -345,6 +451,25 @@ def build_app(agent: Aether, token: str) -> Starlette:
         else:
             await run(approvals.approvals_deny, id=approval_id, reason=data.get("reason", ""))
         return RedirectResponse("/approvals", status_code=303)
+
+    async def erasures_page(request: Request, verified: Any = None, text: str = "") -> Response:
+        listed = await run(erasure.erase_log, limit=100)
+        return await page(
+            request,
+            "erasures.html",
+            erasures=listed.erasures,
+            pending=listed.pending,
+            verified=verified,
+            text=text,
+        )
+
+    async def erasures_verify(request: Request) -> Response:
+        """Look for a text everywhere (a POST: the text never lands in a URL or a log)."""
+        text = (await form(request)).get("text", "").strip()
+        if not text:
+            raise BadRequest("give the text to look for")
+        verified = await run(erasure.erase_verify, text=text)
+        return await erasures_page(request, verified=verified, text=text)
 
     # ------------------------------------------------------------------ login
 
@@ -407,14 +532,43 @@ def build_app(agent: Aether, token: str) -> Starlette:
             try:
                 return await call_next(request)
             except BadRequest as e:
-                return _plain(400, f"bad request: {e}")
+                return failed(request, 400, "invalid", str(e))
             except AetherError as e:
                 code, _ = error_code(e)
-                status = {"not_found": 404, "invalid": 400, "busy": 409}.get(code, 500)
-                return _plain(status, f"{code}: {e}")
+                status = {"not_found": 404, "invalid": 400, "ambiguous": 400, "busy": 409}.get(
+                    code, 500
+                )
+                return failed(request, status, code, str(e))
             except Exception as e:
                 log.error("console page failed", path=request.url.path, exc_info=True)
-                return _plain(500, describe(e))
+                return failed(request, 500, "error", describe(e))
+
+    def failed(request: Request, status: int, code: str, message: str) -> Response:
+        """An error: a page in the layout for a browser, one plain line for a script.
+
+        The page needs nothing that may have failed (no Redis read): the zone is left out.
+        """
+        wants_page = request.method in ("GET", "HEAD") and "text/html" in request.headers.get(
+            "accept", ""
+        )
+        if not wants_page or request.headers.get("HX-Request"):
+            return _plain(status, f"{code}: {message}")
+        return templates.TemplateResponse(
+            request,
+            "error.html",
+            {
+                "pages": PAGES,
+                "path": request.url.path,
+                "csrf": getattr(request.state, "csrf", ""),
+                "zone": "",
+                "status": status,
+                "code": code,
+                "message": message,
+                "hint": HINTS.get(code, ""),
+                "back": "/" + request.url.path.strip("/").split("/", 1)[0],
+            },
+            status_code=status,
+        )
 
     async def _csrf_of(request: Request) -> str | None:
         header = request.headers.get("X-CSRF-Token")
@@ -435,6 +589,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Route("/conversation/stream", conversation_stream),
         Route("/conversation/send", conversation_send, methods=["POST"]),
         Route("/memory", memory_page),
+        Route("/memory/{memory_id}", memory_item),
         Route("/beliefs", beliefs_page),
         Route("/beliefs/{belief_id}", belief_page),
         Route("/graph", graph_page),
@@ -447,6 +602,8 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Route("/identity", identity_page),
         Route("/approvals", approvals_page),
         Route("/approvals/{approval_id}/{decision:str}", approval_decide, methods=["POST"]),
+        Route("/erasures", erasures_page, methods=["GET"]),
+        Route("/erasures/verify", erasures_verify, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard)])

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Bar", "Edge", "GraphPicture", "Node", "bars", "graph_picture"]
+__all__ = ["Bar", "Chart", "Edge", "GraphPicture", "Node", "bars", "chart", "graph_picture"]
 
 WIDTH, HEIGHT = 900, 620
 RING = 150.0
@@ -98,14 +98,61 @@ class Bar:
     height: float
 
 
+@dataclass
+class Chart:
+    """A bar chart with its scale: bars, the value axis's ticks, the unit, the plot's box.
+
+    Attributes:
+        bars: one per label.
+        ticks: ``(y, text)`` of the value axis (0, the middle, the top).
+        unit: what the values count (``tokens``, ``USD``...).
+        left: where the plot starts (the axis's labels are left of it).
+        bottom: the baseline's y.
+    """
+
+    bars: list[Bar]
+    ticks: list[tuple[float, str]]
+    unit: str
+    left: float
+    bottom: float
+    width: float
+
+
+def _nice(top: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 times a power of ten that is at least ``top``."""
+    if top <= 0:
+        return 1.0
+    power = float(10 ** math.floor(math.log10(top)))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * power >= top:
+            return step * power
+    return 10 * power
+
+
+def _tick(value: float) -> str:
+    if value >= 1000:
+        return f"{value / 1000:g}k"
+    return f"{value:g}" if value >= 0.01 or value == 0 else f"{value:.1e}"
+
+
 def bars(values: Sequence[tuple[str, float]], width: int = 700, height: int = 160) -> list[Bar]:
     """Bars for ``(label, value)`` pairs, scaled to the largest value."""
-    if not values:
-        return []
-    top = max(v for _, v in values) or 1.0
-    slot = width / len(values)
+    return chart(values, "", width, height).bars
+
+
+def chart(
+    values: Sequence[tuple[str, float]], unit: str, width: int = 700, height: int = 160
+) -> Chart:
+    """A bar chart of ``(label, value)`` pairs on a value axis from 0 to a round top."""
+    left, bottom = 48.0, float(height - 18)
+    top = _nice(max((v for _, v in values), default=0.0))
+    plot = width - left
+    slot = plot / max(1, len(values))
     out = []
     for i, (label, value) in enumerate(values):
-        h = (height - 20) * value / top
-        out.append(Bar(label, value, round(i * slot + 2, 1), round(height - h, 1), slot - 4, h))
-    return out
+        h = (bottom - 8) * value / top
+        out.append(
+            Bar(label, value, round(left + i * slot + 2, 1), round(bottom - h, 1), slot - 4, h)
+        )
+    ticks = [(round(bottom - (bottom - 8) * f, 1), _tick(top * f)) for f in (0.0, 0.5, 1.0)]
+    return Chart(out, ticks, unit, left, bottom, float(width))

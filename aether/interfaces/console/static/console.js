@@ -12,6 +12,7 @@
     }
   });
   var box = document.getElementById("messages");
+  if (box) { box.scrollTop = box.scrollHeight; }  // the newest message in view on open
   if (box && window.EventSource) {
     var source = new EventSource(box.getAttribute("data-stream"));
     source.addEventListener("message", function (event) {
