@@ -497,3 +497,146 @@ async def test_approvals_are_answered_from_the_console(
     assert "never &lt;b&gt;that&lt;/b&gt;" in listed.text and 'class="approve"' not in listed.text
     bad = await http.post(f"/approvals/{first.id}/maybe", data={"csrf": csrf})
     assert bad.status_code == 400
+
+
+async def test_a_confirmation_counts_items_and_the_result_repeats_them(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    """50 memory writes: one row per item (vectors merged), pages of 40, same count after."""
+    http, agent = console
+    checkpoint = await agent.checkpoints.create(label="before fifty")
+    log = DailyLog(agent.memory)
+    for n in range(45):
+        await log.log(f"entry number {n} about the boiler " + "long " * 60)
+    await agent.memory.store.apply(
+        __import__("aether.store.state", fromlist=["Mutation"])
+        .Mutation()
+        .hset(agent.keys.tasks(), {"t1": '{"title": "check the boiler"}'}),
+        "test",
+    )
+    csrf = await _login(http)
+    page = await http.get(f"/checkpoints/{checkpoint.id}/diff")
+    assert page.status_code == 200
+    html = page.text
+    assert html.index('id="confirm-rollback"') < html.index('id="changes"'), "button first"
+    items = re.search(r"changes <b>(\d+) items</b>", html)
+    assert items, html[:2000]
+    count = int(items.group(1))
+    assert count == 47  # 45 entries, their day's list, the task hash; counters fold apart
+    assert html.count('<details class="item') == 40 and "items 1–40 of" in html
+    assert "entry number" in html and "goes" in html and "&lt;" not in html.split("<main>")[0]
+    second = await http.get(f"/checkpoints/{checkpoint.id}/diff?page=2")
+    assert second.status_code == 200 and '<details class="item' in second.text
+    assert (await http.get(f"/checkpoints/{checkpoint.id}/diff?page=x")).status_code == 400
+    done = await http.post(f"/checkpoints/{checkpoint.id}/rollback", data={"csrf": csrf})
+    assert done.status_code == 200 and f"<b>{count} items</b> changed back" in done.text
+    assert 'id="undo-link"' in done.text and "came back" not in done.text.split("summary")[0]
+    undo = await http.get("/checkpoints/undo")
+    assert f"<b>{count} items</b> change back" in undo.text
+    undone = await http.post("/checkpoints/undo", data={"csrf": csrf})
+    assert undone.status_code == 200 and f"<b>{count} items</b> changed back" in undone.text
+    assert 'id="undo-link"' not in undone.text  # an undo is not undone from here
+
+
+async def test_errors_are_pages_for_people_and_lines_for_scripts(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, _ = console
+    await _login(http)
+    html = {"Accept": "text/html"}
+    short = await http.get("/checkpoints/01/diff", headers=html)
+    assert short.status_code == 400 and 'id="error"' in short.text and "invalid" in short.text
+    assert "<nav>" in short.text and 'href="/checkpoints"' in short.text
+    missing = await http.get("/checkpoints/01ZZZZZZZZ/diff", headers=html)
+    assert missing.status_code == 404 and "not_found" in missing.text and "<nav>" in missing.text
+    plain = await http.get("/checkpoints/01ZZZZZZZZ/diff")
+    assert plain.status_code == 404 and plain.text.startswith("not_found:")
+    assert plain.headers["content-type"].startswith("text/plain")
+    assert (await http.get("/memory/01NOSUCHMEMORY", headers=html)).status_code == 404
+
+
+async def test_ids_link_to_pages_that_answer(console: tuple[httpx.AsyncClient, Aether]) -> None:
+    http, agent = console
+    await _login(http)
+    await DailyLog(agent.memory).log("I live in Lisbon", source="user")
+    await agent.beliefs().remember("I live in Lisbon")
+    await agent.beliefs().remember("I live in Porto now")
+    await agent.checkpoints.create(label="linked")
+    for listing in ("/beliefs?status=all", "/checkpoints", "/ledger"):
+        page = await http.get(listing)
+        assert page.status_code == 200
+        for href in set(re.findall(r'href="(/(?:beliefs|memory|checkpoints)/[^"?#]+)"', page.text)):
+            target = await http.get(href.replace("&amp;", "&"))
+            assert target.status_code in (200, 303), (listing, href, target.text[:200])
+            if "/beliefs/" in href:
+                for inner in set(re.findall(r'href="(/(?:beliefs|memory)/[^"]+)"', target.text)):
+                    answered = await http.get(inner)
+                    assert answered.status_code in (200, 303), (href, inner)
+
+
+async def test_the_conversation_shows_tool_calls_and_the_console_sends_as_itself(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    from aether.memory.tiers.chat import ChatSessions
+
+    http, agent = console
+    csrf = await _login(http)
+    chats = ChatSessions(agent.memory)
+    await chats.append("main", "user", "what is in the workspace?")
+    call = {
+        "id": "call_42",
+        "type": "function",
+        "function": {"name": "fs__list", "arguments": '{"path": "."}'},
+    }
+    await chats.append_tool_exchange(
+        "main",
+        "",
+        [call],
+        [{"role": "tool", "tool_call_id": "call_42", "name": "fs__list", "content": "notes.md"}],  # type: ignore[list-item]
+    )
+    page = await http.get("/conversation?session=main")
+    assert "fs__list" in page.text and "{&#34;path&#34;: &#34;.&#34;}" in page.text
+    assert 'href="/ledger?call=call_42"' in page.text and 'href="#call-call_42"' in page.text
+    assert (await http.get("/ledger?call=call_42")).status_code == 200
+    sent = await http.post(
+        "/conversation/send", data={"content": "hello", "session": "main", "csrf": csrf}
+    )
+    assert sent.status_code == 200
+    (_, fields), *_ = await agent.client.xrange(agent.keys.inbox())
+    assert fields[b"sender"] == b"console"
+
+
+async def test_the_erasures_page_lists_and_verifies(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, agent = console
+    csrf = await _login(http)
+    assert "no erasure yet" in (await http.get("/erasures")).text
+    await DailyLog(agent.memory).log("Quentavia Holloway called about the lease")
+    await agent.eraser().erase(subject="Quentavia Holloway")
+    page = await http.get("/erasures")
+    assert page.status_code == 200 and "Quentavia" not in page.text
+    assert "state removed" in page.text and "clean" in page.text
+    forged = await http.post("/erasures/verify", data={"text": "Quentavia Holloway"})
+    assert forged.status_code == 403
+    clean = await http.post("/erasures/verify", data={"text": "Quentavia Holloway", "csrf": csrf})
+    assert clean.status_code == 200 and "the text is gone" in clean.text
+    await DailyLog(agent.memory).log("the lease ends in May")
+    found = await http.post("/erasures/verify", data={"text": "lease ends", "csrf": csrf})
+    assert "Still found" in found.text
+    empty = await http.post("/erasures/verify", data={"text": " ", "csrf": csrf})
+    assert empty.status_code == 400
+
+
+async def test_the_overview_refreshes_and_names_the_model(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, _ = console
+    await _login(http)
+    page = await http.get("/")
+    assert 'hx-trigger="every 5s"' in page.text and 'id="llm"' in page.text
+    assert "AETHER_LLM__BASE_URL" in page.text  # no model configured in this namespace
+    live = await http.get("/?live=1", headers={"HX-Request": "true"})
+    assert live.status_code == 200 and live.text.lstrip().startswith('<section class="cards"')
+    ledger = await http.get("/ledger")
+    assert 'id="no-price"' in ledger.text and 'class="axis tick"' in ledger.text

@@ -384,6 +384,7 @@ class WholeProduct(RuleBasedStateMachine):
         if image:
             assert self.image() == image, "a rollback must restore the checkpoint's state exactly"
         self.expected = self.without_erased(copy.deepcopy(expected))
+        self.graph_after_erasure(self.expected)
         self.undo = before
         if not image:  # a checkpoint from before an erasure: everything but the erased
             self.nothing_holds_the_erased()
@@ -418,6 +419,7 @@ class WholeProduct(RuleBasedStateMachine):
         self.op("erase", text=token)
         self.erased.append(token)
         self.expected = self.without_erased(self.expected)
+        self.graph_after_erasure(self.expected)
         # checkpoints stay, but their images held the text: no longer byte-comparable
         self.checkpoints = [(i, e, {}) for i, e, _ in self.checkpoints]
         self.undo = None
@@ -437,11 +439,26 @@ class WholeProduct(RuleBasedStateMachine):
             expected.session = [c for c in expected.session if token not in c]
             for slot in [k for k, text in expected.store.items() if token in text]:
                 del expected.store[slot]
-            if any(token in note for note in expected.graph):
-                # the channel's value held it: that value goes whole (a graph state is
-                # one serialized value), so the thread's notes are empty until the next step
-                expected.graph = []
         return expected
+
+    def graph_after_erasure(self, expected: Expected) -> None:
+        """The thread after an erasure (or a rollback across one) of a text it held.
+
+        Every checkpoint, channel value and write that held the text is gone: the thread
+        resumes from an earlier state of its own (a checkpoint that holds the text, like
+        LangGraph's input checkpoints, goes whole; a value that holds it, too). So its
+        notes are a prefix of what they were, without the text; the model follows them.
+        """
+        if not any(token in note for token in self.erased for note in expected.graph):
+            return
+
+        async def notes() -> list[str]:
+            return list((await self.graph.aget_state(GRAPH_THREAD)).values.get("notes", []))
+
+        held = self.run(notes())
+        assert held == expected.graph[: len(held)], (held, expected.graph)
+        assert not any(token in note for token in self.erased for note in held), held
+        expected.graph = held
 
     def nothing_holds_the_erased(self) -> None:
         keys = self.parts.keys
