@@ -35,12 +35,13 @@ compose-tool:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; \
 	  else echo "docker-compose 1.29 is needed: sudo apt-get install docker-compose" >&2; exit 1; fi; }
 
-# The console's browser tests drive Debian's Chromium through its ChromeDriver.
+# The console's browser tests drive Debian's Chromium through its ChromeDriver (with a
+# colour emoji font: the agent's default emoji is drawn, not a missing-glyph box).
 browser-tool:
-	@command -v chromedriver >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || { \
+	@command -v chromedriver >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	  else echo "chromium and its driver are needed: sudo apt-get install chromium chromium-driver" >&2; exit 1; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; \
+	  else echo "chromium, its driver and an emoji font are needed: sudo apt-get install chromium chromium-driver fonts-noto-color-emoji" >&2; exit 1; fi; }
 
 # Bytecode first: the many CLI processes a run starts then skip compiling aether.
 test: lint compose-tool browser-tool

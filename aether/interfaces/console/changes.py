@@ -86,6 +86,9 @@ def _label(item: str, fields: list[FieldView]) -> str:
                 value = f.after if f.after is not None else f.before
                 if value:
                     return value if len(value) <= 120 else value[:119] + "…"
+    if fields:  # what changes, when nothing says what it is
+        names = ", ".join(f.name for f in fields[:3])
+        return f"{item}: {names}" + (" …" if len(fields) > 3 else "")
     return item
 
 
@@ -125,7 +128,7 @@ def _suffix(key: str, owner: str) -> str:
 
 
 def summary_of(items: list[ItemChange]) -> Summary:
-    """Items per tier: created, changed, deleted (bookkeeping tiers left out of the count)."""
+    """Items per tier: created, changed, deleted; ``items`` counts them all (one unit)."""
     counted: Counter[tuple[str, str]] = Counter()
     for item in items:
         counted[(item.tier, item.change)] += 1
@@ -139,5 +142,4 @@ def summary_of(items: list[ItemChange]) -> Summary:
         )
         for tier in tiers
     ]
-    real = [i for i in items if not i.bookkeeping]
-    return Summary(rows=rows, items=len(real), keys=sum(len(i.keys) for i in items))
+    return Summary(rows=rows, items=len(items), keys=sum(len(i.keys) for i in items))
