@@ -643,10 +643,27 @@ async def test_the_conversation_shows_tool_calls_and_the_console_sends_as_itself
         [call],
         [{"role": "tool", "tool_call_id": "call_42", "name": "fs__list", "content": "notes.md"}],  # type: ignore[list-item]
     )
+    from aether.registry.model import new_entry
+
+    await agent.ledger().append(
+        new_entry(
+            "tool_call",
+            session="main",
+            summary="fs__list: ok",
+            detail={
+                "tool": "fs__list",
+                "call_id": "call_42",
+                "approval": {"id": "01APPROVAL", "decision": "approved", "by": "console"},
+            },
+        )
+    )
     page = await http.get("/conversation?session=main")
     assert "fs__list" in page.text and "{&#34;path&#34;: &#34;.&#34;}" in page.text
+    assert '<span class="approval">approved by console</span>' in page.text
     assert 'href="/ledger?call=call_42"' in page.text and 'href="#call-call_42"' in page.text
-    assert (await http.get("/ledger?call=call_42")).status_code == 200
+    ledger = await http.get("/ledger?call=call_42")
+    assert ledger.status_code == 200 and "fs__list: ok" in ledger.text
+    assert 'id="call-filter"' in ledger.text
     sent = await http.post(
         "/conversation/send", data={"content": "hello", "session": "main", "csrf": csrf}
     )

@@ -176,6 +176,13 @@ def build_app(agent: Aether, token: str) -> Starlette:
         session = query(request, "session", 128) or default
         messages = (await run(chat.chat_messages, session=session, limit=100)).messages
         last = max((float(m.get("timestamp") or 0) for m in messages), default=0.0)
+        calls = (await run(ledger.ledger_list, kind="tool_call", limit=500)).entries
+        details = [e.get("detail") or {} for e in calls]
+        approvals_by_call = {
+            str(d["call_id"]): d["approval"]
+            for d in details
+            if d.get("call_id") and d.get("approval")
+        }
         status = await daemon_status(agent.client, agent.keys, agent.settings)
         return await page(
             request,
@@ -185,6 +192,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
             session=session,
             messages=messages,
             last=last,
+            approvals_by_call=approvals_by_call,
         )
 
     async def conversation_stream(request: Request) -> Response:
@@ -206,7 +214,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
                 found = await run(chat.chat_messages, session=session, after=after, limit=200)
                 for m in found.messages:
                     after = max(after, float(m.get("timestamp") or 0))
-                    html = fragment.render(m=m, when=lambda at: when(at, tz))
+                    html = fragment.render(m=m, when=lambda at: when(at, tz), approvals_by_call={})
                     yield "event: message\ndata: " + html.replace("\n", "\ndata: ") + "\n\n"
                 await asyncio.sleep(1.0)
 
@@ -400,7 +408,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         days = (await run(ledger.ledger_days, days=14)).days
         entries = (await run(ledger.ledger_list, limit=100 if not call else 1000)).entries
         if call:
-            entries = [e for e in entries if (e.detail or {}).get("call_id") == call]
+            entries = [e for e in entries if (e.get("detail") or {}).get("call_id") == call]
         priced = any(d.cost_usd for d in days)
         charts = {
             "tokens per day": chart(
