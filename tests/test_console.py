@@ -51,12 +51,16 @@ GET_ROUTES = [
     "/ledger",
     "/identity",
     "/approvals",
+    "/erasures",
+    "/memory/01ABCDEF",
+    "/graph",
 ]
 POST_ROUTES = [
     "/conversation/send",
     "/checkpoints/01ABCDEF/rollback",
     "/checkpoints/undo",
     "/approvals/01ABCDEF/approve",
+    "/erasures/verify",
     "/logout",
 ]
 
@@ -91,6 +95,9 @@ async def test_every_page_renders_for_a_fresh_namespace_and_writes_nothing(
             assert response.status_code == 200 or len(response.text.split()) >= 4, path
         overview = await http.get("/", headers=bearer)
         assert "aether up" in overview.text
+        for path in ("/graph", "/graph?q=Lisbon", "/checkpoints", "/ledger", "/memory"):
+            hinted = await http.get(path, headers=bearer)
+            assert 'class="hint"' in hinted.text or "no checkpoints yet" in hinted.text, path
         page = await http.get("/identity", headers=bearer)
         assert 'id="no-identity"' in page.text and "aether identity bootstrap" in page.text
         assert "Aether" in page.text  # the preview shows the folder's identity

@@ -308,19 +308,18 @@ def build_app(agent: Aether, token: str) -> Starlette:
 
     async def graph_page(request: Request) -> Response:
         q = query(request, "q", 200)
-        related = None
+        relations = None
         picture = None
+        centre: list[str] = []
         if q:
             related = await run(graph.graph_expand, query=q, depth=2, include_retired=True)
             found = await run(graph.graph_find, query=q)
             centre = [str(e["name"]) for e in found.entities]
-            picture = graph_picture([dict(r) for r in related.relations], centre)
+            if related.relations:  # nothing to draw: a hint, not an empty canvas
+                relations = related.relations
+                picture = graph_picture([dict(r) for r in relations], centre)
         return await page(
-            request,
-            "graph.html",
-            q=q,
-            relations=related.relations if related else None,
-            picture=picture,
+            request, "graph.html", q=q, relations=relations, picture=picture, found=centre
         )
 
     async def checkpoints_page(request: Request) -> Response:
