@@ -85,10 +85,10 @@ async def fill(agent: Aether, n: int) -> dict[str, Any]:
     for i in range(50):
         last = await agent.checkpoints.create(label=f"bench {i}")
     for _ in range(200):
-        await daily.log(sentence(), "agent", ["after"])
+        entry = await daily.log(sentence(), "agent", ["after"])
     belief = (await beliefs.select("active"))[0]
     day = time.strftime("%Y-%m-%d", time.gmtime(now - 50 * DAY_S))
-    return {"checkpoint": last.id, "belief": belief["id"], "day": day}
+    return {"checkpoint": last.id, "belief": belief["id"], "day": day, "entry": entry["id"]}
 
 
 async def main(quick: bool, runs: int) -> None:
@@ -118,6 +118,8 @@ async def main(quick: bool, runs: int) -> None:
         "ledger": "/ledger",
         "identity_context": "/identity?q=what+did+we+deploy",
         "approvals": "/approvals",
+        "erasures": "/erasures",
+        "memory_item": f"/memory/{ids['entry']}",
     }
     transport = httpx.ASGITransport(app=build_app(agent, TOKEN))
     headers = {"Authorization": f"Bearer {TOKEN}"}
