@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -101,6 +102,50 @@ def model_cli_env(cli_env: dict[str, str]) -> dict[str, str]:
 
 
 dump_state = state_image  # the tests' name for the rollback contract's image
+
+
+@contextlib.contextmanager
+def _logging_kept() -> Iterator[None]:
+    """Logging as it was before: a command configures it for its own (captured) streams."""
+    import logging
+
+    import structlog
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    config = structlog.get_config()
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        structlog.configure(**config)
+
+
+def invoke_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``aether ARGS`` in this process (typer's runner): for tests of a command's
+    behaviour, where a process costs a second of imports and checks nothing more.
+
+    What must be a process (signals, the daemon, a dead Redis, what a person's shell
+    sees) stays with :func:`run_cli`. The environment is exactly ``env`` for aether's
+    settings (other ``AETHER_*`` variables are hidden); logging is restored afterwards.
+    Call it from a thread without a running event loop (a command runs its own).
+    """
+    from typer.testing import CliRunner
+
+    from aether.interfaces.cli import app
+
+    hidden: dict[str, str | None] = {
+        k: None for k in os.environ if k.startswith("AETHER_") and k not in env
+    }
+    with _logging_kept():
+        result = CliRunner().invoke(app, list(args), env={**hidden, **env})
+    return subprocess.CompletedProcess(
+        ["aether", *args], result.exit_code, result.stdout, result.stderr
+    )
 
 
 def run_cli(

@@ -26,7 +26,7 @@ from aether.memory.tiers.tasks import Tasks
 from aether.runtime.llm import LLMClient
 from aether.store.state import Mutation
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli
 
 T0 = 1_790_000_000.0
 DAY = 86_400.0
@@ -309,7 +309,7 @@ def test_belief_and_task_cli(cli_env: dict[str, str]) -> None:
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
-        return run_cli(env, *args)
+        return invoke_cli(env, *args)
 
     first = json.loads(cli("remember", "The NAS has 8 TB of disks", "--json").stdout)
     assert first["beliefs"][0]["action"] == "created"

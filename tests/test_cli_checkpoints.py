@@ -10,7 +10,7 @@ from aether.config import Settings
 from aether.keys import Keyspace
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
-from tests.conftest import PG_DSN
+from tests.conftest import PG_DSN, invoke_cli
 from tests.conftest import run_cli as _aether
 
 
@@ -94,21 +94,21 @@ def test_prune_command(cli_env: dict[str, str], settings: Settings) -> None:
 
 
 def test_archive_commands(cli_env: dict[str, str], settings: Settings) -> None:
-    no_dsn = _aether(cli_env, "archive", "sync")
+    no_dsn = invoke_cli(cli_env, "archive", "sync")
     assert no_dsn.returncode == 1 and "AETHER_POSTGRES_DSN" in no_dsn.stderr
     env = {**cli_env, "AETHER_POSTGRES_DSN": PG_DSN}
     _write(settings, "e1")
-    cp_id = _aether(env, "checkpoint", "create").stdout.strip()
-    synced = _aether(env, "archive", "sync", "--json")
+    cp_id = invoke_cli(env, "checkpoint", "create").stdout.strip()
+    synced = invoke_cli(env, "archive", "sync", "--json")
     assert synced.returncode == 0, synced.stderr
     assert json.loads(synced.stdout)["checkpoints"] == 1
-    snap = _aether(env, "archive", "snapshot", "--json")
+    snap = invoke_cli(env, "archive", "snapshot", "--json")
     assert snap.returncode == 0 and json.loads(snap.stdout)["snapshot"]
     # restoring over a live namespace is refused and changes nothing
-    refused = _aether(env, "archive", "restore", "--to", cp_id)
+    refused = invoke_cli(env, "archive", "restore", "--to", cp_id)
     assert refused.returncode == 1 and "not empty" in refused.stderr
     other = {**env, "AETHER_NAMESPACE": settings.namespace + "x"}
-    missing = _aether(other, "archive", "restore", "--to", cp_id)
+    missing = invoke_cli(other, "archive", "restore", "--to", cp_id)
     assert missing.returncode == 1 and "no archived checkpoint" in missing.stderr
 
 

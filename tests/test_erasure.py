@@ -44,7 +44,7 @@ from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
 from aether.store.redaction import TOMBSTONE, Needle
 from aether.store.state import Mutation, Store
 from aether.testing.model import ScriptedOpenAI
-from tests.conftest import PG_DSN, run_cli
+from tests.conftest import PG_DSN, invoke_cli
 
 
 def mark() -> str:
@@ -415,31 +415,31 @@ def test_the_cli_erases_verifies_and_logs(cli_env: dict[str, str]) -> None:
     text = mark()
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
     for line in (f"my therapist {text} says rest", "the build is green"):
-        assert run_cli(env, "memory", "log", line).returncode == 0
-    held = run_cli(env, "erase", "--verify", text)
+        assert invoke_cli(env, "memory", "log", line).returncode == 0
+    held = invoke_cli(env, "erase", "--verify", text)
     assert held.returncode == 1 and "redis" in held.stdout
-    plan = run_cli(env, "erase", text, "--dry-run", "--json")
+    plan = invoke_cli(env, "erase", text, "--dry-run", "--json")
     assert plan.returncode == 0 and json.loads(plan.stdout)["items"]["daily"]
     places = {p["place"] for p in json.loads(plan.stdout)["elsewhere"]}
     assert any("appendonly" in p for p in places), places  # and Redis's files
-    refused = run_cli(env, "erase", text)  # no terminal and no --yes: nothing changes
+    refused = invoke_cli(env, "erase", text)  # no terminal and no --yes: nothing changes
     assert refused.returncode == 1 and "--yes" in refused.stderr
-    assert run_cli(env, "erase", "--verify", text).returncode == 1
-    usage = run_cli(env, "erase", text, "--log")
+    assert invoke_cli(env, "erase", "--verify", text).returncode == 1
+    usage = invoke_cli(env, "erase", text, "--log")
     assert usage.returncode == 64
-    too_short = run_cli(env, "erase", "ab", "--yes")
+    too_short = invoke_cli(env, "erase", "ab", "--yes")
     assert too_short.returncode == 1 and "at least 3" in too_short.stderr
-    done = run_cli(env, "erase", text, "--yes", "--json")
+    done = invoke_cli(env, "erase", text, "--yes", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["files"] == "clean" and report["counts"]["state_removed"] == 1
-    clean = run_cli(env, "erase", "--verify", text)
+    clean = invoke_cli(env, "erase", "--verify", text)
     assert clean.returncode == 0 and "not found anywhere" in clean.stdout
-    log = json.loads(run_cli(env, "erase", "--log", "--json").stdout)
+    log = json.loads(invoke_cli(env, "erase", "--log", "--json").stdout)
     assert log[0]["id"] == report["id"] and text not in json.dumps(log)
-    found = run_cli(env, "memory", "search", "build", "--json")
+    found = invoke_cli(env, "memory", "search", "build", "--json")
     assert "the build is green" in found.stdout
-    assert run_cli(env, "erase", "--resume").stdout.strip() == "no erasure was interrupted"
+    assert invoke_cli(env, "erase", "--resume").stdout.strip() == "no erasure was interrupted"
 
 
 async def test_other_namespaces_are_untouched(

@@ -25,8 +25,7 @@ from aether.identity.prompt import build_system_prompt
 from aether.keys import Keyspace
 from aether.store.client import connect
 from aether.store.state import Store
-from tests.conftest import dump_state, next_event
-from tests.conftest import run_cli as _aether
+from tests.conftest import dump_state, invoke_cli, next_event, run_cli
 
 NOW = datetime(2026, 11, 22, 15, 4, 5, tzinfo=UTC)
 
@@ -242,30 +241,32 @@ async def test_system_flags_and_heartbeat(store: Store, client: Redis, keys: Key
 
 
 def test_cli_identity(cli_env: dict[str, str], namespace: str, identity_dir: Path) -> None:
-    assert _aether(cli_env, "identity", "show").returncode == 1
-    boot = _aether(cli_env, "identity", "bootstrap", str(identity_dir))
+    assert invoke_cli(cli_env, "identity", "show").returncode == 1
+    boot = invoke_cli(cli_env, "identity", "bootstrap", str(identity_dir))
     assert boot.returncode == 0, boot.stderr
-    raw = _aether(cli_env, "redis", "cli", "HGETALL", f"{namespace}:identity:profile").stdout
+    raw = run_cli(cli_env, "redis", "cli", "HGETALL", f"{namespace}:identity:profile").stdout
     assert "Aether" in raw.split() and "supervised" in raw.split()
-    again = _aether(cli_env, "identity", "bootstrap", str(identity_dir))
+    again = invoke_cli(cli_env, "identity", "bootstrap", str(identity_dir))
     assert again.returncode == 1 and "--force" in again.stderr
-    assert _aether(cli_env, "identity", "set", "user", "name", "Ada Lovelace").returncode == 0
-    shown = json.loads(_aether(cli_env, "identity", "show", "--json").stdout)
+    assert invoke_cli(cli_env, "identity", "set", "user", "name", "Ada Lovelace").returncode == 0
+    shown = json.loads(invoke_cli(cli_env, "identity", "show", "--json").stdout)
     assert shown["user"]["name"] == "Ada Lovelace" and shown["agent"]["name"] == "Aether"
-    prompt = _aether(cli_env, "identity", "prompt").stdout
+    prompt = invoke_cli(cli_env, "identity", "prompt").stdout
     assert "Ada Lovelace" in prompt and "[Current Time: " in prompt and "Guardrails" in prompt
     limited = json.loads(
-        _aether(cli_env, "identity", "prompt", "--max-tokens", "200", "--json").stdout
+        invoke_cli(cli_env, "identity", "prompt", "--max-tokens", "200", "--json").stdout
     )
     assert limited["tokens"] <= 200 and "guardrails" in limited["sections"]
-    bad = _aether(cli_env, "identity", "set", "robot", "name", "x")
+    bad = invoke_cli(cli_env, "identity", "set", "robot", "name", "x")
     assert bad.returncode == 1 and "target" in bad.stderr
     # a value is stored as it was validated: trailing whitespace does not hide the zone
-    assert _aether(cli_env, "identity", "set", "user", "timezone", "Europe/Berlin ").returncode == 0
-    shown = json.loads(_aether(cli_env, "identity", "show", "--json").stdout)
+    assert (
+        invoke_cli(cli_env, "identity", "set", "user", "timezone", "Europe/Berlin ").returncode == 0
+    )
+    shown = json.loads(invoke_cli(cli_env, "identity", "show", "--json").stdout)
     assert shown["user"]["timezone"] == "Europe/Berlin"
-    assert "Europe/Berlin" in _aether(cli_env, "identity", "prompt").stdout
-    assert "(UTC)" not in _aether(cli_env, "identity", "prompt").stdout
+    assert "Europe/Berlin" in invoke_cli(cli_env, "identity", "prompt").stdout
+    assert "(UTC)" not in invoke_cli(cli_env, "identity", "prompt").stdout
 
 
 def test_up_bootstraps_on_first_boot_and_stops_on_sigterm(

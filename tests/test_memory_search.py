@@ -22,8 +22,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.transfer import export_file, import_file
 from aether.store.state import Store
-from tests.conftest import dump_state
-from tests.conftest import run_cli as _aether
+from tests.conftest import dump_state, invoke_cli
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
 SPECIAL = [
@@ -303,28 +302,28 @@ async def test_import_bad_file_writes_nothing(
 
 def test_cli_memory(cli_env: dict[str, str], tmp_path: Path) -> None:
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
-    logged = _aether(env, "memory", "log", "Shipped release v3 to production", "--tag", "a, b")
+    logged = invoke_cli(env, "memory", "log", "Shipped release v3 to production", "--tag", "a, b")
     assert logged.returncode == 0, logged.stderr
-    found = _aether(env, "memory", "search", "release @shipped (v3)", "--json")
+    found = invoke_cli(env, "memory", "search", "release @shipped (v3)", "--json")
     assert found.returncode == 0 and json.loads(found.stdout)[0]["tags"] == ["a, b"]
-    assert _aether(env, "memory", "search", "nothing like this").returncode == 2
-    bad = _aether(env, "memory", "search", "x", "--kind", "gossip")
+    assert invoke_cli(env, "memory", "search", "nothing like this").returncode == 2
+    bad = invoke_cli(env, "memory", "search", "x", "--kind", "gossip")
     assert bad.returncode == 64 and "gossip" in bad.stderr  # a usage error: not a kind
-    empty = _aether(env, "memory", "log", "")
+    empty = invoke_cli(env, "memory", "log", "")
     assert empty.returncode == 1 and "empty" in empty.stderr
     out = tmp_path / "out.jsonl"
-    assert _aether(env, "memory", "export", str(out)).returncode == 0
+    assert invoke_cli(env, "memory", "export", str(out)).returncode == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["format"] == "aether-memory" and lines[0]["keys"] == len(lines) - 1
     entries = [x["value"]["content"] for x in lines[1:] if x["key"].startswith("daily:entry:")]
     assert entries == ["Shipped release v3 to production"]
     other = {**env, "AETHER_NAMESPACE": env["AETHER_NAMESPACE"] + "x"}
-    imported = _aether(other, "memory", "import", str(out), "--json")
+    imported = invoke_cli(other, "memory", "import", str(out), "--json")
     assert imported.returncode == 0 and json.loads(imported.stdout)["created"] == len(lines) - 1
-    assert _aether(env, "memory", "scratch", "set", "p1", "draft").returncode == 0
-    assert _aether(env, "memory", "scratch", "get", "p1").stdout.strip() == "draft"
-    assert _aether(env, "memory", "scratch", "get", "nope").returncode == 2
-    refused = _aether(env, "memory", "longterm", "flush")
+    assert invoke_cli(env, "memory", "scratch", "set", "p1", "draft").returncode == 0
+    assert invoke_cli(env, "memory", "scratch", "get", "p1").stdout.strip() == "draft"
+    assert invoke_cli(env, "memory", "scratch", "get", "nope").returncode == 2
+    refused = invoke_cli(env, "memory", "longterm", "flush")
     assert refused.returncode == 1 and "--yes" in refused.stderr
 
 

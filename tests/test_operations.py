@@ -111,12 +111,12 @@ def test_the_cli_forgets_any_kind_of_memory_as_mcp_and_the_agent_do(
 ) -> None:
     import json
 
-    from tests.conftest import run_cli
+    from tests.conftest import invoke_cli
 
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
 
     def ok(*args: str) -> Any:
-        done = run_cli(env, *args, "--json")
+        done = invoke_cli(env, *args, "--json")
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return json.loads(done.stdout)
 
@@ -127,10 +127,10 @@ def test_the_cli_forgets_any_kind_of_memory_as_mcp_and_the_agent_do(
     assert ok("memory", "forget", entry["id"]) == {"forgotten": entry["id"], "kind": "daily"}
     assert ok("memory", "forget", note["id"])["kind"] == "longterm"
     assert ok("memory", "forget", belief)["kind"] == "belief"
-    missing = run_cli(env, "memory", "forget", entry["id"])
+    missing = invoke_cli(env, "memory", "forget", entry["id"])
     assert missing.returncode == 1 and "no memory" in missing.stderr
-    assert run_cli(env, "memory", "forget", "../x").returncode == 1  # a bad id, refused
-    assert run_cli(env, "memory", "search", "heron").returncode == 2  # forgotten: not found
+    assert invoke_cli(env, "memory", "forget", "../x").returncode == 1  # a bad id, refused
+    assert invoke_cli(env, "memory", "search", "heron").returncode == 2  # forgotten: not found
     ok("checkpoint", "rollback", checkpoint, "--yes")
     found = ok("memory", "search", "heron")
     assert {entry["id"], note["id"]} <= {hit["id"] for hit in found}

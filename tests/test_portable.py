@@ -25,7 +25,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.operations import Parts
 from aether.store.values import Value, read_values
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli
 
 IDENTITY = Path(__file__).resolve().parent.parent / "identity"
 
@@ -247,22 +247,22 @@ async def test_a_key_of_another_type_refuses_the_file(
 
 def test_the_cli_moves_an_agent_after_a_supersede(cli_env: dict[str, str], tmp_path: Path) -> None:
     env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
-    assert run_cli(env, "remember", "I live in Lisbon").returncode == 0
-    assert run_cli(env, "remember", "I live in Porto now").returncode == 0
+    assert invoke_cli(env, "remember", "I live in Lisbon").returncode == 0
+    assert invoke_cli(env, "remember", "I live in Porto now").returncode == 0
     out = tmp_path / "e.jsonl"
-    exported = run_cli(env, "memory", "export", str(out))
+    exported = invoke_cli(env, "memory", "export", str(out))
     assert exported.returncode == 0, exported.stderr
     moved = {**env, "AETHER_NAMESPACE": env["AETHER_NAMESPACE"] + "imp"}
-    imported = run_cli(moved, "memory", "import", str(out), "--json")
+    imported = invoke_cli(moved, "memory", "import", str(out), "--json")
     assert imported.returncode == 0, imported.stderr
     assert (
         json.loads(imported.stdout)["created"]
         == json.loads(out.read_text().splitlines()[0])["keys"]
     )
     again = tmp_path / "again.jsonl"
-    assert run_cli(moved, "memory", "export", str(again)).returncode == 0
+    assert invoke_cli(moved, "memory", "export", str(again)).returncode == 0
     assert again.read_text() == out.read_text()
-    beliefs = json.loads(run_cli(moved, "belief", "list", "--json").stdout)
+    beliefs = json.loads(invoke_cli(moved, "belief", "list", "--json").stdout)
     assert [b["content"] for b in beliefs] == ["I live in Porto now"]
-    skipped = run_cli(moved, "memory", "import", str(out), "--skip-invalid")
+    skipped = invoke_cli(moved, "memory", "import", str(out), "--skip-invalid")
     assert skipped.returncode == 1 and "imported whole" in skipped.stderr

@@ -37,7 +37,7 @@ from aether.registry.factory import open_registry
 from aether.registry.model import new_entry
 from aether.server.embedded import EmbeddedRedis
 from aether.testing.model import ScriptedOpenAI
-from tests.conftest import PG_DSN, run_cli
+from tests.conftest import PG_DSN, invoke_cli, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "compose" / "docker-compose.yml"
@@ -392,7 +392,7 @@ def test_registry_and_ledger_cli(cli_env: dict[str, str], namespace: str) -> Non
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
-        return run_cli(env, *args)
+        return invoke_cli(env, *args)
 
     assert cli("tools", "list").returncode == 2  # nothing registered yet
     assert cli("ledger", "list").returncode == 2

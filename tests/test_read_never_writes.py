@@ -12,7 +12,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
@@ -21,7 +20,7 @@ from redis.asyncio import Redis
 
 from aether.keys import Keyspace
 from aether.operations import REGISTRY
-from tests.conftest import dump_state, run_cli
+from tests.conftest import dump_state, invoke_cli, run_cli
 
 READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("status",),
@@ -86,7 +85,7 @@ ANSWERS_NOT_FOUND = {"belief_show", "memory_get"}
 
 
 def _ok(env: dict[str, str], *args: str) -> str:
-    done = run_cli(env, *args)
+    done = invoke_cli(env, *args)
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done.stdout.strip()
 
@@ -123,8 +122,8 @@ async def test_reads_between_a_rollback_and_its_undo_change_nothing(
     commands = [
         tuple(a.format(cp=checkpoint, tmp=tmp_path) for a in cmd) for cmd in READ_ONLY_COMMANDS
     ]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda args: run_cli(env, *args), commands))
+    # in this process, one after another (each command its own event loop, in a thread)
+    results = [await run(invoke_cli, env, *args) for args in commands]
     for args, done in zip(commands, results, strict=True):
         expected = (1,) if args == ("status",) else (0, 2)  # status: 1 = no daemon
         assert done.returncode in expected, (args, done.stdout, done.stderr)
@@ -166,10 +165,10 @@ async def test_reads_in_a_fresh_namespace_bootstrap_nothing(
     assert preview.returncode == 0, preview.stderr
     assert "== system ==" in preview.stdout
     commands = [c for c in READ_ONLY_COMMANDS if "{cp}" not in c]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(
-            pool.map(lambda args: run_cli(env, *(a.format(tmp=tmp_path) for a in args)), commands)
-        )
+    results = [
+        await asyncio.to_thread(invoke_cli, env, *(a.format(tmp=tmp_path) for a in args))
+        for args in commands
+    ]
     for args, done in zip(commands, results, strict=True):
         assert "Traceback" not in done.stderr, (args, done.stderr)
     params = StdioServerParameters(command=sys.executable, args=["-m", "aether", "mcp"], env=env)

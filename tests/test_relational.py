@@ -26,7 +26,7 @@ from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.decisions import DecisionMemory, FailureMemory
 from aether.memory.tiers.patterns import pattern_key
 from aether.store.journal import entries_after
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli
 
 SERVICE = """\
 from .models import Invoice
@@ -330,7 +330,7 @@ def test_repo_and_graph_cli(cli_env: dict[str, str], tmp_path: Path) -> None:
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
-        return run_cli(env, *args)
+        return invoke_cli(env, *args)
 
     indexed = cli("repo", "index", str(tmp_path), "--json")
     assert indexed.returncode == 0, indexed.stderr

@@ -25,7 +25,7 @@ from aether.memory.tiers.tasks import Goal, Task, suggestion_order
 from aether.operations import Parts
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import dump_state, run_cli
+from tests.conftest import dump_state, invoke_cli
 
 TODAY = date(2026, 11, 24)
 
@@ -109,7 +109,7 @@ async def test_tasks_and_goals_are_journaled_and_refuse_bad_input(
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(env, *args)
+    return invoke_cli(env, *args)
 
 
 def _json(env: dict[str, str], *args: str) -> Any:
