@@ -43,31 +43,31 @@ def _exists(settings: Settings, key: str) -> bool:
 
 
 def test_checkpoint_workflow(cli_env: dict[str, str], settings: Settings, keys: Keyspace) -> None:
-    assert _aether(cli_env, "checkpoint", "list").returncode == 2  # none yet
+    assert invoke_cli(cli_env, "checkpoint", "list").returncode == 2  # none yet
     _write(settings, "e1")
-    made = _aether(cli_env, "checkpoint", "create", "--label", "first")
+    made = invoke_cli(cli_env, "checkpoint", "create", "--label", "first")
     assert made.returncode == 0, made.stderr
     cp_id = made.stdout.strip()
-    listed = json.loads(_aether(cli_env, "checkpoint", "list", "--json").stdout)
+    listed = json.loads(invoke_cli(cli_env, "checkpoint", "list", "--json").stdout)
     assert [c["id"] for c in listed] == [cp_id] and listed[0]["label"] == "first"
 
     _write(settings, "e2")
-    shown = json.loads(_aether(cli_env, "--json", "checkpoint", "show", cp_id[:8]).stdout)
+    shown = json.loads(invoke_cli(cli_env, "--json", "checkpoint", "show", cp_id[:8]).stdout)
     assert shown["entries_since"] == 1
-    diff = json.loads(_aether(cli_env, "checkpoint", "diff", cp_id[:8], "--json").stdout)
+    diff = json.loads(invoke_cli(cli_env, "checkpoint", "diff", cp_id[:8], "--json").stdout)
     assert diff["tiers"]["daily"]["created"] == [keys.daily_entry("e2")]
-    human = _aether(cli_env, "checkpoint", "diff", cp_id[:8]).stdout
+    human = invoke_cli(cli_env, "checkpoint", "diff", cp_id[:8]).stdout
     assert f"+ {keys.daily_entry('e2')}" in human
 
-    refused = _aether(cli_env, "checkpoint", "rollback", cp_id)  # no TTY, no --yes
+    refused = invoke_cli(cli_env, "checkpoint", "rollback", cp_id)  # no TTY, no --yes
     assert refused.returncode == 1 and "--yes" in refused.stderr
     assert _exists(settings, keys.daily_entry("e2"))
 
-    done = _aether(cli_env, "checkpoint", "rollback", cp_id[: 6 + 4], "--yes", "--json")
+    done = invoke_cli(cli_env, "checkpoint", "rollback", cp_id[: 6 + 4], "--yes", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["entries_undone"] == 1
     assert not _exists(settings, keys.daily_entry("e2"))
-    assert _aether(cli_env, "checkpoint", "undo").returncode == 0
+    assert invoke_cli(cli_env, "checkpoint", "undo").returncode == 0
     assert _exists(settings, keys.daily_entry("e2"))
 
 
@@ -78,19 +78,19 @@ def test_checkpoint_errors_are_one_line(cli_env: dict[str, str]) -> None:
         ("checkpoint", "undo"),
         ("checkpoint", "diff", "'; DROP x"),
     ):
-        out = _aether(cli_env, *args)
+        out = invoke_cli(cli_env, *args)
         assert out.returncode == 1, (args, out)
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
-    as_json = _aether(cli_env, "--json", "checkpoint", "show", "ZZZZZZZZ")
+    as_json = invoke_cli(cli_env, "--json", "checkpoint", "show", "ZZZZZZZZ")
     assert as_json.returncode == 1 and "error" in json.loads(as_json.stdout)
 
 
 def test_prune_command(cli_env: dict[str, str], settings: Settings) -> None:
     for _ in range(4):
-        assert _aether(cli_env, "checkpoint", "create").returncode == 0
-    out = json.loads(_aether(cli_env, "checkpoint", "prune", "--keep", "2", "--json").stdout)
+        assert invoke_cli(cli_env, "checkpoint", "create").returncode == 0
+    out = json.loads(invoke_cli(cli_env, "checkpoint", "prune", "--keep", "2", "--json").stdout)
     assert len(out["pruned"]) == 2
-    assert len(json.loads(_aether(cli_env, "checkpoint", "list", "--json").stdout)) == 2
+    assert len(json.loads(invoke_cli(cli_env, "checkpoint", "list", "--json").stdout)) == 2
 
 
 def test_archive_commands(cli_env: dict[str, str], settings: Settings) -> None:

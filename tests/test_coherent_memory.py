@@ -23,7 +23,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import dump_state, run_cli
+from tests.conftest import dump_state, invoke_cli
 
 NONSENSE = ("quantum chromodynamics zebra", "zzzz qqqq", "xkcd vbnm qwpo")
 
@@ -38,7 +38,7 @@ async def text_only(settings: Settings, client: Redis) -> tuple[Settings, Memory
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(env, *args, timeout=180)
+    return invoke_cli(env, *args)
 
 
 def test_a_superseded_fact_never_comes_back_through_maintenance(
