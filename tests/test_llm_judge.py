@@ -28,7 +28,7 @@ from aether.memory.retrieval.rerank import WEIGHT
 from aether.memory.tiers.daily import DailyLog
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion, structured
-from tests.conftest import dump_state, run_cli
+from tests.conftest import dump_state, invoke_cli, run_cli
 from tests.test_daemon_faults import _cli, _env, _stop, _up, _wait_up, home  # noqa: F401
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
@@ -243,7 +243,7 @@ def test_llm_reranking_without_an_llm_is_refused_with_what_to_set(
 
 def test_the_cli_search_is_judged_by_the_configured_llm(cli_env: dict[str, str]) -> None:
     for text in (ANSWER, *DISTRACTORS):
-        logged = run_cli(cli_env, "memory", "log", text)
+        logged = invoke_cli(cli_env, "memory", "log", text)
         assert logged.returncode == 0, logged.stderr
     with ScriptedOpenAI(extractor=reader) as server:
         env = {
@@ -253,12 +253,12 @@ def test_the_cli_search_is_judged_by_the_configured_llm(cli_env: dict[str, str])
             "AETHER_LLM__BASE_URL": server.base_url,
             "AETHER_LLM__MODEL": "scripted",
         }
-        found = run_cli(env, "memory", "search", QUESTION, "--json")
+        found = invoke_cli(env, "memory", "search", QUESTION, "--json")
         assert found.returncode == 0, found.stderr
         hits = json.loads(found.stdout)
         assert [h["content"] for h in hits] == [ANSWER]
         assert len(_judge_requests(server)) == 1
-        none = run_cli(env, "memory", "search", UNANSWERED, "--json")
+        none = invoke_cli(env, "memory", "search", UNANSWERED, "--json")
         assert none.returncode == 2, none.stderr  # ran and found nothing
         assert json.loads(none.stdout) == []
 

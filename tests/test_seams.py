@@ -12,7 +12,7 @@ from aether.identity.bootstrap import default_identity_dir, load_directory
 from aether.identity.profile import Identity
 from aether.identity.prompt import build_system_prompt
 from aether.testing.model import ScriptedOpenAI, echo
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli, run_cli
 from tests.test_daemon import _cli, _start
 from tests.test_daemon import _env as llm_env
 
@@ -31,12 +31,13 @@ def test_usage_errors_exit_64_and_say_it_once(cli_env: dict[str, str]) -> None:
         (("context", "preview", "  "), "the query is empty"),
         (("memory", "search", ""), "the query is empty"),
     ]:
-        done = run_cli(env, *args)
+        done = invoke_cli(env, *args)
         assert done.returncode == 64, (args, done.returncode, done.stderr)
         assert said in done.stderr and "Value error" not in done.stderr, (args, done.stderr)
         assert done.stderr.count("--since") <= 1, done.stderr
     assert (
-        json.loads(run_cli(env, "--json", "task", "list", "--status", "all").stdout or "[]") == []
+        json.loads(invoke_cli(env, "--json", "task", "list", "--status", "all").stdout or "[]")
+        == []
     )
 
 
