@@ -176,7 +176,9 @@ def build_app(agent: Aether, token: str) -> Starlette:
         session = query(request, "session", 128) or default
         messages = (await run(chat.chat_messages, session=session, limit=100)).messages
         last = max((float(m.get("timestamp") or 0) for m in messages), default=0.0)
-        calls = (await run(ledger.ledger_list, kind="tool_call", limit=500)).entries
+        calls = []
+        if any(m.get("tool_calls") for m in messages):  # only a thread with calls asks
+            calls = (await run(ledger.ledger_list, kind="tool_call", limit=500)).entries
         details = [e.get("detail") or {} for e in calls]
         approvals_by_call = {
             str(d["call_id"]): d["approval"]
