@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from aether.interfaces.common import (
+    JsonOpt,
     about,
     arguments,
     call,
@@ -25,7 +26,6 @@ from aether.operations import approvals as ops
 from aether.registry.approvals import ApprovalRequest
 
 approvals_app = group("Tool calls waiting for the operator: list, approve, deny.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _arguments(request: ApprovalRequest) -> str:

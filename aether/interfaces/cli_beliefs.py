@@ -12,6 +12,7 @@ import typer
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
     AppState,
+    JsonOpt,
     arguments,
     call,
     emit,
@@ -33,7 +34,6 @@ from aether.operations import memory as memory_ops
 from aether.operations import ranges
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 

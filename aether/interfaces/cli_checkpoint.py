@@ -12,6 +12,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.checkpoints.model import Checkpoint, Diff
 from aether.interfaces.common import (
     AppState,
+    JsonOpt,
     arguments,
     call,
     call_in_zone,
@@ -36,7 +37,6 @@ from aether.operations import checkpoints as cp_ops
 app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
 archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 IdArg = Annotated[str, typer.Argument(help="Checkpoint id or a unique prefix (>= 6 chars).")]
 
 

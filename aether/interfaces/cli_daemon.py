@@ -23,6 +23,7 @@ from aether.interfaces import cli_identity
 from aether.interfaces.common import (
     EXIT_ERROR,
     AppState,
+    JsonOpt,
     emit,
     fail,
     group,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from aether.runtime.llm import LLMClient
 
 maintenance_app = group("The maintenance engine.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 log = structlog.get_logger("aether.up")
 
 

@@ -13,6 +13,7 @@ import typer
 from aether.interfaces.common import (
     EXIT_ERROR,
     EXIT_USAGE,
+    JsonOpt,
     about,
     arguments,
     call,
@@ -23,8 +24,6 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.operations import erasure as ops
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _print_plan(plan: dict[str, Any]) -> None:

@@ -12,12 +12,20 @@ from aether.checkpoints.manager import Checkpoints
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import Identity, IdentityStore, Target
 from aether.identity.prompt import SystemPrompt, build_system_prompt
-from aether.interfaces.common import AppState, emit, group, redis_client, run, state, wants_json
+from aether.interfaces.common import (
+    AppState,
+    JsonOpt,
+    emit,
+    group,
+    redis_client,
+    run,
+    state,
+    wants_json,
+)
 from aether.operations import ranges
 from aether.store.state import Store
 
 app = group("Identity: bootstrap from markdown, show, set, prompt.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def identity_store(st: AppState, client: Redis, actor: str = "cli") -> IdentityStore:

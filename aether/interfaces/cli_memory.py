@@ -17,6 +17,7 @@ from aether.errors import InvalidOperationError
 from aether.interfaces.common import (
     EXIT_USAGE,
     AppState,
+    JsonOpt,
     arguments,
     call,
     call_in_zone,
@@ -58,8 +59,6 @@ chat_app = group("Chat sessions.")
 app.add_typer(longterm_app, name="longterm")
 app.add_typer(scratch_app, name="scratch")
 app.add_typer(chat_app, name="chat")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 class DuplicatePolicy(StrEnum):

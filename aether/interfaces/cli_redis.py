@@ -13,12 +13,19 @@ from redis.exceptions import ResponseError
 
 from aether.codec import command
 from aether.errors import AetherError
-from aether.interfaces.common import emit, fail, group, redis_client, run, state, wants_json
+from aether.interfaces.common import (
+    JsonOpt,
+    emit,
+    fail,
+    group,
+    redis_client,
+    run,
+    state,
+    wants_json,
+)
 from aether.server.embedded import EmbeddedRedis, Endpoint
 
 app = group("The Redis server (embedded, or AETHER_REDIS_URL).")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _embedded(ctx: typer.Context) -> EmbeddedRedis:

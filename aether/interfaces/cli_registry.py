@@ -14,6 +14,7 @@ from aether.errors import InvalidOperationError
 from aether.interfaces.cli_memory import since_option
 from aether.interfaces.common import (
     AppState,
+    JsonOpt,
     emit,
     group,
     local_time,
@@ -31,7 +32,6 @@ from aether.registry.model import KINDS, LedgerKind
 
 tools_app = group("The tool registry: registered tools and their versions.")
 ledger_app = group("The agent ledger: actions, tool calls, LLM calls and cost.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="7d, 12h, 30m or ISO-8601.")]
 
 

@@ -10,6 +10,7 @@ import typer
 
 from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
+    JsonOpt,
     arguments,
     call,
     emit,
@@ -27,7 +28,6 @@ from aether.operations import ranges
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")
 graph_app = group("The entity graph: find entities, expand around them.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 FileArg = Annotated[Path, typer.Argument(help="A file of an indexed repository.")]
 
 

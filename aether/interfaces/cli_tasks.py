@@ -6,7 +6,16 @@ from typing import Annotated, Literal
 
 import typer
 
-from aether.interfaces.common import about, arguments, call, emit, group, plural, wants_json
+from aether.interfaces.common import (
+    JsonOpt,
+    about,
+    arguments,
+    call,
+    emit,
+    group,
+    plural,
+    wants_json,
+)
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.tiers.tasks import Suggestion, Task, TaskStatus
 from aether.operations import ranges
@@ -15,7 +24,6 @@ from aether.operations.base import NoArgs
 
 task_app = group("Tasks, optionally towards goals (open ones feed the heartbeat).")
 goal_app = group("Goals: larger objectives that tasks roll up to.")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Which = Literal[TaskStatus, "all"]
 
 TASK_COLUMNS: list[Column[Task]] = [

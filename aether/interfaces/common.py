@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
 import typer
@@ -47,6 +47,10 @@ def group(help: str, **options: Any) -> typer.Typer:
     """
     return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
 
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+"""A command's own ``--json`` (the root's ``aether --json`` asks the same of every command);
+:func:`wants_json` reads both."""
 
 # set from the whole command line, so a command's own --json also shapes its errors
 json_requested: ContextVar[bool] = ContextVar("json_requested", default=False)
