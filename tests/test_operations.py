@@ -134,3 +134,22 @@ def test_the_cli_forgets_any_kind_of_memory_as_mcp_and_the_agent_do(
     ok("checkpoint", "rollback", checkpoint, "--yes")
     found = ok("memory", "search", "heron")
     assert {entry["id"], note["id"]} <= {hit["id"] for hit in found}
+
+
+async def test_checkpoint_undo_redoes_only_when_asked(settings: Settings, client: Redis) -> None:
+    """The CLI's `undo --yes` is the operation's `redo`: MCP and the console have it too."""
+    from aether.errors import NotFoundError
+    from aether.memory.tiers.daily import DailyLog
+    from aether.operations import checkpoints as cp_ops
+
+    parts = Parts(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
+    caller = Caller("test")
+    before = await parts.checkpoints.create(label="before")
+    await DailyLog(parts.memory).log("after the checkpoint")
+    await cp_ops.checkpoint_rollback(parts, caller, cp_ops.RollbackArgs(id=before.id))
+    await cp_ops.checkpoint_undo(parts, caller, cp_ops.UndoArgs())
+    with pytest.raises(NotFoundError):
+        await cp_ops.checkpoint_undo(parts, caller, cp_ops.UndoArgs())
+    redone = await cp_ops.checkpoint_undo(parts, caller, cp_ops.UndoArgs(redo=True))
+    assert redone["target"]
+    assert cp_ops.checkpoint_undo.arguments.model_json_schema()["properties"]["redo"]

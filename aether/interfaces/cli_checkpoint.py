@@ -199,13 +199,7 @@ def undo(
     json_: JsonOpt = False,
 ) -> None:
     """Reverse the last rollback (a second undo in a row needs --yes: it redoes)."""
-    st = state(ctx)
-
-    async def body() -> dict[str, object]:
-        async with redis_client(st.settings) as client:
-            return (await _manager(st, client).undo(actor="cli", redo=yes)).to_dict()
-
-    result = run(ctx, body)
+    result = call(ctx, cp_ops.checkpoint_undo, cp_ops.UndoArgs(redo=yes))
     emit(
         result,
         wants_json(ctx, json_),

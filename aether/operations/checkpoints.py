@@ -10,6 +10,7 @@ from aether.operations.base import Caller, NoArgs, not_for_agent, operation
 from aether.operations.parts import Parts
 
 __all__ = [
+    "UndoArgs",
     "checkpoint_create",
     "checkpoint_diff",
     "checkpoint_list",
@@ -106,7 +107,17 @@ async def checkpoint_rollbacks(parts: Parts, caller: Caller, args: NoArgs) -> Ro
     return Rollbacks(rollbacks=await parts.checkpoints.rollbacks())
 
 
+class UndoArgs(BaseModel):
+    """Arguments of ``checkpoint_undo``."""
+
+    redo: bool = Field(
+        default=False,
+        description="When the last action was itself an undo, reverse it (redo the rollback); "
+        "without it a second undo in a row is refused.",
+    )
+
+
 @operation(read_only=False, agent=False)
-async def checkpoint_undo(parts: Parts, caller: Caller, args: NoArgs) -> dict[str, Any]:
-    """Undo the last rollback (or undo), atomically; reversible in turn."""
-    return (await parts.checkpoints.undo(caller.actor)).to_dict()
+async def checkpoint_undo(parts: Parts, caller: Caller, args: UndoArgs) -> dict[str, Any]:
+    """Undo the last rollback, atomically; reversible in turn (``redo`` undoes an undo)."""
+    return (await parts.checkpoints.undo(caller.actor, redo=args.redo)).to_dict()
