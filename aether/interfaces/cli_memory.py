@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 import typer
@@ -39,12 +39,10 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import (
     Kind,
-    MemoryDoc,
     Source,
     public,
 )
 from aether.memory.tiers.chat import ChatSessions
-from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.episodes import Episode, Episodes
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
@@ -202,14 +200,10 @@ def day(
 
         fail(f"{when!r} is not a date (YYYY-MM-DD)", st.json, kind="invalid")
 
-    async def body() -> tuple[list[MemoryDoc], ZoneInfo]:
-        async with memory(st) as layer:
-            zone = await read_operator_zone(layer.client, layer.keys)
-            return await DailyLog(layer).list_day(target), zone
-
-    found, zone = run(ctx, body)
-    docs = [public(d) for d in found]
-    emit_table(docs, wants_json(ctx, json_), memory_columns(zone), empty=f"no entries on {target}")
+    found, zone = call_in_zone(ctx, ops.memory_day, ops.DayArgs(day=target))
+    emit_table(
+        found.entries, wants_json(ctx, json_), memory_columns(zone), empty=f"no entries on {target}"
+    )
 
 
 @app.command()
@@ -494,15 +488,12 @@ def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
 @chat_app.command("list")
 def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Chat sessions, most recent first (exit 2 when none)."""
-    st = state(ctx)
+    from aether.operations import chat as chat_ops
+    from aether.operations.base import NoArgs
 
-    async def body() -> tuple[list[dict[str, str | int | float]], ZoneInfo]:
-        async with memory(st) as layer:
-            zone = await read_operator_zone(layer.client, layer.keys)
-            return await ChatSessions(layer).list(), zone
-
-    sessions, zone = run(ctx, body)
-    columns: list[Column[dict[str, str | int | float]]] = [
+    listed, zone = call_in_zone(ctx, chat_ops.chat_list, NoArgs())
+    sessions = listed.sessions
+    columns: list[Column[dict[str, Any]]] = [
         Column("session", lambda r: r["id"], whole=True),
         Column("last message", lambda r: _when(r.get("last_message_at"), zone), whole=True),
         Column("messages", lambda r: r["messages"], justify="right"),
