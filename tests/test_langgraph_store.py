@@ -210,3 +210,11 @@ async def test_bad_input_is_refused_and_changes_nothing(app: Aether) -> None:
     await store.aput(("a",), "ok", {"q": "special chars: * ? [ ] ( ) | @ - ~ \" '"})
     assert await store.asearch(("a",), query="* ? [ ] ( ) | @ - ~ \" '") is not None
     assert await store.alist_namespaces() == [("a",)]
+
+
+async def test_index_fields_as_langgraph_configures_them(app: Aether) -> None:
+    """LangGraph's IndexConfig works as given: its fields say what is searchable."""
+    store = AetherStore(app, index={"dims": 64, "embed": lambda xs: [], "fields": ["title"]})
+    await store.aput(("docs",), "a", {"title": "harbour pilot schedule", "body": "ignored words"})
+    assert [h.key for h in await store.asearch(("docs",), query="harbour pilot schedule")] == ["a"]
+    assert await store.asearch(("docs",), query="ignored words") == []

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -179,7 +180,9 @@ class AetherStore(BaseStore):
     Args:
         app: the namespace's parts (``Aether`` from ``Aether.open``).
         index: the value paths indexed for search by default (``["$"]``: every string of
-            the value); ``None`` means that default.
+            the value), or LangGraph's ``IndexConfig`` (its ``fields`` are used; aether
+            embeds with its own configured embedder, so ``dims`` and ``embed`` are not
+            needed); ``None`` means the default.
         ttl: LangGraph's TTL settings (``default_ttl`` in minutes, ``refresh_on_read``).
         clock: the time (epoch seconds); injected by tests.
     """
@@ -190,14 +193,15 @@ class AetherStore(BaseStore):
         self,
         app: Parts,
         *,
-        index: list[str] | None = None,
+        index: list[str] | IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._bridge = LoopBound("AetherStore")
         self.items = NamespacedItems(app.memory)
         self._parts = app
-        self.index_fields = list(index) if index else ["$"]
+        fields = index.get("fields") if isinstance(index, dict) else index
+        self.index_fields = list(fields) if fields else ["$"]
         self._ttl: TTLConfig = ttl or TTLConfig(refresh_on_read=True)
         self.ttl_config = self._ttl
         self._clock = clock
