@@ -12,7 +12,8 @@ the rendering is what an erasure matches (each checkpoint, blob and write is one
 hash, erased whole when its rendering holds the text) and what an operator reads.
 
 Readers tolerate what an erasure leaves: an index may name a key that is gone; that
-checkpoint, write or channel value is then absent.
+checkpoint, write or channel value is then absent (why whole items, and not a rewritten
+state: docs/decisions/0003-erasing-from-langgraph-threads.md).
 """
 
 from __future__ import annotations
