@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -33,6 +34,7 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.registry.model import new_entry
+from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 
 TOKEN = "bench-token"
@@ -140,6 +142,8 @@ async def main(quick: bool, runs: int) -> None:
                 "bytes": len(response.content),
             }
     await client.aclose()
+    EmbeddedRedis(settings).stop()  # the bench's own server, in its temporary home
+    shutil.rmtree(home, ignore_errors=True)
     worst = max(t["p99_ms"] for t in timings.values())
     print(
         json.dumps(
