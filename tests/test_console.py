@@ -580,13 +580,13 @@ async def test_a_confirmation_counts_items_and_the_result_repeats_them(
     assert 47 < count < 55
     assert f"of {count} (counters" in html
     assert html.count('<details class="item') == 40 and "items 1–40 of" in html
-    assert "entry number" in html and "goes" in html and "&lt;" not in html.split("<main>")[0]
+    assert "entry number" in html and "goes" in html
     second = await http.get(f"/checkpoints/{checkpoint.id}/diff?page=2")
     assert second.status_code == 200 and '<details class="item' in second.text
     assert (await http.get(f"/checkpoints/{checkpoint.id}/diff?page=x")).status_code == 400
     done = await http.post(f"/checkpoints/{checkpoint.id}/rollback", data={"csrf": csrf})
     assert done.status_code == 200 and f"<b>{count} items</b> changed back" in done.text
-    assert 'id="undo-link"' in done.text and "came back" not in done.text.split("summary")[0]
+    assert 'id="undo-link"' in done.text and ">went<" in done.text  # the entries went
     undo = await http.get("/checkpoints/undo")
     assert f"<b>{count} items</b> change back" in undo.text
     undone = await http.post("/checkpoints/undo", data={"csrf": csrf})

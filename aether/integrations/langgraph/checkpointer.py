@@ -229,13 +229,13 @@ class AetherCheckpointSaver(BaseCheckpointSaver[str]):
             return
         for thread in await self.threads.threads():
             for ns in await self.threads.namespaces(thread):
-                doomed: list[str] = []
-                for checkpoint_id in await self.threads.checkpoint_ids(thread, ns):
-                    stored = await self.threads.get(thread, ns, checkpoint_id)
-                    if stored is None:
-                        continue
-                    if self.serde.loads_typed(stored.metadata).get("run_id") in wanted:
-                        doomed.append(checkpoint_id)
+                ids = await self.threads.checkpoint_ids(thread, ns)
+                doomed = [
+                    stored.checkpoint_id
+                    for stored in await self.threads.get_many(thread, ns, ids)
+                    if stored is not None
+                    and self.serde.loads_typed(stored.metadata).get("run_id") in wanted
+                ]
                 await self.threads.delete_checkpoints(thread, ns, doomed)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:

@@ -40,6 +40,12 @@ def _message(role: str, content: str, ts: float, **extra: Any) -> ChatMessage:
     return message
 
 
+def _in_order(messages: list[ChatMessage]) -> None:
+    """Give messages of one time ids in their list order (members of one time sort by id)."""
+    for message, ordered in zip(messages, sorted(m["id"] for m in messages), strict=True):
+        message["id"] = ordered
+
+
 def _epoch(value: str) -> float:
     """A stored time (epoch seconds as text, or ISO-8601) as epoch seconds."""
     try:
@@ -121,17 +127,20 @@ class ChatSessions:
             )
             for r in results
         ]
-        # members of one time sort by id: the call must come before its results
-        for message, ordered in zip(messages, sorted(m["id"] for m in messages), strict=True):
-            message["id"] = ordered
-        m = Mutation()
+        _in_order(messages)  # the call before its results
+        await self._store(Mutation(), session, messages, ts, "chat.tool_exchange")
+        return messages
+
+    async def _store(
+        self, m: Mutation, session: str, messages: list[ChatMessage], ts: float, reason: str
+    ) -> None:
+        """Add messages of one time (and the session's metadata) to ``m``, and apply it."""
         m.zadd(
             self.keys.chat_messages(session),
             {json.dumps(msg, ensure_ascii=False): ts for msg in messages},
         )
         await self._meta_ops(m, session, ts, None)
-        await self.layer.store.apply(m, "chat.tool_exchange")
-        return messages
+        await self.layer.store.apply(m, reason)
 
     async def append_messages(
         self,
@@ -161,9 +170,7 @@ class ChatSessions:
             extra = {k: v for k, v in draft.items() if k not in ("role", "content", "id")}
             extra.pop("timestamp", None)
             messages.append(_message(draft["role"], draft.get("content") or "", ts, **extra))
-        # members of one time sort by id: keep the drafts' order
-        for message, ordered in zip(messages, sorted(m["id"] for m in messages), strict=True):
-            message["id"] = ordered
+        _in_order(messages)  # the drafts' order
         docs = []
         if remember:
             for message in messages:
@@ -177,12 +184,7 @@ class ChatSessions:
                     docs.append(doc)
             await self.layer.attach_embeddings(docs)
         m = DailyLog(self.layer).mutation(docs) if docs else Mutation()
-        m.zadd(
-            self.keys.chat_messages(session),
-            {json.dumps(msg, ensure_ascii=False): ts for msg in messages},
-        )
-        await self._meta_ops(m, session, ts, None)
-        await self.layer.store.apply(m, "chat.append")
+        await self._store(m, session, messages, ts, "chat.append")
         return messages
 
     async def pop_last(self, session: str) -> ChatMessage | None:

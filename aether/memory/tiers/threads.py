@@ -259,14 +259,19 @@ class ThreadStore:
                 continue
             m.sadd(self.keys.lg_namespaces(target), ns)
             m.zadd(self.keys.lg_checkpoints(target, ns), dict.fromkeys(ids, 0.0))
-            for cid in ids:
-                raw = byte_map(await self.client.hgetall(self.keys.lg_checkpoint(source, ns, cid)))
+            async with self.client.pipeline(transaction=False) as pipe:
+                for cid in ids:
+                    pipe.hgetall(self.keys.lg_checkpoint(source, ns, cid))
+                records = await pipe.execute()
+            pending = await self.writes_many(source, ns, ids)
+            for cid, record, writes in zip(ids, records, pending, strict=True):
+                raw = byte_map(record)
                 if not raw:
                     continue
                 m.hset(self.keys.lg_checkpoint(target, ns, cid), _str_keys(raw))
                 copied += 1
                 write_keys: list[str] = []
-                for write in await self.writes(source, ns, cid):
+                for write in writes:
                     key = self.keys.lg_write(target, ns, cid, write.task_id, write.idx)
                     m.hset(key, _write_fields(write))
                     write_keys.append(key)
