@@ -67,7 +67,8 @@ from locomo import (
 )
 
 from aether.config import Settings
-from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor
+from aether.memory.retrieval.fusion import passes_floor
+from aether.memory.retrieval.search import MemorySearch, SearchHit
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.runtime.heap import settle_heap

@@ -42,9 +42,11 @@ from pathlib import Path
 from typing import Any, get_args
 
 from aether.config import MemorySettings, Settings
+from aether.memory.retrieval.fusion import passes_floor
 from aether.memory.retrieval.llm_judge import LLMJudge
 from aether.memory.retrieval.rerank import cross_encoder, judged_text, model_dir
-from aether.memory.retrieval.search import MemorySearch, SearchHit, passes_floor, query_tokens
+from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.runtime.heap import settle_heap

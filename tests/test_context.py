@@ -34,8 +34,8 @@ from aether.context.window import limit, render, units
 from aether.errors import InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
-from aether.memory.retrieval.search import MemorySearch, query_tokens
-from aether.memory.retrieval.wording import best_passage
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.text import best_passage, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory

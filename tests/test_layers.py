@@ -112,3 +112,58 @@ def test_docstrings_point_to_the_repository_not_to_seed_documents() -> None:
     for path in PACKAGE.rglob("*.py"):
         for section in re.findall(r'docs/design\.md, "([^"]+)"', path.read_text()):
             assert f"## {section}\n" in design, (path, section)
+
+
+def _module_graph(root: Path) -> dict[str, set[str]]:
+    """Each module under ``root`` and the modules under it that it imports (every import)."""
+    names = {
+        ".".join(("aether", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        ): p
+        for p in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                submodules = {f"{node.module}.{a.name}" for a in node.names}
+                targets |= (submodules & names.keys()) or {node.module}
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+        graph[name] = {t for t in targets if t in names and t != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle, as the path that closes it (depth-first, each found once)."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                found.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_memory_has_no_import_circles() -> None:
+    """No module of ``aether.memory`` reaches itself through its imports, even typing-only."""
+    package_inits = {"aether.memory"}  # the package root re-exports: it sits above its parts
+    graph = _module_graph(PACKAGE / "memory")
+    for name in package_inits:
+        graph[name] = set()
+    assert _cycles(graph) == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]

@@ -18,9 +18,10 @@ from aether.identity.bootstrap import default_identity_dir
 from aether.identity.profile import IdentityStore
 from aether.memory.retrieval import rerank as rerank_module
 from aether.memory.retrieval.rerank import WEIGHT, cross_encoder, judged_text, model_dir, rerank
-from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
-from aether.memory.storage.conversation import passages
+from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.readings import passages
 from aether.memory.tiers.daily import DailyLog
 from tests.conftest import dump_state, run_cli
 

@@ -17,40 +17,39 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import MemorySettings, Settings
 from aether.context.assembly import ScoredMemory, memory_line
 from aether.keys import Keyspace
-from aether.memory.retrieval.newest import newest_first, values_of
-from aether.memory.retrieval.search import (
+from aether.memory.retrieval.fusion import (
     OWN_READING_WEIGHT,
-    MemorySearch,
-    SearchHit,
-    _chance_corrected,
-    _clarity,
-    _fused,
-    _rank_scores,
-    _with_own_reading,
+    SIMILARITY_SPREAD,
+    chance_corrected,
+    chance_lift,
+    clarity,
+    fuse,
     fusion_weights,
     passes_floor,
-    query_tokens,
+    rank_scores,
+    with_own_reading,
 )
-from aether.memory.retrieval.wording import (
+from aether.memory.retrieval.newest import newest_first, values_of
+from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.retrieval.text import (
     best_passage,
     coverage,
+    query_tokens,
     word_count,
     words,
     words_to_cover,
 )
-from aether.memory.storage.conversation import (
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.readings import (
     MAX_PASSAGES,
     PASSAGE_OVERLAP,
     SHORT_TURN_CHARS,
-    SIMILARITY_SPREAD,
     WINDOW_CHARS,
-    chance_lift,
     embedding_texts,
     passages,
     window_spans,
     windows,
 )
-from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc, MemoryRecord
 from aether.memory.storage.vectors import nearest, similarities
 from aether.memory.tiers.daily import DailyLog, build_entry
@@ -106,12 +105,12 @@ def test_a_short_turn_keeps_its_own_reading_beside_the_contextual_one() -> None:
 
 
 def test_rank_fusion_gives_rank_one_full_marks_and_falls_with_rank() -> None:
-    scores = _rank_scores([("a", 9.0), ("b", 8.9), ("c", 0.1)])
+    scores = rank_scores([("a", 9.0), ("b", 8.9), ("c", 0.1)])
     assert scores["a"] == 1.0 and scores["a"] > scores["b"] > scores["c"] > 0
-    tied = _rank_scores([("a", 2.0), ("b", 2.0), ("c", 1.0)])
+    tied = rank_scores([("a", 2.0), ("b", 2.0), ("c", 1.0)])
     assert tied["a"] == tied["b"] == 1.0 and tied["c"] == scores["c"]  # a tie stays a tie
     # scale-free: the same ranks score the same whatever the raw scores were
-    assert _rank_scores([("x", 0.31), ("y", 0.30), ("z", 0.29)]) == {
+    assert rank_scores([("x", 0.31), ("y", 0.30), ("z", 0.29)]) == {
         "x": scores["a"],
         "y": scores["b"],
         "z": scores["c"],
@@ -124,13 +123,13 @@ def test_a_word_match_weighs_as_much_as_the_share_of_the_query_it_holds() -> Non
     ranked = {"text": [("partial", 9.0), ("whole", 6.0), ("weak", 1.0)]}
     covered = {"partial": 0.25, "whole": 1.0, "weak": 1.0}
     for fusion in ("minmax", "rrf"):
-        fused, ranks = _fused(ranked, {"text": 1.0}, covered, fusion)
+        fused, ranks = fuse(ranked, {"text": 1.0}, covered, fusion)
         assert fused["whole"] > fused["partial"], fusion
         assert ranks["partial"] == {"text": 1} and ranks["whole"] == {"text": 2}
-    fused, _ = _fused(ranked, {"text": 1.0}, {}, "minmax")
+    fused, _ = fuse(ranked, {"text": 1.0}, {}, "minmax")
     assert fused == {"partial": 0.0, "whole": 0.0, "weak": 0.0}  # no coverage: no weight
     both = {**ranked, "vector": [("weak", 0.8), ("other", 0.7)]}
-    fused, ranks = _fused(both, {"text": 0.65, "vector": 0.35}, covered, "minmax")
+    fused, ranks = fuse(both, {"text": 0.65, "vector": 0.35}, covered, "minmax")
     assert fused["other"] == 0.0 and ranks["other"] == {"vector": 2}  # the vector list's own
     assert fused["weak"] == 0.35  # scaled 1.0 in the vector list, 0.0 in the text list
 
@@ -417,13 +416,13 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert abs(hit.similarity - every[target_key]) < 1e-4
 
     # a short pool: each list missed some; completed, both hold the same candidates
-    found = await search._candidates(query, query_tokens(query), None, 10, {})
+    found = await search.candidates.read(query, query_tokens(query), None, 10, {})
     lists, docs = found.lists, found.docs
     assert docs.keys() == dict(lists["text"]).keys() | dict(lists["vector"]).keys()
     texts, vectors = dict(lists["text"]), dict(lists["vector"])
     assert len(texts) > 10 and texts.keys() == vectors.keys()
     assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
-    full = (await search._candidates(query, query_tokens(query), None, 100, {})).lists
+    full = (await search.candidates.read(query, query_tokens(query), None, 100, {})).lists
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
     assert found.openings.keys() == vectors.keys()  # short memories: the opening is all
     no_vector = await similarities(client, index, keys, ["nope"], vector, datatype)
@@ -440,14 +439,14 @@ def test_a_long_memory_gives_up_what_its_best_passage_wins_by_chance() -> None:
     # only as well as a short one ranks below it once corrected
     long_one = _long_text("The staging database listens on port 6543.", 8)
     docs: dict[str, MemoryDoc | None] = {"short": {"content": short}, "long": {"content": long_one}}
-    rows = _chance_corrected([("long", 0.62), ("short", 0.60)], docs, {"short": 0.60})
+    rows = chance_corrected([("long", 0.62), ("short", 0.60)], docs, {"short": 0.60})
     assert [key for key, _ in rows] == ["short", "long"]
     assert rows[0][1] == 0.60 and rows[1][1] == 0.62 - chance_lift(long_one)
-    assert _chance_corrected([("gone", 0.5)], {"gone": None}, {}) == [("gone", 0.5)]
+    assert chance_corrected([("gone", 0.5)], {"gone": None}, {}) == [("gone", 0.5)]
     # its opening is the one reading every memory has: it stands uncorrected, so a long
     # memory scores at least what its first passage alone scores
     openings = {"long": 0.61, "short": 0.60}
-    rows = _chance_corrected([("long", 0.62), ("short", 0.60)], docs, openings)
+    rows = chance_corrected([("long", 0.62), ("short", 0.60)], docs, openings)
     assert rows == [("long", 0.61), ("short", 0.60)]
 
 
@@ -473,10 +472,10 @@ async def test_a_long_reply_whose_opening_answers_keeps_its_openings_score(
     ):
         await daily.log(text, timestamp=NOW - 50 + n)
     query = "how should my app throttle requests so it does not overwhelm the API"
-    found = await search._candidates(query, query_tokens(query), None, 40, {})
+    found = await search.candidates.read(query, query_tokens(query), None, 40, {})
     key = keys.daily_entry(long_one["id"])
     opening = found.openings[key]
-    corrected = dict(_chance_corrected(found.lists["vector"], found.docs, found.openings))
+    corrected = dict(chance_corrected(found.lists["vector"], found.docs, found.openings))
     assert corrected[key] == opening  # its opening alone scores this: no lift is taken
     assert opening - chance_lift(reply) < max(v for k, v in corrected.items() if k != key)
     assert corrected[key] == max(corrected.values())  # first, where the lift ranked it under
@@ -487,7 +486,7 @@ async def test_a_long_reply_whose_opening_answers_keeps_its_openings_score(
 def test_a_memory_gains_its_own_readings_similarity_on_top_of_its_fused_score() -> None:
     fused = {"borrowed": 0.80, "itself": 0.78, "mirrored": 0.5, "wordless": 0.9}
     own = {"borrowed": 0.20, "itself": 0.55}  # "borrowed" matched by its context only
-    scored = _with_own_reading(fused, own, {"borrowed": 0.6, "mirrored": 0.7})
+    scored = with_own_reading(fused, own, {"borrowed": 0.6, "mirrored": 0.7})
     assert scored["itself"] > scored["borrowed"]  # the memory that answers leads
     mean = (0.20 + 0.55 + 0.7) / 3  # centred on the candidates: no lift common to all
     assert abs(scored["itself"] - (0.78 + OWN_READING_WEIGHT * (0.55 - mean))) < 1e-12
@@ -496,7 +495,7 @@ def test_a_memory_gains_its_own_readings_similarity_on_top_of_its_fused_score() 
     assert abs(scored["mirrored"] - (0.5 + OWN_READING_WEIGHT * (0.7 - mean))) < 1e-12
     assert scored["wordless"] == 0.9  # no vector: nothing added, nothing taken
     assert abs(sum(scored.values()) - sum(fused.values())) < 1e-12
-    assert _with_own_reading({"a": 0.5}, {}, {}) == {"a": 0.5}
+    assert with_own_reading({"a": 0.5}, {}, {}) == {"a": 0.5}
     assert 0 < OWN_READING_WEIGHT < 1
 
 
@@ -515,7 +514,7 @@ async def test_every_vector_candidate_gets_its_own_openings_similarity(
     key = keys.daily_entry(long_one["id"])
     query = "a kitten was adopted from the shelter"
     # a pool of two readings: the long memory's last passages, never its opening
-    found = await search._candidates(query, query_tokens(query), None, 2, {})
+    found = await search.candidates.read(query, query_tokens(query), None, 2, {})
     assert dict(found.lists["vector"]).keys() == {key}
     assert key not in found.openings  # the reply did not hold it: chance correction as before
     vector = await layer.embed(query)
@@ -524,7 +523,7 @@ async def test_every_vector_candidate_gets_its_own_openings_similarity(
     cosine = sum(a * b for a, b in zip(vector, opening, strict=True))
     assert abs(found.own[key] - cosine) < 1e-3
     assert found.own[key] < dict(found.lists["vector"])[key]  # its opening is about code
-    whole = await search._candidates(query, query_tokens(query), None, 40, {})
+    whole = await search.candidates.read(query, query_tokens(query), None, 40, {})
     assert whole.own.keys() >= dict(whole.lists["vector"]).keys()
     assert abs(whole.own[key] - found.own[key]) < 1e-6
 
@@ -532,14 +531,14 @@ async def test_every_vector_candidate_gets_its_own_openings_similarity(
 def test_adaptive_fusion_weighs_each_list_by_how_clearly_its_best_stand_out() -> None:
     sharp = [("a", 10.0)] + [(f"x{n}", 1.0 + n / 100) for n in range(20)]
     flat = [(f"y{n}", 0.60 - n / 1000) for n in range(21)]
-    clear, blurred = _clarity(sharp), _clarity(flat)
+    clear, blurred = clarity(sharp), clarity(flat)
     assert clear is not None and blurred is not None and clear > 2.5 * blurred
     weights = fusion_weights({"text": sharp, "vector": flat}, 0.35, "adaptive")
     assert weights["text"] > 0.7 and abs(sum(weights.values()) - 1) < 1e-9
     weights = fusion_weights({"text": flat, "vector": sharp}, 0.35, "adaptive")
     assert weights["vector"] > 0.7
     # too few or all equal: the configured alpha; other fusions: always the alpha
-    assert _clarity(sharp[:2]) is None and _clarity([("a", 1.0)] * 5) is None
+    assert clarity(sharp[:2]) is None and clarity([("a", 1.0)] * 5) is None
     assert fusion_weights({"text": sharp[:2], "vector": flat}, 0.35, "adaptive") == {
         "text": 0.65,
         "vector": 0.35,

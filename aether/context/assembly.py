@@ -15,7 +15,6 @@ decides, and the history is the session window as the thresholds left it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,8 +36,10 @@ from aether.logging import log_once
 from aether.memory.knowledge.archetypes import archetype
 from aether.memory.knowledge.archetypes.base import Archetype
 from aether.memory.knowledge.beliefs import effective_confidence
-from aether.memory.retrieval.search import MemorySearch, SearchHit, query_tokens
-from aether.memory.retrieval.wording import best_passage, coverage, sentences, words
+from aether.memory.retrieval.hit import SearchHit
+from aether.memory.retrieval.recency import decay
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.text import best_passage, coverage, query_tokens, sentences, words
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.storage.status import INACTIVE
@@ -194,8 +195,7 @@ def score_memory(
     """
     doc = hit.doc
     relevance = _match(hit) / top_relevance if top_relevance > 0 else 0.0
-    age_days = max(0.0, now - float(doc.get("timestamp", now))) / 86_400
-    recency = math.pow(0.5, age_days / half_life_days)
+    recency = decay(now - float(doc.get("timestamp", now)), half_life_days)
     uncertain = question = False
     if doc.get("kind") == "belief":
         # to 3 decimals: a belief just reinforced to 0.8 is "known", not a hair under it
@@ -243,7 +243,7 @@ def excerpt(content: str, query: Sequence[str], max_tokens: int) -> str | None:
 
     A long message (a reply of several thousand characters) cut at its head loses what
     it was found for when the query's words lie further in. Its windows
-    (:func:`~aether.memory.retrieval.wording.best_passage`) are what search covered the
+    (:func:`~aether.memory.retrieval.text.best_passage`) are what search covered the
     query with; the one holding most of the query's words is shown after the head's
     first tokens, so the model reads both what the message is about and what answers.
 

@@ -15,7 +15,7 @@ from typing import Protocol
 import structlog
 
 from aether.errors import LLMError
-from aether.memory.retrieval.stopwords import STOPWORDS
+from aether.memory.retrieval.text import STOPWORDS
 from aether.messages import ChatMessage, TextModel
 from aether.tokens import count_tokens, truncate_to_tokens
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from aether.context.window import Unit
-from aether.memory.retrieval.wording import best_passage, word_count, words_to_cover
+from aether.memory.retrieval.text import best_passage, word_count, words_to_cover
 
 RECENT_SHARE = 0.5
 """The share of the history's budget kept for the newest messages when there is a query."""

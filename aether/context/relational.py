@@ -17,12 +17,15 @@ from datetime import UTC, datetime
 from aether.memory.knowledge.archetypes.base import Archetype, ContextStrategy
 from aether.memory.knowledge.events import Events
 from aether.memory.knowledge.graph import Graph
-from aether.memory.retrieval.search import query_tokens
+from aether.memory.retrieval.recency import decay
+from aether.memory.retrieval.text import coverage, query_tokens, words
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.decisions import FailureMemory, pattern_line
 from aether.tokens import count_tokens, truncate_to_tokens
 
+SEED_HALF_LIFE_DAYS = math.log(2)
+"""Seed 000's recency is ``exp(-age_hours / 24)``: a one-day e-folding, that half-life."""
 OUTCOME_FACTOR = {"success": 1.2, "failure": 0.8}
 LINE_TOKENS = 60
 SEED_ENTITIES = 5
@@ -37,13 +40,6 @@ class GraphContext:
     counts: dict[str, int]
 
 
-def relevance(query_words: set[str], text: str) -> float:
-    """The share of the query's words that ``text`` holds."""
-    if not query_words:
-        return 0.0
-    return len(query_words & set(query_tokens(text))) / len(query_words)
-
-
 def seed_score(
     strategy: ContextStrategy,
     *,
@@ -53,7 +49,7 @@ def seed_score(
     outcome: str | None = None,
 ) -> float:
     """Seed 000's score of one item."""
-    score = math.exp(-max(0.0, age_s) / 3600 / 24) * strategy.recency_weight
+    score = decay(age_s, SEED_HALF_LIFE_DAYS) * strategy.recency_weight
     score += rel * strategy.relevance_weight + salience * strategy.salience_weight
     return score * OUTCOME_FACTOR.get(outcome or "", 1.0)
 
@@ -89,7 +85,7 @@ async def graph_context(
     """The relational sections within ``budget`` tokens (the semantic share excluded)."""
     strategy = archetype.strategy
     shares = strategy.budget
-    words = set(query_tokens(query))
+    query_words = query_tokens(query)
     total_share = max(1, 100 - shares["semantic"])
     part = {
         name: budget * shares[name] // total_share for name in ("recent", "entities", "relations")
@@ -115,7 +111,7 @@ async def graph_context(
         key=lambda e: seed_score(
             strategy,
             age_s=now - float(e["timestamp"]),
-            rel=relevance(words, str(e["content"])),
+            rel=coverage(query_words, words(str(e["content"]))),
             salience=0.5,
             outcome=e.get("outcome"),
         ),
@@ -130,12 +126,12 @@ async def graph_context(
     add("events", _fill("Recent events", event_lines, part["recent"]))
 
     graph = Graph(layer)
-    entities = await graph.find(query, limit=20) if words else []
+    entities = await graph.find(query, limit=20) if query_words else []
     entities.sort(
         key=lambda d: seed_score(
             strategy,
             age_s=now - d["last_seen"],
-            rel=relevance(words, " ".join([d["name"], *d["aliases"]])),
+            rel=coverage(query_words, words(" ".join([d["name"], *d["aliases"]]))),
             salience=d["salience"],
         ),
         reverse=True,

@@ -367,7 +367,12 @@ def maintenance_run(
             llm = LLMClient.from_settings(st.settings)
             try:
                 engine = MaintenanceEngine(
-                    agent.memory, agent.checkpoints, llm, actor="cli", beliefs=st.settings.beliefs
+                    agent.memory,
+                    agent.checkpoints,
+                    llm,
+                    actor="cli",
+                    beliefs=st.settings.beliefs,
+                    search=agent.search,
                 )
                 report = await engine.run(dry_run=dry_run)
             finally:

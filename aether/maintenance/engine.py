@@ -115,6 +115,7 @@ class MaintenanceEngine:
         llm: summaries and distillation when given; extractive otherwise.
         actor: who the journal says made the changes.
         beliefs: the belief lifecycle's settings (the pruning threshold).
+        search: the namespace's search (``Parts.search``; default: one of the layer's own).
     """
 
     def __init__(
@@ -124,8 +125,10 @@ class MaintenanceEngine:
         llm: TextModel | None = None,
         actor: str = "maintenance",
         beliefs: BeliefSettings | None = None,
+        search: MemorySearch | None = None,
     ) -> None:
         self.belief_settings = beliefs or BeliefSettings()
+        self.search = search or MemorySearch(layer)
         self.layer = layer
         self.keys = layer.keys
         self.client = layer.client
@@ -214,7 +217,7 @@ class MaintenanceEngine:
         if not docs:
             await self.layer.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
             return 0
-        beliefs = Beliefs(self.layer, self.belief_settings)
+        beliefs = Beliefs(self.layer, self.belief_settings, search=self.search)
         # an entry evicted from a chat after its fact changed must not carry it into a digest
         current = [
             d
@@ -260,8 +263,8 @@ class MaintenanceEngine:
     async def _new_lines(self, lines: list[str]) -> list[str]:
         """``lines`` less repeats, what a note or belief says, and superseded facts."""
         fresh: dict[str, str] = {}
-        search = MemorySearch(self.layer)
-        beliefs = Beliefs(self.layer, self.belief_settings)
+        search = self.search
+        beliefs = Beliefs(self.layer, self.belief_settings, search=search)
         for line in lines:
             key = _normal(line)
             if not key or key in fresh:
@@ -311,7 +314,7 @@ class MaintenanceEngine:
         """Step 4: catch up on conversation turns no one has learned from yet."""
         step = StepReport("learn")
         llm = self.llm if isinstance(self.llm, StructuredModel) else None
-        beliefs = Beliefs(self.layer, self.belief_settings, self.llm)
+        beliefs = Beliefs(self.layer, self.belief_settings, self.llm, self.search)
         learner = ConversationLearner(self.layer, beliefs, llm)
         backlog = await learner.backlog()
         if dry_run or not backlog:
@@ -385,7 +388,7 @@ class MaintenanceEngine:
         a checkpoint is taken first.
         """
         step = StepReport("beliefs")
-        beliefs = Beliefs(self.layer, self.belief_settings)
+        beliefs = Beliefs(self.layer, self.belief_settings, search=self.search)
         when = (now or datetime.now(UTC)).timestamp()
         limit = self.belief_settings.prune_below
         active = await beliefs.select("active", when)

@@ -33,7 +33,7 @@ from redisvl.query.filter import Tag
 
 from aether.errors import AetherError, ConflictError, InvalidOperationError
 from aether.files import atomic_private_writer
-from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.candidates import CandidateReader
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import (
     MAX_TAGS,
@@ -306,7 +306,9 @@ def _key(layer: MemoryLayer, doc: MemoryRecord) -> str:
     return record_key(layer.keys, doc["kind"], doc["id"])
 
 
-async def _existing(layer: MemoryLayer, search: MemorySearch, docs: list[MemoryRecord]) -> set[str]:
+async def _existing(
+    layer: MemoryLayer, search: CandidateReader, docs: list[MemoryRecord]
+) -> set[str]:
     """Hashes and ids of ``docs`` already stored."""
     pipe = layer.client.pipeline(transaction=False)
     for doc in docs:
@@ -340,7 +342,7 @@ async def import_records(
     layer: MemoryLayer, records: list[MemoryRecord], progress: Progress | None = None
 ) -> ImportReport:
     """Write validated records in batches, skipping exact duplicates."""
-    search = MemorySearch(layer)
+    search = CandidateReader(layer)  # the index's reader: no search is run here
     await search.ensure_index()
     seen: set[str] = set()
     imported = duplicates = 0

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from aether.errors import NotFoundError
 from aether.ids import check_id
 from aether.memory.knowledge.beliefs import RememberSummary
-from aether.memory.retrieval.search import passes_floor
+from aether.memory.retrieval.fusion import passes_floor
 from aether.memory.storage.records import Kind, Source, public
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory

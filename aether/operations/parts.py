@@ -209,4 +209,4 @@ class Parts:
         """The belief lifecycle (extraction and contradiction checks by ``llm`` if given)."""
         from aether.memory.knowledge.beliefs import Beliefs
 
-        return Beliefs(self.memory, self.settings.beliefs, llm)
+        return Beliefs(self.memory, self.settings.beliefs, llm, self.search)

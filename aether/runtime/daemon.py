@@ -492,7 +492,12 @@ class Daemon:
     async def maintenance(self) -> None:
         """The scheduled maintenance run (at the daemon's clock's time)."""
         engine = MaintenanceEngine(
-            self.layer, self.checkpoints, self.llm, actor="daemon", beliefs=self.settings.beliefs
+            self.layer,
+            self.checkpoints,
+            self.llm,
+            actor="daemon",
+            beliefs=self.settings.beliefs,
+            search=self.parts.search,
         )
         await engine.run(now=datetime.fromtimestamp(self.clock(), UTC))
 

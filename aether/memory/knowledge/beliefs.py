@@ -41,8 +41,9 @@ from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
 from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, stating
-from aether.memory.retrieval.search import MemorySearch, query_tokens
-from aether.memory.retrieval.stopwords import STOPWORDS
+from aether.memory.retrieval.recency import decay
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.text import STOPWORDS, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import DailyEntry, MemoryDoc, base_record
 from aether.memory.storage.status import BELIEF_STATUSES, INACTIVE, Status, matches
@@ -98,8 +99,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 def effective_confidence(doc: MemoryDoc, now: float, half_life_days: float) -> float:
     """Base confidence decayed by the time since the last reinforcement."""
     base = float(doc.get("confidence", 0.0))
-    since = max(0.0, now - float(doc.get("reinforced_at", doc.get("timestamp", now))))
-    return base * math.pow(0.5, since / (half_life_days * 86_400))
+    since = now - float(doc.get("reinforced_at", doc.get("timestamp", now)))
+    return base * decay(since, half_life_days)
 
 
 def lexical_similarity(a: str, b: str) -> float:
@@ -297,12 +298,18 @@ class Beliefs:
         layer: the memory layer.
         settings: the lifecycle's numbers.
         llm: extraction and contradiction checks when given; heuristics otherwise.
+        search: the namespace's search (``Parts.search``; default: one of the layer's own).
     """
 
     def __init__(
-        self, layer: MemoryLayer, settings: BeliefSettings, llm: TextModel | None = None
+        self,
+        layer: MemoryLayer,
+        settings: BeliefSettings,
+        llm: TextModel | None = None,
+        search: MemorySearch | None = None,
     ) -> None:
         self.layer = layer
+        self.search = search or MemorySearch(layer)
         self.keys = layer.keys
         self.settings = settings
         self.llm = llm
@@ -641,8 +648,7 @@ class Beliefs:
 
     async def states_superseded(self, text_: str) -> bool:
         """Whether ``text_`` states a belief that a later one replaced."""
-        search = MemorySearch(self.layer)
-        hits = await search.search(text_, kind="belief", include_inactive=True, limit=20)
+        hits = await self.search.search(text_, kind="belief", include_inactive=True, limit=20)
         replaced = [h.key for h in hits if matches(h.doc.get("status"), Status.SUPERSEDED)]
         for doc in await self.layer.get_docs(replaced, (*BELIEF_FIELDS, "kind")):
             if doc is None:

@@ -19,7 +19,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from aether.memory.retrieval.wording import sentences
+from aether.memory.retrieval.text import sentences
 
 MAX_FACTS = 20
 MAX_ENTITIES = 40

@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 
 from aether.codec import byte_map, text
 from aether.errors import InvalidOperationError, NotFoundError
-from aether.memory.retrieval.search import query_tokens
+from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.scopes import check_scope
 from aether.store.functions import Functions

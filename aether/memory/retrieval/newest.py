@@ -39,11 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.retrieval.wording import STEM_CHARS, coverage, held, sentences, words
+from aether.memory.retrieval.text import STEM_CHARS, STOPWORDS, coverage, held, sentences, words
 
 if TYPE_CHECKING:
-    from aether.memory.retrieval.search import SearchHit
+    from aether.memory.retrieval.hit import SearchHit
 
 __all__ = ["newest_first", "values_of"]
 

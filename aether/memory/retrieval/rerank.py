@@ -45,10 +45,10 @@ import structlog
 
 from aether.errors import ConfigError, LLMError
 from aether.logging import log_once
-from aether.memory.retrieval.wording import best_passage
+from aether.memory.retrieval.text import best_passage
 
 if TYPE_CHECKING:
-    from aether.memory.retrieval.search import SearchHit
+    from aether.memory.retrieval.hit import SearchHit
 
 __all__ = [
     "WEIGHT",
@@ -206,7 +206,7 @@ def judged_text(tokens: Sequence[str], content: str) -> str:
 
     A long message (BEAM's run to 2,000 characters and more) does not fit the model's
     window; cut at its head, the part that answers is often lost. Its windows (cut as
-    its vectors read it, :func:`~aether.memory.storage.conversation.windows`) each fit, and
+    its vectors read it, :func:`~aether.memory.storage.readings.windows`) each fit, and
     the one that holds most of the query's meaningful words is the one to judge (the
     first of equals). Measured on BEAM: the same recall as the head, at half the time.
     """

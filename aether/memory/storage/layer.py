@@ -15,9 +15,9 @@ from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
 from aether.memory.storage import vectors
-from aether.memory.storage.conversation import embedding_texts
 from aether.memory.storage.embeddings import CachedEmbedder, Embedder, make_embedder
 from aether.memory.storage.fulltext import search_index
+from aether.memory.storage.readings import embedding_texts
 from aether.memory.storage.records import MemoryDoc, MemoryRecord
 from aether.store.functions import Functions
 from aether.store.state import Mutation, Store
@@ -139,7 +139,7 @@ class MemoryLayer:
         """Give each document its content's vector, in one batch (no-op without embedder).
 
         A chat turn is embedded with the end of the turn before it in the batch, and a
-        long text as passages (see :func:`aether.memory.storage.conversation.embedding_texts`).
+        long text as passages (see :func:`aether.memory.storage.readings.embedding_texts`).
         The vectors ride in ``doc["embedding"]`` (and ``doc["passage_embeddings"]``)
         until :meth:`put` stores them in their hashes.
         """

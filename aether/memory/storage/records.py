@@ -146,7 +146,7 @@ class MemoryRecord(TypedDict, total=False):
     """Only in flight, from ``attach_embeddings`` to ``put``: stored in the vector hash."""
     passage_embeddings: list[list[float]]
     """Only in flight, like ``embedding``: the vectors of a long text's later passages
-    (``aether.memory.storage.conversation.passages``), stored in passage hashes."""
+    (``aether.memory.storage.readings.passages``), stored in passage hashes."""
 
 
 class DailyEntry(MemoryRecord, total=False):

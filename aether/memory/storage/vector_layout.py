@@ -9,7 +9,7 @@ form, and the next start migrates again). The layout is recorded in the journale
 ``AETHER_MEMORY__VECTOR_DATATYPE`` re-encodes the vector hashes the same way. A namespace
 marked ``vectors-<datatype>`` (written before long memories were read as passages) has
 each memory longer than the embedding window re-embedded as its passages
-(``aether.memory.storage.conversation.passages``), in the same journaled batches. A namespace
+(``aether.memory.storage.readings.passages``), in the same journaled batches. A namespace
 without memories is left without a marker (its first start writes nothing).
 """
 
@@ -26,8 +26,8 @@ from rich.progress import Progress
 
 from aether.codec import text
 from aether.memory.storage import vectors
-from aether.memory.storage.conversation import WINDOW_CHARS, passages
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.readings import WINDOW_CHARS, passages
 from aether.memory.storage.records import MemoryRecord, memory_prefixes, record_key
 from aether.store.checkpointer import Checkpointer
 from aether.store.state import Mutation

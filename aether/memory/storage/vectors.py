@@ -27,7 +27,6 @@ from redisvl.query.filter import FilterExpression
 
 from aether.codec import command, text
 from aether.keys import Keyspace
-from aether.memory.storage.conversation import MAX_PASSAGES, READING_DISCOUNT
 from aether.memory.storage.fulltext import ensure_schema, search_command, search_results
 from aether.memory.storage.index_schemas import (
     TAG_FIELDS,
@@ -36,6 +35,7 @@ from aether.memory.storage.index_schemas import (
     VectorDatatype,
 )
 from aether.memory.storage.index_schemas import vector_schema as schema
+from aether.memory.storage.readings import MAX_PASSAGES, READING_DISCOUNT
 from aether.memory.storage.records import MemoryRecord
 from aether.store.state import Arg, Mutation
 

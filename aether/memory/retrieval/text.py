@@ -1,4 +1,10 @@
-"""Words of a text as retrieval compares them: lower case, stopwords left out."""
+"""Words of a text as retrieval compares them: lower case, stopwords left out.
+
+Every part that compares a query with a text reads words here: search's tokens
+(:func:`query_tokens`), coverage and the best passage of a long text, the newest-first
+ordering's sentences, the context's scoring and the graph's lookups. English stopwords
+are bundled (:data:`STOPWORDS`: nothing is downloaded).
+"""
 
 from __future__ import annotations
 
@@ -7,23 +13,46 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from aether.memory.retrieval.stopwords import STOPWORDS
-from aether.memory.storage.conversation import window_spans, windows
+from aether.memory.storage.readings import window_spans, windows
 
 __all__ = [
+    "STEM_CHARS",
+    "STOPWORDS",
     "best_passage",
     "coverage",
     "held",
+    "query_tokens",
     "sentences",
     "word_count",
     "words",
     "words_to_cover",
 ]
 
+_WORDS = """a about above after again against all am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do does
+doesn't doing don't down during each few for from further had hadn't has hasn't have
+haven't having he he'd he'll he's her here here's hers herself him himself his how how's
+i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+myself no nor not of off on once only or other ought our ours ourselves out over own same
+shan't she she'd she'll she's should shouldn't so some such than that that's the their
+theirs them themselves then there there's these they they'd they'll they're they've this
+those through to too under until up very was wasn't we we'd we'll we're we've were
+weren't what what's when when's where where's which while who who's whom why why's with
+won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+s t d ll m re ve"""
+
+STOPWORDS = frozenset(_WORDS.split())
+"""English stopwords: never a meaningful word of a query or a text."""
+
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 STEM_CHARS = 5
 """Two words that share their first five letters count as one ("deploy", "deployed")."""
+
+
+def query_tokens(text: str) -> list[str]:
+    """Lower-case word tokens of user text, stopwords removed, order kept, no duplicates."""
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS))
 
 
 def words(text: str) -> set[str]:
@@ -62,7 +91,7 @@ def coverage(query: Sequence[str], found: set[str]) -> float:
     """The share of the query's words found among ``found`` (0.0 for an empty query).
 
     Args:
-        query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
+        query: the query's meaningful words (the :func:`query_tokens`).
         found: a memory's :func:`words`.
     """
     if not query:
@@ -74,16 +103,16 @@ def best_passage(query: Sequence[str], text: str) -> tuple[str, float]:
     """The passage of ``text`` that holds most of the query's words, and its coverage.
 
     A text within the embedding window is its own one passage; a longer one is cut as its
-    vectors read it, to its end (:func:`~aether.memory.storage.conversation.windows`:
+    vectors read it, to its end (:func:`~aether.memory.storage.readings.windows`:
     beyond the passages that have vectors, full text still finds it), and the first of
     equals wins. Coverage of the whole of a long text counts words wherever they lie:
     a 4,000-character reply holds a few of any question's words by its length alone, a
     statement that answers holds them together. So a long memory covers the query as
     well as its best passage does (BEAM dev recall@10 +0.010, information extraction
-    +0.025; LoCoMo's turns are one passage each and unchanged: README, Benchmarks).
+    +0.025; LoCoMo's turns are one passage each and unchanged).
 
     Args:
-        query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
+        query: the query's meaningful words (the :func:`query_tokens`).
         text: a memory's content.
     """
     lower = text.lower()
@@ -130,7 +159,7 @@ def held(query: Sequence[str], found: set[str], stems: set[str] | None = None) -
     """The query's words found among ``found``, a word or its first letters (``STEM_CHARS``).
 
     Args:
-        query: the query's meaningful words (``aether.memory.retrieval.search.query_tokens``).
+        query: the query's meaningful words (the :func:`query_tokens`).
         found: a memory's :func:`words`.
         stems: ``found``'s first letters, when the caller has them already.
     """

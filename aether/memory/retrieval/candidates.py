@@ -1,0 +1,322 @@
+r"""All of a search's Redis I/O: the candidate lists, their completion, the fallback.
+
+User text never reaches query syntax: it is reduced to word tokens (``\\w+``) before it
+becomes a redisvl ``TextQuery``; filter values go through redisvl's escaping ``Tag`` and
+``Num`` filters (:func:`build_filter`).
+
+A search reads its candidates in two round trips (:meth:`CandidateReader.read`): both
+lists at once (BM25 and vector KNN, or the Qdrant mirror for vectors), then the
+documents with the completion, which scores every candidate on the signal whose list
+missed it. When the index cannot answer, :meth:`CandidateReader.fallback` matches
+substrings over the last days of daily logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from redisvl.index import AsyncSearchIndex
+from redisvl.query import TextQuery
+from redisvl.query.filter import FilterExpression, Num, Tag
+
+from aether.memory.retrieval.fusion import Ranked
+from aether.memory.retrieval.hit import SearchHit, Signal
+from aether.memory.storage.fulltext import ensure_index, search_command, search_results
+from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
+from aether.memory.storage.records import (
+    MemoryDoc,
+    check_kind,
+    check_source,
+    check_tags,
+    check_timestamp,
+)
+from aether.memory.storage.scopes import check_scope
+from aether.memory.storage.vectors import (
+    ensure_vector_index,
+    knn_query,
+    nearest_rows,
+    similarity_command,
+)
+from aether.memory.tiers.daily import DailyLog
+from aether.store.cluster import SlotRedis
+
+__all__ = ["OPENINGS_READ", "CandidateReader", "Candidates", "build_filter", "text_query"]
+
+OPENINGS_READ = 40
+"""How many of the vector list's first candidates have their opening reading read when
+the KNN reply did not hold it (the pool of a 10-result search): a bound on the completion's
+cost for a long search (a context asks for 50 results, 200 candidates per list), where the
+rest, far down the list, are judged by their best reading."""
+
+
+def build_filter(
+    kind: str | None = None,
+    source: str | None = None,
+    tags: list[str] | None = None,
+    since: datetime | float | None = None,
+    session: str | None = None,
+    scopes: list[str] | None = None,
+) -> FilterExpression | None:
+    """A redisvl filter from validated values (``None`` when unfiltered)."""
+    parts: list[FilterExpression] = []
+    if scopes:
+        parts.append(Tag("scope") == [check_scope(s) for s in scopes])
+    if kind:
+        parts.append(Tag("kind") == check_kind(kind))
+    if source:
+        parts.append(Tag("source") == check_source(source))
+    if tags:
+        parts.append(Tag("tags") == check_tags(tags))
+    if since is not None:
+        parts.append(Num("timestamp") >= check_timestamp(since))
+    if session:
+        parts.append(Tag("session") == session)
+    if not parts:
+        return None
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined & part
+    return combined
+
+
+def text_query(tokens: list[str], flt: FilterExpression | None, num: int) -> TextQuery:
+    """The BM25 query of the query's words, for ids and scores only.
+
+    The documents are read once, after fusion.
+    """
+    query = TextQuery(
+        " ".join(tokens),
+        "content",
+        text_scorer="BM25STD",
+        filter_expression=flt,
+        num_results=num,
+        stopwords=None,
+    )
+    query.no_content()
+    return query
+
+
+@dataclass
+class Candidates:
+    """What the candidate round trips found (:meth:`CandidateReader.read`).
+
+    Attributes:
+        lists: each signal's candidates, (key, score) best first.
+        docs: the candidates' documents (``None``: gone).
+        openings: each candidate's opening reading's similarity, where a reply held it
+            (none from the Qdrant mirror, whose rows are scored whole).
+        own: each candidate's opening reading's similarity, also read for the first
+            :data:`OPENINGS_READ` vector candidates whose reply lacked it
+            (``fusion.with_own_reading``); ``openings`` alone decides the chance
+            correction, which was measured with the openings the replies hold.
+    """
+
+    lists: Ranked
+    docs: dict[str, MemoryDoc | None]
+    openings: dict[str, float]
+    own: dict[str, float] = field(default_factory=dict)
+
+
+class CandidateReader:
+    """Reads a search's candidates from the memory layer's indexes.
+
+    Args:
+        layer: the memory layer.
+    """
+
+    def __init__(self, layer: MemoryLayer):
+        self.layer = layer
+        self.index = layer.text_index()
+
+    async def ensure_index(self, percent: Callable[[float], None] | None = None) -> None:
+        """Create (or rebuild) the indexes; never writes a key (``Aether.ready`` migrates).
+
+        Args:
+            percent: told how much of the existing memories a new index has scanned.
+        """
+        await self._ensure_indexes(percent)
+        if isinstance(self.layer.client, SlotRedis):  # the index stays with the shard
+            self.layer.client.on_move("memory-index", self._ensure_indexes)
+
+    async def _ensure_indexes(self, percent: Callable[[float], None] | None = None) -> None:
+        layer = self.layer
+        self.index = await ensure_index(layer.client, layer.keys, percent)
+        if layer.embedder is not None:
+            await ensure_vector_index(
+                layer.client,
+                layer.keys,
+                layer.embedder.dims,
+                layer.settings.vector_datatype,
+                percent,
+            )
+
+    async def read(
+        self,
+        query: str,
+        tokens: list[str],
+        flt: FilterExpression | None,
+        pool: int,
+        criteria: dict[str, Any],
+    ) -> Candidates:
+        """Candidates of each signal, (key, score) best first, and their documents.
+
+        The documents are read while the candidates are completed (:meth:`_completion`):
+        both need only the keys the first round trip found, so they share the second.
+
+        Raises:
+            ResponseError, RedisSearchError: the index cannot answer.
+        """
+        layer = self.layer
+        vector = await layer.embed(query) if query.strip() else None
+        # both searches in one round trip, their replies read raw (see search_command)
+        pipe = layer.client.pipeline(transaction=False)
+        sent: list[Signal] = []
+        if tokens:
+            pipe.execute_command(*search_command(self.index, text_query(tokens, flt, pool)))
+            sent.append(Signal.TEXT)
+        mirror = layer.mirror if layer.qdrant_search else None
+        vector_index = layer.vector_index()
+        if vector is not None and mirror is None and vector_index is not None:
+            knn = knn_query(vector, flt, pool, layer.settings.vector_datatype)
+            pipe.execute_command(*search_command(vector_index, knn))
+            sent.append(Signal.VECTOR)
+        pending = [pipe.execute()] if sent else []
+        if vector is not None and mirror is not None:
+            pending.append(mirror.search(vector, pool, criteria))
+        results = await asyncio.gather(*pending)
+        out: Ranked = {}
+        openings: dict[str, float] = {}
+        for name, reply in zip(sent, results[0] if sent else [], strict=True):
+            if name == Signal.TEXT:
+                rows = search_results(reply, scores=True, fields=False)
+                out[name] = [(key, score) for key, score, _ in rows]
+            else:
+                out[name] = nearest_rows(layer.keys, reply, openings)
+        if vector is not None and mirror is not None:
+            out[Signal.VECTOR] = results[-1]
+        keys = list(dict.fromkeys(key for rows in out.values() for key, _ in rows))
+        if not keys:
+            return Candidates(out, {}, openings, openings)
+        # the documents and the completion need only these keys: one more round trip
+        pipe = layer.client.pipeline(transaction=False)
+        pipe.execute_command(*mget_command(keys))
+        completion: dict[Signal, list[Any]] = {}
+        if vector is not None and vector_index is not None:
+            completion = self._completion(out, openings, tokens, flt, vector, vector_index)
+        for args in completion.values():
+            pipe.execute_command(*args)
+        replies = await pipe.execute()
+        own: dict[str, float] = {}
+        self._complete(out, dict(zip(completion, replies[1:], strict=True)), openings, own)
+        own.update(openings)  # with the text-only candidates', read with all their readings
+        docs = dict(zip(keys, read_mget(replies[0]), strict=True))
+        return Candidates(out, docs, openings, own)
+
+    def _completion(
+        self,
+        lists: Ranked,
+        openings: dict[str, float],
+        tokens: list[str],
+        flt: FilterExpression | None,
+        vector: list[float],
+        vector_index: AsyncSearchIndex,
+    ) -> dict[Signal, list[Any]]:
+        """The commands that score every candidate on both signals, by the list they fill.
+
+        A candidate one list missed would otherwise score zero on that signal: a memory
+        that matches the query's words well and is also fairly similar to it loses to one
+        that only does either, merely because it fell outside one list's cut. So the
+        memories found by full text alone get their cosine similarity from their stored
+        readings (a KNN query limited to them), and those found by vector alone their
+        BM25 score (a full-text query limited to them, ``INKEYS``, with the same scorer
+        and statistics as the list). The vector candidates whose own opening reading the
+        KNN reply did not hold get its similarity too (a KNN limited to those readings).
+        """
+        if Signal.VECTOR not in lists:
+            return {}
+        layer = self.layer
+        datatype = layer.settings.vector_datatype
+        texts, vectors = dict(lists.get(Signal.TEXT, [])), dict(lists[Signal.VECTOR])
+        commands: dict[Signal, list[Any]] = {}
+        first = itertools.islice(vectors, OPENINGS_READ)
+        unopened = [key for key in first if key not in openings]
+        if unopened:
+            commands[Signal.OPENINGS] = similarity_command(
+                vector_index, layer.keys, unopened, vector, datatype, openings_only=True
+            )
+        if Signal.TEXT not in lists:
+            return commands
+        vectorless = [key for key in texts if key not in vectors]
+        if vectorless:
+            commands[Signal.VECTOR] = similarity_command(
+                vector_index, layer.keys, vectorless, vector, datatype
+            )
+        wordless = [key for key in vectors if key not in texts]
+        if wordless:
+            query = text_query(tokens, flt, len(wordless))
+            query.limit_ids(*wordless)
+            commands[Signal.TEXT] = search_command(self.index, query)
+        return commands
+
+    def _complete(
+        self,
+        lists: Ranked,
+        replies: dict[Signal, Any],
+        openings: dict[str, float],
+        own: dict[str, float],
+    ) -> None:
+        """Add the completion's scores (:meth:`_completion`) to the lists, in place."""
+        if Signal.OPENINGS in replies:  # fills ``own`` only: the lists have their best
+            nearest_rows(self.layer.keys, replies.pop(Signal.OPENINGS), own)
+        scored = {name: dict(rows) for name, rows in lists.items()}
+        if Signal.VECTOR in replies:
+            scored[Signal.VECTOR].update(
+                nearest_rows(self.layer.keys, replies[Signal.VECTOR], openings)
+            )
+        if Signal.TEXT in replies:
+            rows = search_results(replies[Signal.TEXT], scores=True, fields=False)
+            scored[Signal.TEXT].update((key, score) for key, score, _ in rows)
+        for name in replies:
+            lists[name] = sorted(scored[name].items(), key=lambda row: row[1], reverse=True)
+
+    async def fallback(
+        self,
+        query: str,
+        tokens: list[str],
+        kind: str | None,
+        source: str | None,
+        tags: list[str] | None,
+        since: datetime | float | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        """A substring match over the last days of daily logs (the index cannot answer)."""
+        if kind not in (None, "daily"):
+            return []
+        needles = tokens or [query.lower().strip()]
+        since_ts = check_timestamp(since) if since is not None else None
+        days = self.layer.settings.daily_retention_days
+        hits = []
+        for doc in await DailyLog(self.layer).recent(days):
+            text = str(doc.get("content", "")).lower()
+            matched = sum(1 for n in needles if n and n in text)
+            if not matched:
+                continue
+            if source and doc.get("source") != source:
+                continue
+            if tags and not set(tags) & set(doc.get("tags", [])):
+                continue
+            if since_ts is not None and float(doc.get("timestamp", 0)) < since_ts:
+                continue
+            doc.pop("embedding", None)
+            hits.append(
+                SearchHit(
+                    self.layer.keys.daily_entry(doc["id"]), doc, matched / len(needles), None, None
+                )
+            )
+        hits.sort(key=lambda h: (h.relevance, h.doc.get("timestamp", 0)), reverse=True)
+        return hits[:limit]
