@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.episodes import Episodes
 from aether.runtime.agent import AgentRuntime, StepResult
 from aether.runtime.llm import LLMClient
+from aether.store.client import connect
 from aether.runtime.tools import Tool
 from aether.testing.model import ScriptedOpenAI, completion
 
@@ -397,3 +399,56 @@ async def test_a_replayed_conversation_keeps_its_warnings_where_they_were_crosse
     window = await (await rt.session_window()).view()
     tail = [m for unit in window.units for m in unit][-1]
     assert str(tail["content"]).startswith("Later 2.")
+
+
+async def _commands_during(settings: Settings, client: Redis, work: Any) -> list[list[str]]:
+    """Every command Redis ran while ``work`` ran (MONITOR on a connection of its own)."""
+    seen: list[list[str]] = []
+    sentinel = "aether-test-monitor-end"
+    watcher = await connect(settings)
+    async with watcher, watcher.monitor() as monitor:
+        await client.echo("aether-test-monitor-start")
+        while "aether-test-monitor-start" not in (await monitor.next_command())["command"]:
+            pass
+        await work()
+        await client.echo(sentinel)
+        while True:
+            command = (await monitor.next_command())["command"]
+            if sentinel in command:
+                return seen
+            seen.append(command.split())
+
+
+async def test_a_step_of_eight_tool_rounds_reads_the_identity_once_and_searches_once(
+    settings: Settings, client: Redis
+) -> None:
+    """Each tool round of one message reuses the context's memory part: only the history grows."""
+
+    def looping(body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        if messages[0]["content"].startswith("You compress your own conversation history"):
+            return completion("The user chatted.")
+        if body.get("tools"):  # offered tools: call one again, round after round
+            return completion(tool_calls=[(f"c{len(messages)}", "scratchpad_get", {"id": "x"})])
+        return completion("Done after every round.")
+
+    with ScriptedOpenAI(dims=64, responder=looping) as server:
+        s = configured(settings, server, max_tool_rounds=8)
+        rt = await open_runtime(s, client)
+        await rt.step("The garden plan: water the tomatoes on Tuesday.")
+        keys = rt.layer.keys
+        result: list[StepResult] = []
+
+        async def step() -> None:
+            result.append(await rt.step("What is the plan for the garden?"))
+
+        commands = await asyncio.wait_for(_commands_during(s, client, step), 120)
+    assert result[0].llm_calls == 8 and len(result[0].tool_runs) == 7
+    assert result[0].reply == "Done after every round."
+    identity_reads = [c for c in commands if c[:2] == ["HGETALL", keys.identity_profile()]]
+    assert len(identity_reads) == 1
+    # one search: one full-text query over the memory index that is not a completion
+    searches = [
+        c for c in commands if c[:2] == ["FT.SEARCH", keys.memory_index()] and "INKEYS" not in c
+    ]
+    assert len(searches) == 1, searches

@@ -30,7 +30,7 @@ from aether.context.session import WindowView, read_view
 from aether.context.window import render_units, unit_tokens
 from aether.errors import AetherError, InvalidOperationError
 from aether.identity.bootstrap import default_identity_dir
-from aether.identity.profile import IdentityStore
+from aether.identity.profile import Identity, IdentityStore
 from aether.identity.prompt import build_system_prompt, operator_zone
 from aether.logging import log_once
 from aether.memory.knowledge.archetypes import archetype
@@ -434,6 +434,7 @@ class ContextAssembler:
         budgets: Budgets | None = None,
         view: WindowView | None = None,
         now: datetime | None = None,
+        identity: Identity | None = None,
     ) -> AssembledContext:
         """The context for ``query``.
 
@@ -445,6 +446,7 @@ class ContextAssembler:
             budgets: explicit budgets (the runtime's).
             view: the session window to use as the history, whole (the runtime's).
             now: the current time (injected in tests).
+            identity: the identity as the caller read it (the runtime's step reads it once).
 
         Raises:
             InvalidOperationError: no budget, or one too small to hold anything.
@@ -457,11 +459,12 @@ class ContextAssembler:
                 raise InvalidOperationError(f"max_tokens must be at least {MIN_MAX_TOKENS}")
             budgets = Budgets.standalone(max_tokens, self.settings)
         when = now or datetime.now(UTC)
-        identity = (  # before the first bootstrap, the folder's: a read never writes
-            await self.identity.current(self.identity_dir)
-            if self.identity_dir is not None
-            else await self.identity.load()
-        )
+        if identity is None:  # before the first bootstrap, the folder's: a read never writes
+            identity = (
+                await self.identity.current(self.identity_dir)
+                if self.identity_dir is not None
+                else await self.identity.load()
+            )
         zone = operator_zone(identity)
         prompt = build_system_prompt(identity, budgets.system, when)
         system = Section("system", prompt.text, prompt.tokens, budgets.system)

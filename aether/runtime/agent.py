@@ -25,6 +25,7 @@ from aether.context.assembly import AssembledContext, Budgets, Section
 from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from aether.context.session import EnforceReport, SessionWindow
 from aether.errors import InvalidOperationError
+from aether.identity.profile import Identity
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
 from aether.memory.knowledge.archetypes import archetype
@@ -165,9 +166,13 @@ class AgentRuntime:
             self._offered = self.toolbox.offered(budget, ranking)
         return self._offered
 
-    async def policy(self) -> Policy:
-        """The operator's tool policy with the agent profile's autonomy mode."""
-        identity = await self.identity.load()
+    async def policy(self, identity: Identity | None = None) -> Policy:
+        """The operator's tool policy with the agent profile's autonomy mode.
+
+        Args:
+            identity: the identity as this step read it (default: read now).
+        """
+        identity = identity or await self.identity.load()
         try:
             mode = autonomy_mode(identity.agent.get("autonomy_mode"))
         except InvalidOperationError as e:
@@ -175,9 +180,13 @@ class AgentRuntime:
             mode = "supervised"
         return Policy(self.settings.tools, mode, self.memory_tools)
 
-    async def session_window(self) -> SessionWindow:
-        """The session's window (the operator's time zone read from the identity)."""
-        identity = await self.identity.load()
+    async def session_window(self, identity: Identity | None = None) -> SessionWindow:
+        """The session's window (the operator's time zone read from the identity).
+
+        Args:
+            identity: the identity as this step read it (default: read now).
+        """
+        identity = identity or await self.identity.load()
         return SessionWindow(
             self.layer,
             self.checkpoints,
@@ -210,17 +219,38 @@ class AgentRuntime:
 
     async def context(self, query: str) -> tuple[AssembledContext, EnforceReport]:
         """The request for ``query`` with the thresholds applied to the session window."""
-        window = await self.session_window()
+        identity = await self.identity.load()
+        return await self._request(query, await self.session_window(identity), identity)
+
+    async def _request(
+        self,
+        query: str,
+        window: SessionWindow,
+        identity: Identity,
+        assembled: AssembledContext | None = None,
+    ) -> tuple[AssembledContext, EnforceReport]:
+        """The request for ``query``: the memory part assembled once, the history read now.
+
+        Args:
+            query: the user's message.
+            window: the session's window.
+            identity: the identity as this step read it.
+            assembled: the context of an earlier tool round of the same message: its
+                system prompt, index and memories are reused, only the history grows.
+        """
         budgets = Budgets.for_window(self.settings.context, self.window)
         view = await window.view()
-        when = datetime.fromtimestamp(self.clock(), UTC)
-        ctx = await self.assembler.assemble(query, budgets=budgets, view=view, now=when)
+        if assembled is None:
+            when = datetime.fromtimestamp(self.clock(), UTC)
+            assembled = await self.assembler.assemble(
+                query, budgets=budgets, view=view, now=when, identity=identity
+            )
         tools = count_tool_schemas(self.tool_schemas())
-        view, report = await window.enforce(ctx.fixed_tokens + tools, view)
-        ctx.history_messages = view.messages(window.zone)
-        tokens = sum(count_message(m) for m in ctx.history_messages)
-        ctx.history = Section("history", "", tokens, tokens, len(ctx.history_messages))
-        return ctx, report
+        view, report = await window.enforce(assembled.fixed_tokens + tools, view)
+        assembled.history_messages = view.messages(window.zone)
+        tokens = sum(count_message(m) for m in assembled.history_messages)
+        assembled.history = Section("history", "", tokens, tokens, len(assembled.history_messages))
+        return assembled, report
 
     async def step(self, message: str, *, ref: str | None = None) -> StepResult:
         """Answer one user message (see the module docs).
@@ -242,7 +272,9 @@ class AgentRuntime:
             await self.chats.append(self.session, "user", message, ref=ref, timestamp=self.clock())
         result = StepResult(reply="", session=self.session)
         schemas = await self.choose_tools(message)
-        policy = await self.policy()
+        identity = await self.identity.load()  # once per step: every round reads this one
+        policy = await self.policy(identity)
+        window = await self.session_window(identity)
         guard = TurnGuard.of(self.settings.tools)
         if schemas != self._cached_schemas:
             await ToolSchemaCache(self.layer).set(self.session, schemas)
@@ -250,8 +282,9 @@ class AgentRuntime:
         reserve = int(self.window.window_tokens * self.window.reserve_share)
         fixed = 0
         rounds = self.settings.context.max_tool_rounds
+        ctx: AssembledContext | None = None
         for round_ in range(rounds):
-            ctx, report = await self.context(message)
+            ctx, report = await self._request(message, window, identity, ctx)
             self._collect(result, report)
             fixed = ctx.fixed_tokens + count_tool_schemas(schemas)
             result.context_tokens = ctx.tokens + count_tool_schemas(schemas)
@@ -287,7 +320,7 @@ class AgentRuntime:
             timestamp=self.clock(),
         )
         # measured as the next request will be: the same system, memories and tools
-        _, report = await (await self.session_window()).enforce(fixed)
+        _, report = await window.enforce(fixed)
         self._collect(result, report)
         result.usage = report.usage_after
         log.info(
