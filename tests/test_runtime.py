@@ -24,8 +24,8 @@ from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.episodes import Episodes
 from aether.runtime.agent import AgentRuntime, StepResult
 from aether.runtime.llm import LLMClient
-from aether.store.client import connect
 from aether.runtime.tools import Tool
+from aether.store.client import connect
 from aether.testing.model import ScriptedOpenAI, completion
 
 STAMP = re.compile(r"^\[Current Time: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] ")
