@@ -309,7 +309,7 @@ async def test_compression_still_bounds_the_window_when_checkpoints_fail(
 ) -> None:
     s = configured(settings, server, window_tokens=2048, memory_share=0.05)
     rt = await open_runtime(s, client)
-    rt.checkpoints = BrokenCheckpoints(client, rt.layer.keys)
+    rt.parts.checkpoints = BrokenCheckpoints(client, rt.layer.keys)  # the window's
     reports = [await rt.observe("user", f"note {i}: {FILLER}") for i in range(40)]
     critical = [r for r in reports if CRITICAL in r.actions]
     assert critical and all(r.usage_after < 0.60 and not r.checkpoints for r in critical)

@@ -181,13 +181,20 @@ class Parts:
             self.client, self.keys, dims, self.settings.memory.vector_datatype
         )
 
-    def ledger(self) -> AgentLedger:
-        """The agent ledger (Redis, or MongoDB when ``AETHER_MONGO_URL`` is set), opened once."""
+    def services(self) -> RegistryAndLedger:
+        """The tool registry and agent ledger, opened once (shared by daemon and operations).
+
+        Redis, or MongoDB when ``AETHER_MONGO_URL`` is set.
+        """
         if self._services is None:
             from aether.registry.factory import open_registry
 
             self._services = open_registry(self.settings, self.client, actor=self._actor)
-        return self._services.ledger
+        return self._services
+
+    def ledger(self) -> AgentLedger:
+        """The agent ledger (see :meth:`services`)."""
+        return self.services().ledger
 
     def eraser(self, actor: str | None = None) -> Eraser:
         """Erasure on this namespace: every store, the archive and the Qdrant mirror."""

@@ -20,15 +20,18 @@ from typing import Any
 
 import structlog
 
-from aether.config import ModelWindow
-from aether.context.assembly import AssembledContext, Budgets, Section
+from aether.checkpoints.manager import Checkpoints
+from aether.config import ModelWindow, Settings
+from aether.context.assembly import AssembledContext, Budgets, ContextAssembler, Section
 from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from aether.context.session import EnforceReport, SessionWindow
 from aether.errors import InvalidOperationError
-from aether.identity.profile import Identity
+from aether.identity.profile import Identity, IdentityStore
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
 from aether.memory.knowledge.archetypes import archetype
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.toolcache import ToolSchemaCache
@@ -90,15 +93,10 @@ class AgentRuntime:
         self.parts = parts
         self.ledger = ledger
         self.clock = clock
-        self.settings = settings = parts.settings
-        self.layer = parts.memory
-        self.checkpoints = parts.checkpoints
+        settings = parts.settings
         self.session = check_id(session, "session id")
         self.llm = llm
         self.actor = actor
-        self.identity = parts.identity
-        self.search = parts.search
-        self.assembler = parts.context
         self.chats = ChatSessions(self.layer)
         self.episodes = Episodes(self.layer)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm.model)
@@ -122,6 +120,36 @@ class AgentRuntime:
         self._ranker = ToolRanker(parts.memory.embedder)
         self._offered: list[ToolSchema] | None = None
         self._cached_schemas: list[ToolSchema] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The configuration (the parts')."""
+        return self.parts.settings
+
+    @property
+    def layer(self) -> MemoryLayer:
+        """The memory layer (the parts')."""
+        return self.parts.memory
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """Checkpoints, rollback and undo (the parts')."""
+        return self.parts.checkpoints
+
+    @property
+    def identity(self) -> IdentityStore:
+        """The identity store (the parts')."""
+        return self.parts.identity
+
+    @property
+    def search(self) -> MemorySearch:
+        """The namespace's search (the parts')."""
+        return self.parts.search
+
+    @property
+    def assembler(self) -> ContextAssembler:
+        """The context assembler (the parts')."""
+        return self.parts.context
 
     def register_tool(self, tool: Tool) -> None:
         """Add a tool the model may call.

@@ -29,6 +29,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from aether.checkpoints.manager import Checkpoints
 from aether.codec import text
+from aether.config import Settings
 from aether.errors import (
     AetherError,
     ConcurrentAdminError,
@@ -39,11 +40,12 @@ from aether.errors import (
 )
 from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
+from aether.keys import Keyspace
 from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
 from aether.memory.knowledge.learner import ConversationLearner
+from aether.memory.storage.layer import MemoryLayer
 from aether.operations import Parts
-from aether.registry.factory import open_registry
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.health import Health
 from aether.runtime.inbox import Inbox, InboxMessage
@@ -137,23 +139,20 @@ class Daemon:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.parts = parts
-        self.settings = settings = parts.settings
-        self.layer = layer = parts.memory
-        self.client: Redis = layer.client
-        self.keys = layer.keys
+        settings, layer = parts.settings, parts.memory
         self.llm = llm
         cfg = settings.daemon
         self.consumer = consumer or cfg.consumer
         self.inbox = Inbox(self.client, self.keys, self.consumer, cfg.outbox_maxlen)
-        self.checkpoints = parts.checkpoints
         self.heartbeat_state = HeartbeatState(self.client, self.keys)
         self.schedule = Schedule(self.client, self.keys)
-        self.services = open_registry(settings, self.client, actor="daemon")
+        self.services = parts.services()
         self._runtimes: dict[str, AgentRuntime] = {}
         self._attempts: dict[str, int] = {}
         self.answered = 0
         self._supervisor: Supervisor | None = None
         self._stopping = False
+        self._recovered = False
         self._to_learn: asyncio.Queue[str] = asyncio.Queue()
         self.learner = ConversationLearner(layer, parts.beliefs(llm), llm)
         self.health = health or Health(ready=True)
@@ -164,6 +163,31 @@ class Daemon:
             for name, config in servers.items()
         }
         self.health.mcp = lambda: [link.status() for link in self.mcp_links.values()]
+
+    @property
+    def settings(self) -> Settings:
+        """The configuration (the parts')."""
+        return self.parts.settings
+
+    @property
+    def layer(self) -> MemoryLayer:
+        """The memory layer (the parts')."""
+        return self.parts.memory
+
+    @property
+    def client(self) -> Redis:
+        """The Redis client (the parts')."""
+        return self.parts.client
+
+    @property
+    def keys(self) -> Keyspace:
+        """The namespace's keys (the parts')."""
+        return self.parts.keys
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """Checkpoints, rollback and undo (the parts')."""
+        return self.parts.checkpoints
 
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once, with the MCP tools known so far)."""
@@ -220,8 +244,17 @@ class Daemon:
         await load_library(self.client)
         await self.inbox.ensure_group()
         await self.parts.search.ensure_index()
+        await self.finish_interrupted()
+
+    async def finish_interrupted(self) -> None:
+        """Finish what a crash interrupted: a rollback, then an erasure (the one place).
+
+        Start-up runs it before the identity and the indexes are touched; :meth:`run`
+        runs it when start-up did not, and :meth:`recover` after every Redis restart.
+        """
         await finish_interrupted_rollback(self.checkpoints)
         await finish_interrupted_erasure(self.parts, health=self.health)
+        self._recovered = True
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
         """Serve until ``stop`` is set, then shut down (see the module docs).
@@ -235,8 +268,8 @@ class Daemon:
         self._supervisor = supervisor
         while True:  # Redis going away while the daemon starts is waited out, as later
             try:
-                await finish_interrupted_rollback(self.checkpoints)
-                await finish_interrupted_erasure(self.parts, health=self.health)
+                if not self._recovered:
+                    await self.finish_interrupted()
                 await self.inbox.ensure_group()
                 await self.register_tools()
                 break

@@ -23,7 +23,7 @@ from aether.keys import Keyspace
 from aether.memory.storage.embeddings import preload_local_model
 from aether.operations import Parts
 from aether.runtime import embedding_service
-from aether.runtime.daemon import Daemon, finish_interrupted_erasure, finish_interrupted_rollback
+from aether.runtime.daemon import Daemon
 from aether.runtime.health import Health
 from aether.runtime.heap import settle_heap
 from aether.runtime.lease import DaemonLease, Holder, keep_alive, publish, reclaim
@@ -104,15 +104,14 @@ async def _serve(
     mcp_http: HttpFactory | None,
 ) -> None:
     settings, health = parts.settings, Health()
-    await finish_interrupted_rollback(parts.checkpoints)
-    await finish_interrupted_erasure(parts, health=health)
+    llm = LLMClient.from_settings(settings)
+    consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
+    daemon = Daemon(parts, llm, consumer=consumer, health=health)
+    await daemon.finish_interrupted()  # before the identity and the indexes are touched
     identity = await parts.identity.ensure(identity_dir)
     # writes wait on a stuck erasure's hold: start without migrating, degraded
     await parts.ready(migrate=health.erasure is None)
     layer = parts.memory
-    llm = LLMClient.from_settings(settings)
-    consumer = f"{settings.daemon.consumer}-{lease.holder.instance}"  # unique per instance
-    daemon = Daemon(parts, llm, consumer=consumer, health=health)
 
     async def recover() -> None:
         await daemon.recover()
