@@ -5,7 +5,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.installed-dev
 RUNSTAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench clean compose-tool browser-tool
+.PHONY: run test lint docs bench clean compose-tool browser-tool
 
 # torch is pinned by the `local` extra to the CPU build these machines carry.
 $(STAMP): pyproject.toml
@@ -28,6 +28,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The documentation site: guides from docs/, reference pages generated from the code
+# (docs/hooks/reference.py). --strict: a broken link or anchor fails the build.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet
+
 # The compose file is validated with Debian's docker-compose 1.29 (no engine needed).
 compose-tool:
 	@command -v docker-compose >/dev/null 2>&1 || { \
@@ -44,7 +49,7 @@ browser-tool:
 	  else echo "chromium, its driver and an emoji font are needed: sudo apt-get install chromium chromium-driver fonts-noto-color-emoji" >&2; exit 1; fi; }
 
 # Bytecode first: the many CLI processes a run starts then skip compiling aether.
-test: lint compose-tool browser-tool
+test: lint docs compose-tool browser-tool
 	$(VENV)/bin/python -m compileall -q aether tests >/dev/null
 	$(VENV)/bin/pytest
 
@@ -58,4 +63,4 @@ bench: $(STAMP)
 	cd bench && ../$(VENV)/bin/python erase.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis site
