@@ -2,54 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
 import typer
 
-from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
-    AppState,
     JsonOpt,
+    about,
     arguments,
     call,
+    call_in_zone,
     emit,
     group,
     human,
     local_time,
     plural,
     print_fields,
-    read_operator_zone,
-    run,
-    state,
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.knowledge.beliefs import Beliefs, Reflection
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.storage.status import BeliefStatus
+from aether.operations import beliefs as belief_ops
 from aether.operations import memory as memory_ops
 from aether.operations import ranges
+from aether.operations.base import NoArgs
+from aether.operations.beliefs import BeliefIdArgs, BeliefListArgs, PruneArgs
 
 belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
 STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
-
-
-@asynccontextmanager
-async def beliefs(st: AppState) -> AsyncIterator[Beliefs]:
-    """The beliefs of the invocation's namespace (with the LLM when one is configured)."""
-    from aether.runtime.llm import LLMClient
-
-    llm = LLMClient.from_settings(st.settings)
-    async with memory(st) as layer:
-        try:
-            yield Beliefs(layer, st.settings.beliefs, llm)
-        finally:
-            if llm is not None:
-                await llm.aclose()
 
 
 BELIEF_COLUMNS: list[Column[MemoryDoc]] = [
@@ -93,54 +77,36 @@ def belief_list(
     status: Annotated[
         Literal[BeliefStatus, "all"], typer.Option("--status", help="Which beliefs.")
     ] = "active",
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=2000, help=about(BeliefListArgs, "limit"))
+    ] = 200,
     json_: JsonOpt = False,
 ) -> None:
     """Beliefs, highest effective confidence first."""
-    st = state(ctx)
-
-    async def body() -> list[MemoryDoc]:
-        async with beliefs(st) as b:
-            return await b.select(None if status == "all" else status)
-
-    emit_table(run(ctx, body), wants_json(ctx, json_), BELIEF_COLUMNS, empty="no beliefs")
+    args = arguments(ctx, BeliefListArgs, status=status, limit=limit)
+    found = call(ctx, belief_ops.belief_list, args)
+    emit_table(found.beliefs, wants_json(ctx, json_), BELIEF_COLUMNS, empty="no beliefs")
 
 
 @belief_app.command("show")
 def belief_show(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> None:
     """One belief (by id or unique prefix)."""
-    st = state(ctx)
-
-    async def body() -> tuple[dict[str, object], ZoneInfo]:
-        async with beliefs(st) as b:
-            doc = await b.get(belief_id)
-            zone = await read_operator_zone(b.layer.client, b.keys)
-            return {**doc, "effective_confidence": round(b.effective(doc), 4)}, zone
-
-    doc, zone = run(ctx, body)
-    emit(doc, wants_json(ctx, json_), lambda: print_fields(_shown(doc), zone))
-
-
-def _shown(doc: Mapping[str, object]) -> dict[str, object]:
-    """A belief for people: its vector is for machines."""
-    return {k: v for k, v in doc.items() if k != "embedding"}
+    args = arguments(ctx, BeliefIdArgs, id=belief_id)
+    detail, zone = call_in_zone(ctx, belief_ops.belief_show, args)
+    emit(detail.belief, wants_json(ctx, json_), lambda: print_fields(detail.belief, zone))
 
 
 @belief_app.command("history")
 def belief_history(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> None:
     """A belief's changes: create, reinforce, contradict, forget, prune."""
-    st = state(ctx)
-
-    async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
-        async with beliefs(st) as b:
-            return await b.history(belief_id), await read_operator_zone(b.layer.client, b.keys)
-
-    changes, zone = run(ctx, body)
+    args = arguments(ctx, BeliefIdArgs, id=belief_id)
+    detail, zone = call_in_zone(ctx, belief_ops.belief_show, args)
     columns: list[Column[dict[str, object]]] = [
         Column("when", lambda e: _when(e.get("at"), zone), whole=True),
         Column("change", lambda e: e["type"]),
         Column("details", lambda e: _details(e, zone)),
     ]
-    emit_table(changes, wants_json(ctx, json_), columns, empty="no changes recorded")
+    emit_table(detail.history, wants_json(ctx, json_), columns, empty="no changes recorded")
 
 
 def _when(at: object, zone: ZoneInfo) -> str | None:
@@ -156,14 +122,9 @@ def _details(change: Mapping[str, object], zone: ZoneInfo) -> str:
 @belief_app.command("forget")
 def belief_forget(ctx: typer.Context, belief_id: str, json_: JsonOpt = False) -> None:
     """Forget a belief (soft: it stays in history, never reaches a context)."""
-    st = state(ctx)
-
-    async def body() -> MemoryDoc:
-        async with beliefs(st) as b:
-            return await b.forget(belief_id)
-
-    doc = run(ctx, body)
-    emit({"forgotten": doc["id"]}, wants_json(ctx, json_), lambda: print(f"forgot {doc['id']}"))
+    args = arguments(ctx, BeliefIdArgs, id=belief_id)
+    done = call(ctx, belief_ops.belief_forget, args)
+    emit(done.model_dump(), wants_json(ctx, json_), lambda: print(f"forgot {done.forgotten}"))
 
 
 @belief_app.command("prune")
@@ -176,30 +137,18 @@ def belief_prune(
     json_: JsonOpt = False,
 ) -> None:
     """Prune active beliefs whose effective confidence fell under the threshold (0.1)."""
-    st = state(ctx)
-
-    async def body() -> list[str]:
-        async with beliefs(st) as b:
-            return await b.prune(threshold)
-
-    ids = run(ctx, body)
+    done = call(ctx, belief_ops.belief_prune, arguments(ctx, PruneArgs, threshold=threshold))
     emit(
-        {"pruned": ids},
+        done.model_dump(),
         wants_json(ctx, json_),
-        lambda: print(f"pruned {plural(len(ids), 'belief')}"),
+        lambda: print(f"pruned {plural(len(done.pruned), 'belief')}"),
     )
 
 
 @belief_app.command("reflect")
 def belief_reflect(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Near-duplicate clusters and stale beliefs."""
-    st = state(ctx)
-
-    async def body() -> Reflection:
-        async with beliefs(st) as b:
-            return await b.reflect()
-
-    data = run(ctx, body)
+    data = call(ctx, belief_ops.belief_reflect, NoArgs())
 
     def render() -> None:
         print(f"{data['active']} active beliefs")
@@ -213,23 +162,12 @@ def belief_reflect(ctx: typer.Context, json_: JsonOpt = False) -> None:
 @belief_app.command("stats")
 def belief_stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Counts by status and type, mean effective confidence, the confidence tiers."""
-    st = state(ctx)
-
-    async def body() -> dict[str, object]:
-        async with beliefs(st) as b:
-            return await b.stats()
-
-    data = run(ctx, body)
+    data = call(ctx, belief_ops.belief_stats, NoArgs())
     emit(data, wants_json(ctx, json_), lambda: print_fields(data))
 
 
 def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Open questions: beliefs held with confidence under 0.5."""
-    st = state(ctx)
-
-    async def body() -> list[MemoryDoc]:
-        async with beliefs(st) as b:
-            return await b.questions()
-
+    found = call(ctx, belief_ops.belief_list, BeliefListArgs(status="active"))
     columns = [*BELIEF_COLUMNS[:2], Column("open question", lambda b: f"{b['content']}?")]
-    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no open questions")
+    emit_table(found.questions, wants_json(ctx, json_), columns, empty="no open questions")

@@ -162,24 +162,45 @@ def about(model: type[BaseModel], field: str) -> str:
     return model.model_fields[field].description or ""
 
 
-def call(ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False) -> T:
-    """Run one operation for a command, as the CLI (``llm``: with the configured model).
+def call(
+    ctx: typer.Context,
+    op: Operation[M, T],
+    args: M,
+    *,
+    llm: bool = False,
+    progress: str | None = None,
+) -> T:
+    """Run one operation for a command, as the CLI: every command's one way to the parts.
+
+    Args:
+        ctx: the command's context.
+        op: the operation.
+        args: its arguments.
+        llm: run it with the configured model.
+        progress: a label: the operation's progress is drawn as a bar on stderr (never
+            with ``--json``).
 
     An ``AetherError`` becomes one line (or JSON) and exit 1.
     """
-    return _call_operation(ctx, op, args, llm=llm, zone=False)[0]
+    return _call_operation(ctx, op, args, llm=llm, zone=False, progress=progress)[0]
 
 
 def call_in_zone(
     ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False
 ) -> tuple[T, ZoneInfo]:
     """:func:`call`, and the operator's time zone (for the times a command prints)."""
-    result, zone = _call_operation(ctx, op, args, llm=llm, zone=True)
+    result, zone = _call_operation(ctx, op, args, llm=llm, zone=True, progress=None)
     return result, zone or _UTC
 
 
 def _call_operation(
-    ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool, zone: bool
+    ctx: typer.Context,
+    op: Operation[M, T],
+    args: M,
+    *,
+    llm: bool,
+    zone: bool,
+    progress: str | None,
 ) -> tuple[T, ZoneInfo | None]:
     """Run ``op`` as the CLI; with ``zone``, also read the operator's time zone."""
     st = state(ctx)
@@ -191,7 +212,16 @@ def _call_operation(
         model = LLMClient.from_settings(st.settings) if llm else None
         try:
             async with open_aether(st) as agent:
-                result = await op(agent, Caller("cli", llm=model), args)
+                hidden = progress is None or st.json or json_requested.get()
+                with progress_bar(progress or "", hidden=hidden) as bar:
+
+                    def advance(done: float, total: float | None) -> None:
+                        if total is not None:
+                            bar.expect(int(total))
+                        bar.reached(done)
+
+                    caller = Caller("cli", llm=model, progress=advance)
+                    result = await op(agent, caller, args)
                 if not zone:
                     return result, None
                 return result, await read_operator_zone(agent.client, agent.keys)

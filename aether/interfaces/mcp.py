@@ -123,6 +123,8 @@ def build_server(parts: Parts, llm: TextModel | None = None) -> MCPServer[Any]:
     )
     caller = Caller("mcp", llm=llm)
     for op in REGISTRY.values():
+        if not op.mcp:  # it reads or writes files where the server runs
+            continue
         hints = ToolAnnotations(read_only_hint=op.read_only)
         tool = _guarded(_tool_function(op, parts, caller))
         server.add_tool(tool, name=op.name, description=op.description, annotations=hints)

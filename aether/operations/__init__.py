@@ -4,7 +4,11 @@ The agent's tools, the MCP server and the CLI are faces over these: each operati
 an async function with a pydantic arguments model and a typed result, working on the
 :class:`Parts` of one namespace. Groups: :mod:`.memory`, :mod:`.checkpoints`,
 :mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`,
-:mod:`.approvals` (the operator's answers to the agent's tool calls).
+:mod:`.approvals` (the operator's answers to the agent's tool calls), :mod:`.beliefs`,
+:mod:`.chat`, :mod:`.ledger` (and the tool registry), :mod:`.erasure`, and the operator's
+own: :mod:`.transfer` (export, import, reindex), :mod:`.archive`, :mod:`.repo`,
+:mod:`.maintenance`. The CLI calls every command's operation through
+``aether.interfaces.common.call``.
 
 A group is imported when it is used (PEP 562): a CLI command loads only its own group,
 and ``REGISTRY`` (every operation) loads them all.
@@ -21,6 +25,7 @@ from aether.operations.parts import Parts
 if TYPE_CHECKING:
     from aether.operations import (
         approvals,
+        archive,
         beliefs,
         chat,
         checkpoints,
@@ -28,8 +33,11 @@ if TYPE_CHECKING:
         graph,
         identity,
         ledger,
+        maintenance,
         memory,
+        repo,
         tasks,
+        transfer,
     )
     from aether.operations.base import REGISTRY
 
@@ -41,6 +49,7 @@ __all__ = [
     "Parts",
     "agent_operations",
     "approvals",
+    "archive",
     "beliefs",
     "chat",
     "checkpoints",
@@ -48,13 +57,17 @@ __all__ = [
     "graph",
     "identity",
     "ledger",
+    "maintenance",
     "memory",
     "operation",
+    "repo",
     "tasks",
+    "transfer",
 ]
 
 GROUPS = (
     "approvals",
+    "archive",
     "beliefs",
     "chat",
     "checkpoints",
@@ -62,8 +75,11 @@ GROUPS = (
     "graph",
     "identity",
     "ledger",
+    "maintenance",
     "memory",
+    "repo",
     "tasks",
+    "transfer",
 )
 
 

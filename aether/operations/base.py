@@ -61,12 +61,31 @@ class Caller:
         session: the chat session the call belongs to, if any.
         llm: the model for operations that can use one (belief extraction, suggestions).
         clock: the time it is (a simulation injects its own).
+        progress: told ``(done, total)`` as long work goes (``total`` ``None``: not known
+            yet); the CLI draws it as a progress bar.
     """
 
     actor: str
     session: str | None = None
     llm: TextModel | None = None
     clock: Callable[[], float] = time.time
+    progress: Callable[[float, float | None], None] | None = None
+
+    def report(self, done: float, total: float | None = None) -> None:
+        """Tell :attr:`progress` how far long work has come (nothing when none listens)."""
+        if self.progress is not None:
+            self.progress(done, total)
+
+    def counter(self, total: float | None = None) -> Callable[[int], None]:
+        """A callback that counts units of work done, reporting the running total."""
+        done = 0
+
+        def advance(units: int = 1) -> None:
+            nonlocal done
+            done += units
+            self.report(done, total)
+
+        return advance
 
 
 @dataclass(frozen=True)
@@ -82,6 +101,9 @@ class Operation(Generic[A, R]):
         read_only: it never writes (MCP's ``readOnlyHint``; the read-never-writes test).
         agent: offered to the agent as a tool.
         brief: the result as the model reads it (default: compact JSON).
+        mcp: served as an MCP tool. Off for the few that read or write files on the
+            machine the command runs on (import, export, the archive's restore, a
+            repository's index): a remote MCP client must not reach its filesystem.
     """
 
     name: str
@@ -92,6 +114,7 @@ class Operation(Generic[A, R]):
     read_only: bool
     agent: bool
     brief: Callable[[R], str] | None = None
+    mcp: bool = True
 
     @property
     def summary(self) -> str:
@@ -197,7 +220,11 @@ REGISTRY: dict[str, Operation[Any, Any]] = {}
 
 
 def operation(
-    *, read_only: bool, agent: bool = True, brief: Callable[[Any], str] | None = None
+    *,
+    read_only: bool,
+    agent: bool = True,
+    brief: Callable[[Any], str] | None = None,
+    mcp: bool = True,
 ) -> Callable[[Callable[[Parts, Caller, Any], Awaitable[Any]]], Operation[Any, Any]]:
     """Register a handler as an operation named after it (see the module docs).
 
@@ -205,6 +232,7 @@ def operation(
         read_only: it never writes.
         agent: offer it to the agent as a tool.
         brief: how the model reads its result (default compact JSON).
+        mcp: serve it as an MCP tool (see :class:`Operation`).
     """
 
     def register(fn: Callable[[Parts, Caller, Any], Awaitable[Any]]) -> Operation[Any, Any]:
@@ -218,6 +246,7 @@ def operation(
             read_only=read_only,
             agent=agent,
             brief=brief,
+            mcp=mcp,
         )
         if op.name in REGISTRY:
             raise RuntimeError(f"operation {op.name} is defined twice")

@@ -10,12 +10,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from aether.memory.knowledge.beliefs import Reflection
 from aether.memory.storage.records import public
 from aether.memory.storage.status import BeliefStatus
-from aether.operations.base import Caller, operation
+from aether.operations import ranges
+from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 
-__all__ = ["belief_list", "belief_show"]
+__all__ = [
+    "belief_forget",
+    "belief_list",
+    "belief_prune",
+    "belief_reflect",
+    "belief_show",
+    "belief_stats",
+]
 
 
 class BeliefListArgs(BaseModel):
@@ -96,3 +105,57 @@ async def belief_show(parts: Parts, caller: Caller, args: BeliefIdArgs) -> Belie
 
 def _shown(doc: Any, effective: float) -> dict[str, Any]:
     return {**public(doc), "effective_confidence": round(effective, 4)}
+
+
+class BeliefForgotten(BaseModel):
+    """A belief forgotten."""
+
+    forgotten: str
+
+
+@operation(read_only=False, agent=False)
+async def belief_forget(parts: Parts, caller: Caller, args: BeliefIdArgs) -> BeliefForgotten:
+    """Forget a belief (soft: it stays in history, never reaches a context).
+
+    Journaled: a checkpoint rollback brings it back.
+    """
+    doc = await parts.beliefs().forget(args.id, caller.clock())
+    return BeliefForgotten(forgotten=str(doc["id"]))
+
+
+class PruneArgs(BaseModel):
+    """Arguments of ``belief_prune``."""
+
+    threshold: float | None = Field(
+        default=None,
+        ge=ranges.CONFIDENCE.low,
+        le=ranges.CONFIDENCE.high,
+        description="Effective confidence under which to prune (default: the settings').",
+    )
+
+
+class Pruned(BaseModel):
+    """The beliefs pruned."""
+
+    pruned: list[str]
+
+
+@operation(read_only=False, agent=False)
+async def belief_prune(parts: Parts, caller: Caller, args: PruneArgs) -> Pruned:
+    """Prune active beliefs whose effective confidence fell under the threshold.
+
+    Journaled: a checkpoint rollback brings them back.
+    """
+    return Pruned(pruned=await parts.beliefs().prune(args.threshold, caller.clock()))
+
+
+@operation(read_only=True, agent=False)
+async def belief_reflect(parts: Parts, caller: Caller, args: NoArgs) -> Reflection:
+    """Near-duplicate clusters of active beliefs, and the stale ones (open questions)."""
+    return await parts.beliefs().reflect(caller.clock())
+
+
+@operation(read_only=True, agent=False)
+async def belief_stats(parts: Parts, caller: Caller, args: NoArgs) -> dict[str, Any]:
+    """Counts by status and type, mean effective confidence, and the confidence tiers."""
+    return dict(await parts.beliefs().stats(caller.clock()))

@@ -10,11 +10,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aether.errors import NotFoundError
 from aether.memory.tiers.chat import ChatSessions
 from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 
-__all__ = ["chat_list", "chat_messages"]
+__all__ = ["chat_delete", "chat_list", "chat_messages"]
 
 
 class Sessions(BaseModel):
@@ -44,6 +45,7 @@ class Messages(BaseModel):
 
     session: str
     messages: list[dict[str, Any]]
+    exists: bool = Field(description="the session exists (a new one has no messages yet)")
 
 
 @operation(read_only=True, agent=False)
@@ -53,4 +55,33 @@ async def chat_messages(parts: Parts, caller: Caller, args: MessagesArgs) -> Mes
     found = await chats.messages(args.session, limit=args.limit)
     if args.after is not None:
         found = [m for m in found if float(m.get("timestamp") or 0) > args.after]
-    return Messages(session=args.session, messages=[dict(m) for m in found])
+    exists = True
+    if not found:
+        try:
+            await chats.get(args.session)
+        except NotFoundError:
+            exists = False
+    return Messages(session=args.session, messages=[dict(m) for m in found], exists=exists)
+
+
+class SessionArgs(BaseModel):
+    """Arguments of ``chat_delete``."""
+
+    session: str = Field(min_length=1, max_length=128, description="The chat session.")
+
+
+class SessionDeleted(BaseModel):
+    """The session deleted."""
+
+    deleted: str
+
+
+@operation(read_only=False, agent=False)
+async def chat_delete(parts: Parts, caller: Caller, args: SessionArgs) -> SessionDeleted:
+    """Delete a chat session and its messages (journaled: a rollback restores them).
+
+    Raises:
+        NotFoundError: no such session.
+    """
+    await ChatSessions(parts.memory).delete(args.session)
+    return SessionDeleted(deleted=args.session)

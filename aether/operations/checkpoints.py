@@ -1,21 +1,24 @@
-"""Checkpoint operations: create, list, roll back."""
+"""Checkpoint operations: create, list, show, diff, roll back, undo, prune."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
 from aether.operations.base import Caller, NoArgs, not_for_agent, operation
 from aether.operations.parts import Parts
+from aether.operations.ranges import KEEP
 
 __all__ = [
     "UndoArgs",
     "checkpoint_create",
     "checkpoint_diff",
     "checkpoint_list",
+    "checkpoint_prune",
     "checkpoint_rollback",
     "checkpoint_rollbacks",
+    "checkpoint_show",
     "checkpoint_undo",
 ]
 
@@ -76,6 +79,7 @@ class DiffArgs(BaseModel):
     """Arguments of ``checkpoint_diff``."""
 
     id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+    keys_only: bool = Field(default=False, description="Which keys changed, without their values.")
 
 
 @operation(read_only=True, agent=False)
@@ -84,8 +88,42 @@ async def checkpoint_diff(parts: Parts, caller: Caller, args: DiffArgs) -> dict[
 
     What a rollback to it would undo.
     """
-    diff = await parts.checkpoints.diff(args.id)
+    diff = await parts.checkpoints.diff(args.id, values=not args.keys_only)
     return {**diff.to_dict(), "checkpoint": diff.checkpoint.to_dict()}
+
+
+class CheckpointIdArgs(BaseModel):
+    """Arguments of ``checkpoint_show``."""
+
+    id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+
+
+@operation(read_only=True, agent=False)
+async def checkpoint_show(parts: Parts, caller: Caller, args: CheckpointIdArgs) -> dict[str, Any]:
+    """One checkpoint, and how many journal entries follow it (``entries_since``)."""
+    checkpoint, entries = await parts.checkpoints.show(args.id)
+    return {**checkpoint.to_dict(), "entries_since": entries}
+
+
+class PruneArgs(BaseModel):
+    """Arguments of ``checkpoint_prune``."""
+
+    keep: Annotated[int | None, KEEP.field("Checkpoints to keep (default: the settings').")] = None
+
+
+class CheckpointsPruned(BaseModel):
+    """The checkpoints pruned."""
+
+    pruned: list[str]
+
+
+@operation(read_only=False, agent=False)
+async def checkpoint_prune(parts: Parts, caller: Caller, args: PruneArgs) -> CheckpointsPruned:
+    """Apply checkpoint retention now, and trim the journal behind the oldest kept.
+
+    The journal is never trimmed past what the PostgreSQL archive has copied.
+    """
+    return CheckpointsPruned(pruned=await parts.checkpoints.prune(args.keep))
 
 
 class Rollbacks(BaseModel):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -10,7 +11,15 @@ from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import MAX_TOKENS
 
-__all__ = ["ContextSection", "Identity", "context_assemble", "identity_get"]
+__all__ = [
+    "ContextSection",
+    "Identity",
+    "context_assemble",
+    "identity_bootstrap",
+    "identity_get",
+    "identity_prompt",
+    "identity_set",
+]
 
 
 class Identity(BaseModel):
@@ -18,6 +27,7 @@ class Identity(BaseModel):
 
     agent: dict[str, Any]
     user: dict[str, Any]
+    files: list[str] = Field(default_factory=list, description="the identity's documents")
     bootstrapped: bool = Field(
         default=True,
         description="false before the first bootstrap: the identity folder's, not yet in Redis",
@@ -36,8 +46,95 @@ async def identity_get(parts: Parts, caller: Caller, args: NoArgs) -> Identity:
     return Identity(
         agent=dict(identity.agent),
         user=dict(identity.user),
+        files=sorted(identity.files),
         bootstrapped=await parts.identity.is_bootstrapped(),
     )
+
+
+class BootstrapArgs(BaseModel):
+    """Arguments of ``identity_bootstrap``."""
+
+    directory: Path | None = Field(
+        default=None,
+        description="A folder with AETHER*.md, Core_Self.md, USER.md (default: the "
+        "configured identity folder, else the packaged one).",
+    )
+    force: bool = Field(default=False, description="Replace an identity already in Redis.")
+
+
+class Bootstrapped(BaseModel):
+    """What a bootstrap wrote."""
+
+    source: str
+    files: list[str]
+    agent_fields: list[str]
+    user_fields: list[str]
+    replaced: bool
+    checkpoint: str | None
+
+
+@operation(read_only=False, agent=False, mcp=False)
+async def identity_bootstrap(parts: Parts, caller: Caller, args: BootstrapArgs) -> Bootstrapped:
+    """Load identity markdown into Redis, all files or none (a replacement checkpoints first).
+
+    It reads a folder on the machine the command runs on: not an MCP tool.
+    """
+    from aether.identity.bootstrap import default_identity_dir
+
+    source = (args.directory or parts.settings.identity_dir or default_identity_dir()).resolve()
+    done = await parts.identity.bootstrap(source, force=args.force, actor=caller.actor)
+    return Bootstrapped(source=str(source), **done.__dict__)
+
+
+class FieldArgs(BaseModel):
+    """Arguments of ``identity_set``."""
+
+    target: Literal["agent", "user"] = Field(description="Whose profile.")
+    field: str = Field(min_length=1, description="The field, e.g. voice_style or timezone.")
+    value: str = Field(description="Its new value.")
+
+
+class FieldSet(BaseModel):
+    """The field set."""
+
+    target: str
+    field: str
+    value: str
+
+
+@operation(read_only=False, agent=False)
+async def identity_set(parts: Parts, caller: Caller, args: FieldArgs) -> FieldSet:
+    """Set one field of the agent's or the operator's profile.
+
+    Journaled: a rollback restores the old value.
+    """
+    await parts.identity.set_field(args.target, args.field, args.value, actor=caller.actor)
+    return FieldSet(target=args.target, field=args.field, value=args.value)
+
+
+class PromptArgs(BaseModel):
+    """Arguments of ``identity_prompt``."""
+
+    max_tokens: Annotated[int | None, MAX_TOKENS.field("The prompt's token budget.")] = None
+
+
+class Prompt(BaseModel):
+    """The system prompt built from the identity in Redis."""
+
+    text: str
+    tokens: int
+    sections: list[str]
+    dropped: list[str]
+    over_budget: bool
+
+
+@operation(read_only=True, agent=False)
+async def identity_prompt(parts: Parts, caller: Caller, args: PromptArgs) -> Prompt:
+    """The system prompt the identity in Redis builds now (within a budget, if given)."""
+    from aether.identity.prompt import build_system_prompt
+
+    built = build_system_prompt(await parts.identity.load(), args.max_tokens)
+    return Prompt(**built.__dict__)
 
 
 class ContextArgs(BaseModel):

@@ -8,10 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from aether.operations.base import Caller, operation
+from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
+from aether.operations.ranges import LEDGER_LIMIT, VERSION
 
-__all__ = ["ledger_days", "ledger_list"]
+__all__ = ["ledger_days", "ledger_list", "ledger_totals", "tools_list", "tools_show"]
 
 
 class LedgerListArgs(BaseModel):
@@ -20,7 +21,12 @@ class LedgerListArgs(BaseModel):
     kind: Literal["action", "llm_call", "tool_call"] | None = Field(
         default=None, description="Only entries of this kind."
     )
-    limit: int = Field(default=100, ge=1, le=5000, description="The newest this many.")
+    since: float | None = Field(
+        default=None, ge=0, description="Only entries from this time on (epoch seconds)."
+    )
+    limit: int = Field(
+        default=100, ge=LEDGER_LIMIT.low, le=LEDGER_LIMIT.high, description="The newest this many."
+    )
 
 
 class LedgerEntries(BaseModel):
@@ -35,7 +41,7 @@ async def ledger_list(parts: Parts, caller: Caller, args: LedgerListArgs) -> Led
 
     Model calls (tokens, cost), tool calls (outcome, approval, files changed), actions.
     """
-    entries = await parts.ledger().entries(kind=args.kind, limit=args.limit)
+    entries = await parts.ledger().entries(kind=args.kind, since=args.since, limit=args.limit)
     return LedgerEntries(entries=[e.to_dict() for e in entries])
 
 
@@ -91,3 +97,44 @@ async def ledger_days(parts: Parts, caller: Caller, args: LedgerDaysArgs) -> Led
         elif entry.kind == "tool_call":
             row.tool_calls += 1
     return LedgerDays(days=list(rows.values()))
+
+
+class TotalsArgs(BaseModel):
+    """Arguments of ``ledger_totals``."""
+
+    since: float | None = Field(
+        default=None, ge=0, description="Only from this time on (epoch seconds)."
+    )
+
+
+@operation(read_only=True, agent=False)
+async def ledger_totals(parts: Parts, caller: Caller, args: TotalsArgs) -> dict[str, float]:
+    """The model calls, their tokens and their cost (since a time, if given)."""
+    return await parts.ledger().totals(since=args.since)
+
+
+class Tools(BaseModel):
+    """Registered tools, each at its latest version."""
+
+    tools: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def tools_list(parts: Parts, caller: Caller, args: NoArgs) -> Tools:
+    """The tool registry: every tool the agent was offered, at its latest version."""
+    return Tools(tools=[t.to_dict() for t in await parts.services().registry.tools()])
+
+
+class ToolArgs(BaseModel):
+    """Arguments of ``tools_show``."""
+
+    name: str = Field(min_length=1, max_length=200, description="The tool's name.")
+    version: int | None = Field(
+        default=None, ge=VERSION.low, le=VERSION.high, description="A given version."
+    )
+
+
+@operation(read_only=True, agent=False)
+async def tools_show(parts: Parts, caller: Caller, args: ToolArgs) -> dict[str, Any]:
+    """One registered tool's schema (its latest version unless one is given)."""
+    return (await parts.services().registry.get(args.name, args.version)).to_dict()

@@ -13,9 +13,10 @@ from aether.memory.knowledge.beliefs import RememberSummary
 from aether.memory.retrieval.fusion import passes_floor
 from aether.memory.storage.records import Kind, Source, public
 from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
-from aether.operations.base import Caller, not_for_agent, operation
+from aether.operations.base import Caller, NoArgs, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import LIMIT, SCORE, TTL_S
 
@@ -32,12 +33,17 @@ __all__ = [
     "SearchArgs",
     "SearchResults",
     "memory_day",
+    "memory_episodes",
     "memory_forget",
     "memory_get",
     "memory_log",
     "memory_note",
+    "memory_note_delete",
+    "memory_notes",
+    "memory_notes_flush",
     "memory_remember",
     "memory_search",
+    "scratchpad_delete",
     "scratchpad_get",
     "scratchpad_set",
 ]
@@ -340,3 +346,88 @@ async def memory_day(parts: Parts, caller: Caller, args: DayArgs) -> DayEntries:
     """One day's daily-log entries in order: the memory's timeline of that day."""
     docs = await DailyLog(parts.memory).list_day(args.day)
     return DayEntries(day=args.day, entries=[public(d) for d in docs])
+
+
+class Notes(BaseModel):
+    """Long-term notes (public fields), in id order."""
+
+    notes: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def memory_notes(parts: Parts, caller: Caller, args: NoArgs) -> Notes:
+    """Every long-term note, oldest first."""
+    notes = LongTermMemory(parts.memory)
+    return Notes(notes=[public(await notes.get(i)) for i in await notes.ids()])
+
+
+class NoteIdArgs(BaseModel):
+    """Arguments of ``memory_note_delete``."""
+
+    id: str = Field(description="The long-term note's id.")
+
+
+class Deleted(BaseModel):
+    """What was deleted."""
+
+    deleted: str
+
+
+@operation(read_only=False, agent=False)
+async def memory_note_delete(parts: Parts, caller: Caller, args: NoteIdArgs) -> Deleted:
+    """Delete one long-term note (journaled: a rollback restores it)."""
+    await LongTermMemory(parts.memory).delete(check_id(args.id, "memory id"))
+    return Deleted(deleted=args.id)
+
+
+class FlushArgs(BaseModel):
+    """Arguments of ``memory_notes_flush``."""
+
+    confirm: bool = Field(description="Must be true: every long-term note is deleted.")
+
+
+class Flushed(BaseModel):
+    """How many long-term notes were deleted."""
+
+    flushed: int
+
+
+@operation(read_only=False, agent=False)
+async def memory_notes_flush(parts: Parts, caller: Caller, args: FlushArgs) -> Flushed:
+    """Delete every long-term note, after a checkpoint (a rollback to it restores them)."""
+    flushed = await LongTermMemory(parts.memory).flush(
+        confirm=args.confirm, checkpoints=parts.checkpoints, actor=caller.actor
+    )
+    return Flushed(flushed=flushed)
+
+
+class SessionArgs(BaseModel):
+    """Arguments of ``memory_episodes``."""
+
+    session: str = Field(min_length=1, max_length=128, description="The chat session.")
+
+
+class EpisodeList(BaseModel):
+    """A session's tool calls, in order (``tool``, ``success``, ``duration_ms``...)."""
+
+    episodes: list[dict[str, Any]]
+
+
+@operation(read_only=True, agent=False)
+async def memory_episodes(parts: Parts, caller: Caller, args: SessionArgs) -> EpisodeList:
+    """The tool calls of a chat session, in order, with their outcome and duration."""
+    found = await Episodes(parts.memory).list(args.session)
+    return EpisodeList(episodes=[dict(e) for e in found])
+
+
+class PadDeleted(BaseModel):
+    """Whether the scratchpad existed."""
+
+    id: str
+    deleted: bool
+
+
+@operation(read_only=False, agent=False)
+async def scratchpad_delete(parts: Parts, caller: Caller, args: PadArgs) -> PadDeleted:
+    """Delete a scratchpad (``deleted`` false: it was missing or expired)."""
+    return PadDeleted(id=args.id, deleted=await Scratchpads(parts.memory).delete(args.id))
