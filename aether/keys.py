@@ -1,7 +1,7 @@
 """The keyspace: every Redis key and index name aether uses, built from the namespace.
 
 No other module spells a key. A person can find any state with ``redis-cli`` by reading
-this file (or the README's keyspace table, which mirrors it).
+this file (or the keyspace reference, docs/reference/keyspace.md, generated from it).
 
 For Redis Cluster, give the namespace a hash tag (``AETHER_NAMESPACE={aether}``): every key
 of one agent then hashes to one slot, so multi-key scripts stay legal.

@@ -59,7 +59,7 @@ BELIEF = [
     "timestamp",
     "type",
 ]
-# the documented --json shape of each command (README, "JSON output"): a change here is
+# the documented --json shape of each command (docs/guides/cli.md, "JSON output"): a change here is
 # a change of the public interface, to be made on purpose
 SHAPES: list[tuple[tuple[str, ...], list[str]]] = [
     (("memory", "day"), sorted([*MEMORY, "day", "hash", "session"])),

@@ -62,6 +62,28 @@ TOOLS = {
     "goal_done",
     "graph_find",
     "graph_expand",
+    # the operator's, added when every CLI command became a face over an operation
+    "belief_forget",
+    "belief_prune",
+    "belief_reflect",
+    "belief_stats",
+    "chat_delete",
+    "checkpoint_show",
+    "checkpoint_prune",
+    "archive_sync",
+    "archive_snapshot",
+    "identity_set",
+    "identity_prompt",
+    "memory_notes",
+    "memory_note_delete",
+    "memory_notes_flush",
+    "memory_episodes",
+    "memory_reindex",
+    "scratchpad_delete",
+    "ledger_totals",
+    "tools_list",
+    "tools_show",
+    "maintenance_run",
 }
 
 

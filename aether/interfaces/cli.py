@@ -33,6 +33,7 @@ from aether.interfaces.common import (
     EXIT_OK,
     EXIT_USAGE,
     AppState,
+    JsonOpt,
     emit,
     fail,
     group,
@@ -364,10 +365,7 @@ def root(
 
 
 @config_app.command("show")
-def config_show(
-    ctx: typer.Context,
-    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
+def config_show(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Print the effective configuration, secrets masked."""
     from aether.errors import IdentityError
     from aether.interfaces import cli_identity

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 import typer
 
-from aether.checkpoints.diff import KeyChange
 from aether.checkpoints.manager import Checkpoints
-from aether.checkpoints.model import Checkpoint, Diff
 from aether.interfaces.common import (
     AppState,
     JsonOpt,
@@ -18,20 +15,15 @@ from aether.interfaces.common import (
     call_in_zone,
     confirm,
     emit,
-    fail,
     group,
     local_time,
     plural,
     print_fields,
-    progress_bar,
-    read_operator_zone,
-    redis_client,
-    run,
-    state,
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
 from aether.operations import NoArgs, ranges
+from aether.operations import archive as archive_ops
 from aether.operations import checkpoints as cp_ops
 
 app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
@@ -78,28 +70,18 @@ def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
 @app.command()
 def show(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> None:
     """Show one checkpoint and how many journal entries follow it."""
-    st = state(ctx)
-
-    async def body() -> tuple[Checkpoint, int, ZoneInfo]:
-        async with redis_client(st.settings) as client:
-            checkpoint, entries = await _manager(st, client).show(checkpoint_id)
-            return checkpoint, entries, await read_operator_zone(client, st.keys)
-
-    cp, entries, zone = run(ctx, body)
+    args = arguments(ctx, cp_ops.CheckpointIdArgs, id=checkpoint_id)
+    cp, zone = call_in_zone(ctx, cp_ops.checkpoint_show, args)
     shown = {
-        "id": cp.id,
-        "label": cp.label,
-        "reason": cp.reason,
-        "actor": cp.actor,
-        "created": local_time(cp.created.timestamp(), zone),
-        "journal": cp.journal_pos,
-        "since": plural(entries, "journal entry"),
+        "id": cp["id"],
+        "label": cp["label"],
+        "reason": cp["reason"],
+        "actor": cp["actor"],
+        "created": local_time(cp["created_at"], zone),
+        "journal": cp["journal_pos"],
+        "since": plural(cp["entries_since"], "journal entry"),
     }
-    emit(
-        {**cp.to_dict(), "entries_since": entries},
-        wants_json(ctx, json_),
-        lambda: print_fields(shown),
-    )
+    emit(cp, wants_json(ctx, json_), lambda: print_fields(shown))
 
 
 _SIGNS = {"created": "+", "modified": "~", "deleted": "-"}
@@ -113,13 +95,13 @@ def _short(value: str | None) -> str:
     return one_line if len(one_line) <= _SHOWN_CHARS else one_line[: _SHOWN_CHARS - 1] + "…"
 
 
-def _print_change(change: KeyChange) -> None:
-    print(f"  {_SIGNS[change.change]} {change.key} ({change.type})")
-    for f in change.fields:
-        print(f"      {f.field}: {_short(f.before)} → {_short(f.after)}")
-    for item in change.added:
+def _print_change(change: dict[str, Any]) -> None:
+    print(f"  {_SIGNS[change['change']]} {change['key']} ({change['type']})")
+    for f in change["fields"]:
+        print(f"      {f['field']}: {_short(f['before'])} → {_short(f['after'])}")
+    for item in change["added"]:
         print(f"      + {_short(item)}")
-    for item in change.removed:
+    for item in change["removed"]:
         print(f"      - {_short(item)}")
 
 
@@ -133,29 +115,26 @@ def diff(
     json_: JsonOpt = False,
 ) -> None:
     """What changed since a checkpoint, by tier: each key, field by field."""
-    st = state(ctx)
-
-    async def body() -> Diff:
-        async with redis_client(st.settings) as client:
-            return await _manager(st, client).diff(checkpoint_id, values=not keys_only)
-
-    d = run(ctx, body)
+    args = arguments(ctx, cp_ops.DiffArgs, id=checkpoint_id, keys_only=keys_only)
+    d = call(ctx, cp_ops.checkpoint_diff, args)
 
     def render() -> None:
+        cp = d["checkpoint"]
         print(
-            f"since {d.checkpoint.id} ({d.checkpoint.label or d.checkpoint.reason}): "
-            f"{plural(d.entries, 'journal entry')}"
+            f"since {cp['id']} ({cp['label'] or cp['reason']}): "
+            f"{plural(d['entries'], 'journal entry')}"
         )
-        for tier, changes in sorted(d.tiers.items()):
-            changed = len(changes.created) + len(changes.modified) + len(changes.deleted)
+        for tier, changes in sorted(d["tiers"].items()):
+            changed = len(changes["created"]) + len(changes["modified"]) + len(changes["deleted"])
             print(
-                f"\n{tier}: {plural(changed, 'key')} changed in {plural(changes.entries, 'entry')}"
+                f"\n{tier}: {plural(changed, 'key')} changed in "
+                f"{plural(changes['entries'], 'entry')}"
             )
-            for change in d.changes:
-                if change.tier == tier:
+            for change in d["changes"]:
+                if change["tier"] == tier:
                     _print_change(change)
 
-    emit(d.to_dict(), wants_json(ctx, json_), render)
+    emit(d, wants_json(ctx, json_), render)
 
 
 @app.command()
@@ -166,18 +145,13 @@ def rollback(
     json_: JsonOpt = False,
 ) -> None:
     """Return the agent's state to a checkpoint, all or nothing (undo reverses it)."""
-    st = state(ctx)
     as_json = wants_json(ctx, json_)
-
-    async def preview() -> tuple[str, int]:
-        async with redis_client(st.settings) as client:
-            checkpoint, entries = await _manager(st, client).show(checkpoint_id)
-            return checkpoint.id, entries
-
     if not yes:  # the question names what it undoes; with --yes nobody reads it
-        target, entries = run(ctx, preview)
-        confirm(f"Roll back {plural(entries, 'journal entry')} to {target}?", yes, as_json)
-        checkpoint_id = target
+        args = arguments(ctx, cp_ops.CheckpointIdArgs, id=checkpoint_id)
+        target = call(ctx, cp_ops.checkpoint_show, args)
+        entries = target["entries_since"]
+        confirm(f"Roll back {plural(entries, 'journal entry')} to {target['id']}?", yes, as_json)
+        checkpoint_id = target["id"]
 
     result = call(ctx, cp_ops.checkpoint_rollback, cp_ops.RollbackArgs(id=checkpoint_id))
     emit(
@@ -214,45 +188,21 @@ def prune(
     json_: JsonOpt = False,
 ) -> None:
     """Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal."""
-    st = state(ctx)
-
-    async def body() -> list[str]:
-        async with redis_client(st.settings) as client:
-            return await _manager(st, client).prune(keep)
-
-    pruned = run(ctx, body)
-    emit({"pruned": pruned}, wants_json(ctx, json_), lambda: print(f"pruned {len(pruned)}"))
-
-
-def _dsn(ctx: typer.Context) -> str:
-    st = state(ctx)
-    if st.settings.postgres_dsn is None:
-        fail("no archive configured: set AETHER_POSTGRES_DSN", st.json, kind="config")
-    return st.settings.postgres_dsn.get_secret_value()
+    done = call(ctx, cp_ops.checkpoint_prune, arguments(ctx, cp_ops.PruneArgs, keep=keep))
+    emit(done, wants_json(ctx, json_), lambda: print(f"pruned {len(done.pruned)}"))
 
 
 @archive_app.command()
 def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Copy new journal entries and checkpoints to PostgreSQL (snapshot when due)."""
-    st, dsn = state(ctx), _dsn(ctx)
-    as_json = wants_json(ctx, json_)
-
-    async def body() -> dict[str, object]:
-        from aether.checkpoints.archive import Archive, open_archive
-
-        async with redis_client(st.settings) as client, open_archive(dsn) as conn:
-            arch = Archive.from_settings(conn, client, st.keys, st.settings)
-            with progress_bar("archiving journal entries", hidden=as_json) as bar:
-                return (await arch.sync(bar.advance)).__dict__
-
-    report = run(ctx, body)
+    report = call(ctx, archive_ops.archive_sync, NoArgs(), progress="archiving journal entries")
     emit(
         report,
-        as_json,
+        wants_json(ctx, json_),
         lambda: print(
-            f"archived {plural(report['entries'], 'entry')}, "
-            f"{plural(report['checkpoints'], 'checkpoint')}"
-            + (f", snapshot {report['snapshot']}" if report["snapshot"] else "")
+            f"archived {plural(report.entries, 'entry')}, "
+            f"{plural(report.checkpoints, 'checkpoint')}"
+            + (f", snapshot {report.snapshot}" if report.snapshot else "")
         ),
     )
 
@@ -260,16 +210,8 @@ def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
 @archive_app.command()
 def snapshot(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Take a base snapshot of the namespace's state now."""
-    st, dsn = state(ctx), _dsn(ctx)
-
-    async def body() -> str:
-        from aether.checkpoints.archive import Archive, open_archive
-
-        async with redis_client(st.settings) as client, open_archive(dsn) as conn:
-            return await Archive.from_settings(conn, client, st.keys, st.settings).snapshot()
-
-    snap = run(ctx, body)
-    emit({"snapshot": snap}, wants_json(ctx, json_), lambda: print(snap))
+    done = call(ctx, archive_ops.archive_snapshot, NoArgs())
+    emit(done, wants_json(ctx, json_), lambda: print(done.snapshot))
 
 
 @archive_app.command()
@@ -279,30 +221,15 @@ def restore(
     json_: JsonOpt = False,
 ) -> None:
     """Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it."""
-    st, dsn = state(ctx), _dsn(ctx)
-    as_json = wants_json(ctx, json_)
-
-    async def body() -> dict[str, object]:
-        from aether.checkpoints.archive import Archive, open_archive
-
-        def advance(done: int, total: int) -> None:
-            bar.expect(total)
-            bar.reached(done)
-
-        async with redis_client(st.settings) as client, open_archive(dsn) as conn:
-            with progress_bar("restoring keys and journal entries", hidden=as_json) as bar:
-                return (
-                    await Archive.from_settings(conn, client, st.keys, st.settings).restore(
-                        to, advance
-                    )
-                ).__dict__
-
-    report = run(ctx, body)
+    args = arguments(ctx, archive_ops.RestoreArgs, to=to)
+    report = call(
+        ctx, archive_ops.archive_restore, args, progress="restoring keys and journal entries"
+    )
     emit(
         report,
-        as_json,
+        wants_json(ctx, json_),
         lambda: print(
-            f"restored {report['keys_restored']} keys from snapshot {report['snapshot']}, "
-            f"replayed {plural(report['entries_replayed'], 'entry')} up to {report['position']}"
+            f"restored {report.keys_restored} keys from snapshot {report.snapshot}, "
+            f"replayed {plural(report.entries_replayed, 'entry')} up to {report.position}"
         ),
     )

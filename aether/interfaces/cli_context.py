@@ -7,18 +7,17 @@ from typing import Annotated, Any
 import typer
 
 from aether.interfaces.common import (
+    JsonOpt,
     arguments,
+    call,
     console,
     emit,
     group,
-    open_aether,
-    run,
-    state,
     wants_json,
 )
 from aether.interfaces.tables import Column, print_table
-from aether.operations import Caller, ranges
 from aether.operations import identity as identity_ops
+from aether.operations import ranges
 
 app = group("The context layer: preview an assembled context.")
 
@@ -31,22 +30,13 @@ def preview(
     session: Annotated[
         str | None, typer.Option("--session", help="Include this chat session's history.")
     ] = None,
-    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_: JsonOpt = False,
 ) -> None:
     """Assemble the context for QUERY and show each section with its token count."""
-    st = state(ctx)
-
     args = arguments(
         ctx, identity_ops.ContextArgs, query=query, max_tokens=max_tokens, session=session
     )
-
-    async def body() -> dict[str, Any]:
-        async with open_aether(st) as agent:
-            found = await identity_ops.context_assemble(agent, Caller("cli"), args)
-            data: dict[str, Any] = found.model_dump()
-            return data
-
-    data = run(ctx, body)
+    data: dict[str, Any] = call(ctx, identity_ops.context_assemble, args).model_dump()
 
     def render() -> None:
         # the same table as every list: borders on a terminal, plain columns in a pipe

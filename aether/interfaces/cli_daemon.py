@@ -24,11 +24,12 @@ from aether.interfaces.common import (
     EXIT_ERROR,
     AppState,
     JsonOpt,
+    arguments,
+    call,
     emit,
     fail,
     group,
     local_time,
-    open_aether,
     plural,
     read_operator_zone,
     redis_client,
@@ -357,30 +358,10 @@ def maintenance_run(
     json_: JsonOpt = False,
 ) -> None:
     """Compress old daily logs, prune checkpoints, check scratchpad TTLs, reflect."""
-    st = state(ctx)
+    from aether.operations import maintenance as maintenance_ops
 
-    async def body() -> dict[str, Any]:
-        from aether.maintenance.engine import MaintenanceEngine
-        from aether.runtime.llm import LLMClient
-
-        async with open_aether(st) as agent:
-            llm = LLMClient.from_settings(st.settings)
-            try:
-                engine = MaintenanceEngine(
-                    agent.memory,
-                    agent.checkpoints,
-                    llm,
-                    actor="cli",
-                    beliefs=st.settings.beliefs,
-                    search=agent.search,
-                )
-                report = await engine.run(dry_run=dry_run)
-            finally:
-                if llm is not None:
-                    await llm.aclose()
-            return report.to_dict()
-
-    data = run(ctx, body)
+    args = arguments(ctx, maintenance_ops.MaintenanceArgs, dry_run=dry_run)
+    data = call(ctx, maintenance_ops.maintenance_run, args, llm=True)
 
     def render() -> None:
         print(f"maintenance{' (dry run)' if dry_run else ''}: {data['duration_ms']} ms")

@@ -28,27 +28,19 @@ from aether.interfaces.common import (
     local_time,
     nothing_found,
     open_aether,
-    progress_bar,
-    read_operator_zone,
-    run,
     state,
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import (
     Kind,
     Source,
-    public,
 )
-from aether.memory.tiers.chat import ChatSessions
-from aether.memory.tiers.episodes import Episode, Episodes
-from aether.memory.tiers.longterm import LongTermMemory
-from aether.memory.tiers.scratchpad import Scratchpads
-from aether.messages import ChatMessage
 from aether.operations import memory as ops
 from aether.operations import ranges
+from aether.operations import transfer as transfer_ops
+from aether.operations.base import NoArgs
 
 app = group("Memory: daily logs, long-term, search, chat, import, export.")
 longterm_app = group("Long-term memory.")
@@ -255,24 +247,12 @@ def search(
 @app.command()
 def reindex(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Create the search index (rebuilt when the schema changed) and recount the memory index."""
-    st = state(ctx)
-    as_json = wants_json(ctx, json_)
-
-    async def body() -> dict[str, int]:
-        from aether.memory.tiers.memory_index import MemoryIndex
-
-        async with memory(st) as layer:
-            with progress_bar("indexing memories (%)", 100, hidden=as_json) as bar:
-                await MemorySearch(layer).ensure_index(bar.reached)
-            with progress_bar("recounting memories", hidden=as_json) as bar:
-                return await MemoryIndex(layer).rebuild(bar.advance)
-
-    counts = run(ctx, body)
-    summary = ", ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items())) or "none"
+    done = call(ctx, transfer_ops.memory_reindex, NoArgs(), progress="indexing memories")
+    summary = ", ".join(f"{kind} {n:,}" for kind, n in sorted(done.counts.items())) or "none"
     emit(
-        {"index": st.keys.memory_index(), "counts": counts},
-        as_json,
-        lambda: print(f"index {st.keys.memory_index()} ready; memories counted: {summary}"),
+        done,
+        wants_json(ctx, json_),
+        lambda: print(f"index {done.index} ready; memories counted: {summary}"),
     )
 
 
@@ -299,37 +279,14 @@ def import_(
     key this namespace lacks and adds to its collections what they lack (a checkpoint is
     taken first); a file of records skips exact duplicates.
     """
-    st = state(ctx)
-    as_json = wants_json(ctx, json_)
-
-    async def body() -> dict[str, object]:
-        from aether.memory.portable import import_memory, is_portable, read_portable
-        from aether.memory.transfer import (
-            ImportPolicy,
-            import_records,
-            read_file,
-            with_read_report,
-        )
-
-        async with open_aether(st) as agent:
-            layer = agent.memory
-            if is_portable(path):
-                if skip_invalid:
-                    raise InvalidOperationError(
-                        "a whole-memory export is imported whole: --skip-invalid applies only "
-                        "to files of records; nothing was imported"
-                    )
-                entries = read_portable(layer, path)
-                with progress_bar("importing", None, hidden=as_json) as bar:
-                    done = await import_memory(layer, agent.checkpoints, entries, bar.advance)
-                return done.to_dict()
-            policy = ImportPolicy("skip" if skip_invalid else "refuse", on_duplicate.value)
-            read = read_file(layer, path, policy)
-            with progress_bar("importing", len(read.records), hidden=as_json) as bar:
-                report = await import_records(layer, read.records, bar.advance)
-            return with_read_report(report, read).to_dict()
-
-    report = run(ctx, body)
+    args = arguments(
+        ctx,
+        transfer_ops.ImportArgs,
+        path=path,
+        skip_invalid=skip_invalid,
+        on_duplicate=on_duplicate.value,
+    )
+    report = call(ctx, transfer_ops.memory_import, args, progress="importing")
     if report.get("format"):
         summary = (
             f"imported {report['read']} keys: {report['created']} created, "
@@ -342,7 +299,7 @@ def import_(
             f"duplicates, {report['invalid']} invalid lines skipped, {report['duplicate_ids']} "
             "repeated ids)"
         )
-    emit(report, as_json, lambda: print(summary))
+    emit(report, wants_json(ctx, json_), lambda: print(summary))
 
 
 @app.command()
@@ -356,21 +313,16 @@ def export(
     Every kind of memory (daily, long-term, beliefs and their history, tasks, goals, chat
     sessions, the graph, open questions) and the identity; vectors are recomputed on import.
     """
-    st = state(ctx)
-    as_json = wants_json(ctx, json_)
-
-    async def body() -> int:
-        from aether.memory.portable import export_memory
-
-        async with memory(st) as layer:
-            with progress_bar("exporting", hidden=as_json) as bar:
-                return await export_memory(layer, path, bar.advance)
-
-    count = run(ctx, body)
+    done = call(
+        ctx,
+        transfer_ops.memory_export,
+        arguments(ctx, transfer_ops.ExportArgs, path=path),
+        progress="exporting",
+    )
     emit(
-        {"exported": count, "path": str(path)},
+        done,
         wants_json(ctx, json_),
-        lambda: print(f"exported {count} keys of memory to {path}"),
+        lambda: print(f"exported {done.exported} keys of memory to {path}"),
     )
 
 
@@ -391,28 +343,16 @@ def longterm_add(
 @longterm_app.command("list")
 def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """List long-term memories (exit 2 when there are none)."""
-    st = state(ctx)
-
-    async def body() -> tuple[list[dict[str, object]], ZoneInfo]:
-        async with memory(st) as layer:
-            lt = LongTermMemory(layer)
-            zone = await read_operator_zone(layer.client, layer.keys)
-            return [public(await lt.get(i)) for i in await lt.ids()], zone
-
-    docs, zone = run(ctx, body)
-    emit_table(docs, wants_json(ctx, json_), memory_columns(zone), empty="no long-term memories")
+    found, zone = call_in_zone(ctx, ops.memory_notes, NoArgs())
+    emit_table(
+        found.notes, wants_json(ctx, json_), memory_columns(zone), empty="no long-term memories"
+    )
 
 
 @longterm_app.command("delete")
 def longterm_delete(ctx: typer.Context, memory_id: str) -> None:
     """Delete one long-term memory (a rollback restores it)."""
-    st = state(ctx)
-
-    async def body() -> None:
-        async with memory(st) as layer:
-            await LongTermMemory(layer).delete(memory_id)
-
-    run(ctx, body)
+    call(ctx, ops.memory_note_delete, arguments(ctx, ops.NoteIdArgs, id=memory_id))
     print(f"deleted {memory_id}")
 
 
@@ -422,16 +362,9 @@ def longterm_flush(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm.")] = False,
 ) -> None:
     """Delete every long-term memory (a checkpoint is taken first)."""
-    st = state(ctx)
-    confirm("Delete every long-term memory?", yes, st.json)
-
-    async def body() -> int:
-        async with open_aether(st) as agent:
-            return await LongTermMemory(agent.memory).flush(
-                confirm=True, checkpoints=agent.checkpoints
-            )
-
-    print(f"flushed {run(ctx, body)} long-term memories")
+    confirm("Delete every long-term memory?", yes, state(ctx).json)
+    done = call(ctx, ops.memory_notes_flush, ops.FlushArgs(confirm=True))
+    print(f"flushed {done.flushed} long-term memories")
 
 
 @scratch_app.command("set")
@@ -457,32 +390,22 @@ def scratch_get(ctx: typer.Context, pad_id: str) -> None:
 @scratch_app.command("delete")
 def scratch_delete(ctx: typer.Context, pad_id: str) -> None:
     """Delete a scratchpad."""
-    st = state(ctx)
-
-    async def body() -> bool:
-        async with memory(st) as layer:
-            return await Scratchpads(layer).delete(pad_id)
-
-    if not run(ctx, body):
-        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", st.json)
+    done = call(ctx, ops.scratchpad_delete, arguments(ctx, ops.PadArgs, id=pad_id))
+    if not done.deleted:
+        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", state(ctx).json)
 
 
 @app.command()
 def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
     """The tool calls of a session (exit 2 when none)."""
-    st = state(ctx)
-
-    async def body() -> list[Episode]:
-        async with memory(st) as layer:
-            return await Episodes(layer).list(session)
-
-    columns: list[Column[Episode]] = [
+    found = call(ctx, ops.memory_episodes, arguments(ctx, ops.SessionArgs, session=session))
+    columns: list[Column[dict[str, Any]]] = [
         Column("result", lambda r: "ok" if r["success"] else "error"),
         Column("tool", lambda r: r["tool"]),
         Column("took", lambda r: f"{r['duration_ms']} ms", justify="right"),
         Column("output", lambda r: r["output"][:200]),
     ]
-    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty=f"no tool calls in {session}")
+    emit_table(found.episodes, wants_json(ctx, json_), columns, empty=f"no tool calls in {session}")
 
 
 @chat_app.command("list")
@@ -505,15 +428,13 @@ def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
 @chat_app.command("show")
 def chat_show(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
     """A session's messages in order."""
-    st = state(ctx)
+    from aether.operations import chat as chat_ops
 
-    async def body() -> list[ChatMessage]:
-        async with memory(st) as layer:
-            chats = ChatSessions(layer)
-            await chats.get(session)
-            return await chats.messages(session)
-
-    rows = run(ctx, body)
+    args = arguments(ctx, chat_ops.MessagesArgs, session=session, limit=2000)
+    found = call(ctx, chat_ops.chat_messages, args)
+    if not found.exists:
+        fail(f"no chat session {session!r}", state(ctx).json, kind="not_found")
+    rows = found.messages
     emit(
         rows,
         wants_json(ctx, json_),
@@ -528,12 +449,8 @@ def chat_delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm.")] = False,
 ) -> None:
     """Delete a chat session (a rollback restores it)."""
-    st = state(ctx)
-    confirm(f"Delete chat session {session}?", yes, st.json)
+    from aether.operations import chat as chat_ops
 
-    async def body() -> None:
-        async with memory(st) as layer:
-            await ChatSessions(layer).delete(session)
-
-    run(ctx, body)
+    confirm(f"Delete chat session {session}?", yes, state(ctx).json)
+    call(ctx, chat_ops.chat_delete, arguments(ctx, chat_ops.SessionArgs, session=session))
     print(f"deleted {session}")

@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 import typer
-from redis.asyncio import Redis
 
-from aether.errors import InvalidOperationError
 from aether.interfaces.cli_memory import since_option
 from aether.interfaces.common import (
-    AppState,
     JsonOpt,
+    arguments,
+    call,
+    call_in_zone,
     emit,
+    fail,
     group,
     local_time,
     print_fields,
-    read_operator_zone,
-    redis_client,
-    run,
     state,
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.operations import ranges
-from aether.registry.factory import RegistryAndLedger, open_registry
+from aether.operations import NoArgs, ranges
+from aether.operations import ledger as ledger_ops
 from aether.registry.model import KINDS, LedgerKind
 
 tools_app = group("The tool registry: registered tools and their versions.")
@@ -35,32 +30,16 @@ ledger_app = group("The agent ledger: actions, tool calls, LLM calls and cost.")
 SinceOpt = Annotated[str | None, typer.Option("--since", help="7d, 12h, 30m or ISO-8601.")]
 
 
-@asynccontextmanager
-async def opened(st: AppState) -> AsyncIterator[tuple[RegistryAndLedger, Redis]]:
-    """The configured registry and ledger (and the Redis client) for a command."""
-    async with redis_client(st.settings) as client:
-        services = open_registry(st.settings, client, actor="cli")
-        try:
-            yield services, client
-        finally:
-            await services.close()
-
-
 @tools_app.command("list")
 def tools_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Registered tools, latest versions."""
-    st = state(ctx)
-
-    async def body() -> list[dict[str, Any]]:
-        async with opened(st) as (services, _client):
-            return [t.to_dict() for t in await services.registry.tools()]
-
+    found = call(ctx, ledger_ops.tools_list, NoArgs())
     columns: list[Column[dict[str, Any]]] = [
         Column("name", lambda t: t["name"], whole=True),
         Column("version", lambda t: f"v{t['version']}"),
         Column("description", lambda t: t["description"]),
     ]
-    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no registered tools")
+    emit_table(found.tools, wants_json(ctx, json_), columns, empty="no registered tools")
 
 
 @tools_app.command("show")
@@ -73,14 +52,8 @@ def tools_show(
     json_: JsonOpt = False,
 ) -> None:
     """One tool's schema (latest version unless given)."""
-    st = state(ctx)
-
-    async def body() -> dict[str, Any]:
-        async with opened(st) as (services, _client):
-            return (await services.registry.get(name, version)).to_dict()
-
-    tool = run(ctx, body)
-    emit(tool, wants_json(ctx, json_), None)
+    args = arguments(ctx, ledger_ops.ToolArgs, name=name, version=version)
+    emit(call(ctx, ledger_ops.tools_show, args), wants_json(ctx, json_), None)
 
 
 def _since(ctx: typer.Context, value: str | None) -> float | None:
@@ -99,18 +72,12 @@ def ledger_list(
     json_: JsonOpt = False,
 ) -> None:
     """Ledger entries, newest first."""
-    st = state(ctx)
-    since_at = _since(ctx, since)
-
-    async def body() -> tuple[list[dict[str, Any]], ZoneInfo]:
-        if kind is not None and kind not in KINDS:
-            raise InvalidOperationError(f"--kind is one of {', '.join(KINDS)}")
-        async with opened(st) as (services, client):
-            entries = await services.ledger.entries(kind=kind, since=since_at, limit=limit)
-            zone = await read_operator_zone(client, st.keys)
-            return [e.to_dict() for e in entries], zone
-
-    entries, zone = run(ctx, body)
+    if kind is not None and kind not in KINDS:
+        fail(f"--kind is one of {', '.join(KINDS)}", state(ctx).json, kind="invalid")
+    args = arguments(
+        ctx, ledger_ops.LedgerListArgs, kind=kind, since=_since(ctx, since), limit=limit
+    )
+    found, zone = call_in_zone(ctx, ledger_ops.ledger_list, args)
     columns: list[Column[dict[str, Any]]] = [
         Column("when", lambda e: local_time(e["at"], zone), whole=True),
         Column("kind", lambda e: e["kind"]),
@@ -118,7 +85,7 @@ def ledger_list(
         Column("tokens", _tokens, justify="right"),
         Column("cost", lambda e: f"${e['cost_usd']:.6f}" if _is_llm(e) else "", justify="right"),
     ]
-    emit_table(entries, wants_json(ctx, json_), columns, empty="no ledger entries")
+    emit_table(found.entries, wants_json(ctx, json_), columns, empty="no ledger entries")
 
 
 def _is_llm(entry: dict[str, Any]) -> bool:
@@ -132,12 +99,6 @@ def _tokens(entry: dict[str, Any]) -> str:
 @ledger_app.command("totals")
 def ledger_totals(ctx: typer.Context, since: SinceOpt = None, json_: JsonOpt = False) -> None:
     """LLM calls, tokens and cost (since a time)."""
-    st = state(ctx)
-    since_at = _since(ctx, since)
-
-    async def body() -> dict[str, float]:
-        async with opened(st) as (services, _client):
-            return await services.ledger.totals(since=since_at)
-
-    data = run(ctx, body)
+    args = arguments(ctx, ledger_ops.TotalsArgs, since=_since(ctx, since))
+    data = call(ctx, ledger_ops.ledger_totals, args)
     emit(data, wants_json(ctx, json_), lambda: print_fields(data))

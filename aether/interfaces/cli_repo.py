@@ -8,23 +8,19 @@ from typing import Annotated
 
 import typer
 
-from aether.interfaces.cli_memory import memory
 from aether.interfaces.common import (
     JsonOpt,
     arguments,
     call,
     emit,
     group,
-    progress_bar,
-    run,
-    state,
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.code.repository import IndexReport, Repositories
 from aether.memory.knowledge.graph import Entity
+from aether.operations import NoArgs, ranges
 from aether.operations import graph as graph_ops
-from aether.operations import ranges
+from aether.operations import repo as repo_ops
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")
 graph_app = group("The entity graph: find entities, expand around them.")
@@ -38,20 +34,12 @@ def repo_index(
     json_: JsonOpt = False,
 ) -> None:
     """Map a repository's source files; a re-index touches only changed files."""
-    st = state(ctx)
-    as_json = wants_json(ctx, json_)
-
-    async def body() -> IndexReport:
-        async with memory(st) as layer:
-            repos = Repositories(layer)
-            with progress_bar("indexing", hidden=as_json) as bar:
-                return await repos.index(path, bar.advance)
-
-    report = run(ctx, body)
-    emit(report.__dict__, as_json, lambda: print(_summary(report)))
+    args = arguments(ctx, repo_ops.IndexArgs, path=path)
+    report = call(ctx, repo_ops.repo_index, args, progress="indexing")
+    emit(report, wants_json(ctx, json_), lambda: print(_summary(report)))
 
 
-def _summary(report: IndexReport) -> str:
+def _summary(report: repo_ops.Indexed) -> str:
     languages = ", ".join(f"{k} {v}" for k, v in sorted(report.languages.items()))
     summary = (
         f"{report.repo}: {report.files} files ({languages}); {len(report.changed)} "
@@ -67,18 +55,13 @@ def _summary(report: IndexReport) -> str:
 @repo_app.command("list")
 def repo_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Indexed repositories."""
-    st = state(ctx)
-
-    async def body() -> list[dict[str, str]]:
-        async with memory(st) as layer:
-            return await Repositories(layer).repos()
-
+    found = call(ctx, repo_ops.repo_list, NoArgs())
     columns: list[Column[dict[str, str]]] = [
         Column("repository", lambda r: r["id"], whole=True),
         Column("files", lambda r: r["files"], justify="right"),
         Column("root", lambda r: r["root"], whole=True),
     ]
-    emit_table(run(ctx, body), wants_json(ctx, json_), columns, empty="no indexed repositories")
+    emit_table(found.repos, wants_json(ctx, json_), columns, empty="no indexed repositories")
 
 
 # the columns each query adds after the path (related scores, deps depth, affected tests)
@@ -93,19 +76,10 @@ _QUERY_COLUMNS: dict[str, list[Column[Mapping[str, object]]]] = {
 
 
 def _query(ctx: typer.Context, file: Path, what: str, json_: bool) -> None:
-    st = state(ctx)
-
-    async def body() -> list[Mapping[str, object]]:
-        async with memory(st) as layer:
-            repos = Repositories(layer)
-            found: list[Mapping[str, object]] = await getattr(repos, what)(file)
-            return found
-
+    found = call(ctx, repo_ops.repo_query, arguments(ctx, repo_ops.FileArgs, file=file, what=what))
     columns = [Column[Mapping[str, object]]("path", lambda r: r["path"]), *_QUERY_COLUMNS[what]]
     empties = {"related": "no related files", "deps": "no dependencies", "affected": "nothing"}
-    emit_table(
-        run(ctx, body), wants_json(ctx, json_), columns, empty=empties[what] + f" for {file}"
-    )
+    emit_table(found.rows, wants_json(ctx, json_), columns, empty=empties[what] + f" for {file}")
 
 
 @repo_app.command("related")

@@ -215,7 +215,9 @@ def _call_operation(
                 hidden = progress is None or st.json or json_requested.get()
                 with progress_bar(progress or "", hidden=hidden) as bar:
 
-                    def advance(done: float, total: float | None) -> None:
+                    def advance(done: float, total: float | None, stage: str | None) -> None:
+                        if stage is not None:
+                            bar.describe(stage)
                         if total is not None:
                             bar.expect(int(total))
                         bar.reached(done)
@@ -233,7 +235,14 @@ def _call_operation(
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:
-    """Print ``data`` as JSON (keys sorted: a stable shape), or call ``render`` for people."""
+    """Print ``data`` as JSON (keys sorted: a stable shape), or call ``render`` for people.
+
+    An operation's result model is printed as the JSON it dumps to.
+    """
+    from pydantic import BaseModel
+
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
     if as_json or render is None:
         print(json.dumps(data, indent=None if as_json else 2, default=str, sort_keys=True))
     else:
@@ -319,6 +328,10 @@ class Bar:
     def reached(self, done: float) -> None:
         """So much of the work is finished, in the bar's units (a percentage, say)."""
         self._progress.update(self._task, completed=done)
+
+    def describe(self, label: str) -> None:
+        """Name what is being done now (work of several stages)."""
+        self._progress.update(self._task, description=label)
 
     def expect(self, total: int) -> None:
         """The work turned out to be ``total`` units (a bar without a total spins)."""

@@ -61,29 +61,32 @@ class Caller:
         session: the chat session the call belongs to, if any.
         llm: the model for operations that can use one (belief extraction, suggestions).
         clock: the time it is (a simulation injects its own).
-        progress: told ``(done, total)`` as long work goes (``total`` ``None``: not known
-            yet); the CLI draws it as a progress bar.
+        progress: told ``(done, total, stage)`` as long work goes (``total`` ``None``: not
+            known yet; ``stage``: what is being done, when the work has several); the CLI
+            draws it as a progress bar.
     """
 
     actor: str
     session: str | None = None
     llm: TextModel | None = None
     clock: Callable[[], float] = time.time
-    progress: Callable[[float, float | None], None] | None = None
+    progress: Callable[[float, float | None, str | None], None] | None = None
 
-    def report(self, done: float, total: float | None = None) -> None:
+    def report(self, done: float, total: float | None = None, stage: str | None = None) -> None:
         """Tell :attr:`progress` how far long work has come (nothing when none listens)."""
         if self.progress is not None:
-            self.progress(done, total)
+            self.progress(done, total, stage)
 
-    def counter(self, total: float | None = None) -> Callable[[int], None]:
+    def counter(
+        self, total: float | None = None, stage: str | None = None
+    ) -> Callable[[int], None]:
         """A callback that counts units of work done, reporting the running total."""
         done = 0
 
         def advance(units: int = 1) -> None:
             nonlocal done
             done += units
-            self.report(done, total)
+            self.report(done, total, stage)
 
         return advance
 

@@ -33,8 +33,10 @@ async def memory_reindex(parts: Parts, caller: Caller, args: NoArgs) -> Reindexe
     """
     from aether.memory.tiers.memory_index import MemoryIndex
 
-    await parts.search.ensure_index(lambda percent: caller.report(percent, 100))
-    counts = await MemoryIndex(parts.memory).rebuild(caller.counter())
+    await parts.search.ensure_index(
+        lambda percent: caller.report(percent, 100, "indexing memories (%)")
+    )
+    counts = await MemoryIndex(parts.memory).rebuild(caller.counter(stage="recounting memories"))
     return Reindexed(index=parts.keys.memory_index(), counts=counts)
 
 

@@ -140,12 +140,18 @@ def mcp() -> str:
         "# MCP tools reference",
         "",
         "Generated from the operations registry (`aether/operations/`) at build time. Each",
-        "operation is an MCP tool of `aether mcp` (stdio) and of the daemon's HTTP endpoint;",
+        "operation is an MCP tool of `aether mcp` (stdio) and of the daemon's HTTP endpoint",
+        "(but those marked *CLI only*, which touch the host's files), and a CLI command;",
         "those marked *agent* are also the agent's own tools.",
         "",
     ]
     for name, op in registry().items():
-        marks = ", ".join(m for m, on in (("read-only", op.read_only), ("agent", op.agent)) if on)
+        flags = (
+            ("read-only", op.read_only),
+            ("agent", op.agent),
+            ("CLI only: not served over MCP", not op.mcp),
+        )
+        marks = ", ".join(m for m, on in flags if on)
         lines += [f"## `{name}`", ""]
         if marks:
             lines += [f"*{marks}*", ""]

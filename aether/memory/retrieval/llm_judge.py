@@ -5,9 +5,9 @@ a reader instead: which of several memories that share a question's topic actual
 answers it, and whether any does. The packaged cross-encoder reads each pair, but it was
 trained on web questions and short passages: it judges an instruction or a preference
 ("always use type hints") irrelevant to the question it governs, and it scores a
-question about a detail the chats never gave as high as one they answer (README,
-Benchmarks). A general LLM reads the question and every candidate together and grades
-each on a fixed scale, so:
+question about a detail the chats never gave as high as one they answer
+(docs/decisions/0004-retrieval-scoring.md). A general LLM reads the question and every
+candidate together and grades each on a fixed scale, so:
 
 - the grade becomes the same 0-1 probability the cross-encoder gives (grade / 3), mixed
   in by :func:`aether.memory.retrieval.rerank.rerank` the same way;

