@@ -69,6 +69,14 @@ READS = [
     ("approvals_list", {"status": "all"}),
     ("memory_day", {"day": datetime.now(UTC).date().isoformat()}),
     ("task_suggest", {}),
+    # the operator's reads the CLI runs through operations
+    ("belief_reflect", {}),
+    ("belief_stats", {}),
+    ("memory_notes", {}),
+    ("memory_episodes", {"session": "sim"}),
+    ("identity_prompt", {}),
+    ("ledger_totals", {}),
+    ("tools_list", {}),
 ]
 
 
@@ -291,10 +299,21 @@ class WholeProduct(RuleBasedStateMachine):
         self.op("scratchpad_set", id="plan", value=f"next: the {word}")
         assert self.op("scratchpad_get", id="plan")["value"] == f"next: the {word}"
 
+    @precondition(lambda self: bool(self.expected.notes))
+    @rule(data=st.data())
+    def note_deleted(self, data: st.DataObject) -> None:
+        """The operator deletes a note (``aether memory longterm delete``): a journaled write
+        that a rollback brings back and that meets erasures and exports like any other."""
+        self.counted("note delete")
+        note = data.draw(st.sampled_from(sorted(self.expected.notes)))
+        self.op("memory_note_delete", id=note)
+        del self.expected.notes[note]
+        self.wrote()
+
     @rule(word=st.sampled_from(WORDS))
     def identity_set(self, word: str) -> None:
         self.counted("identity")
-        self.run(self.parts.identity.set_field("user", "projects", f"the {word} project"))
+        self.op("identity_set", target="user", field="projects", value=f"the {word} project")
         self.expected.projects = f"the {word} project"
         self.wrote()
 
