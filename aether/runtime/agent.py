@@ -268,14 +268,17 @@ class AgentRuntime:
         """
         budgets = Budgets.for_window(self.settings.context, self.window)
         view = await window.view()
+        stale = assembled is not None  # an earlier round's: its history is behind the window
         if assembled is None:
             when = datetime.fromtimestamp(self.clock(), UTC)
             assembled = await self.assembler.assemble(
                 query, budgets=budgets, view=view, now=when, identity=identity
             )
         tools = count_tool_schemas(self.tool_schemas())
-        view, report = await window.enforce(assembled.fixed_tokens + tools, view)
-        assembled.history_messages = view.messages(window.zone)
+        sent, report = await window.enforce(assembled.fixed_tokens + tools, view)
+        if not stale and sent is view:  # the history the assembler rendered is the one sent
+            return assembled, report
+        assembled.history_messages = sent.messages(window.zone)
         tokens = sum(count_message(m) for m in assembled.history_messages)
         assembled.history = Section("history", "", tokens, tokens, len(assembled.history_messages))
         return assembled, report
