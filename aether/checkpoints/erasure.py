@@ -289,8 +289,9 @@ class Eraser:
         redactor = Redactor(self.client, self.keys, needle, Taint())
         found: list[Sighting] = []
         async for names in self._key_pages():
-            for name in names:
-                found += [Sighting("redis", name, w) for w in await self._key_holds(redactor, name)]
+            found += [
+                Sighting("redis", name, w) for name, w in await self._page_holds(redactor, names)
+            ]
         folder = await data_dir(self.client)
         if folder is not None:
             holding = await asyncio.to_thread(files_holding, folder, needle)
@@ -587,21 +588,47 @@ class Eraser:
             return next((v for v in texts if redactor.holds(v)), b" ".join(texts))
         return value.content if value.type == "string" else ""
 
-    async def _key_holds(self, redactor: Redactor, name: str) -> list[str]:
-        """Where one key holds the text: its value, a field, a member, journal entries."""
-        if text(await self.client.type(name)) == "stream":
-            found = []
-            async for page in stream_pages(self.client, name):
-                for entry_id, fields in page:
-                    journal = name == self.keys.journal()
-                    if (
-                        await entry_holds(redactor, fields)
-                        if journal
-                        else fields_hold(redactor, fields)
-                    ):
-                        found.append(f"entry {entry_id}")
-            return found
-        (value,) = await read_values(self.client, [name])
+    async def _page_holds(self, redactor: Redactor, names: list[str]) -> list[tuple[str, str]]:
+        """Where a page of keys holds the text, as (key, where) in the page's order.
+
+        The page's values are read in a few round trips whatever its size (one per key
+        made a verification of 100k memories take minutes); a stream is read page by page.
+        """
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.type(name)
+        streams = {
+            n for n, t in zip(names, await pipe.execute(), strict=True) if text(t) == "stream"
+        }
+        plain = [n for n in names if n not in streams]
+        values = dict(zip(plain, await read_values(self.client, plain), strict=True))
+        found: list[tuple[str, str]] = []
+        for name in names:
+            where = (
+                await self._stream_holds(redactor, name)
+                if name in streams
+                else self._value_holds(redactor, values[name])
+            )
+            found += [(name, w) for w in where]
+        return found
+
+    async def _stream_holds(self, redactor: Redactor, name: str) -> list[str]:
+        """The entries of a stream that hold the text (the journal's values decoded)."""
+        found = []
+        journal = name == self.keys.journal()
+        async for page in stream_pages(self.client, name):
+            for entry_id, fields in page:
+                if (
+                    await entry_holds(redactor, fields)
+                    if journal
+                    else fields_hold(redactor, fields)
+                ):
+                    found.append(f"entry {entry_id}")
+        return found
+
+    @staticmethod
+    def _value_holds(redactor: Redactor, value: Value) -> list[str]:
+        """Where one value holds the text: a field of a hash, or the value itself."""
         if value.type == "hash":
             return [
                 f"field {f}"
