@@ -81,7 +81,7 @@ from aether.store.persistence import data_dir, files_holding, rewrite_files, wai
 from aether.store.redaction import Needle, Redactor, Taint
 from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
-from aether.store.values import Value, read_values
+from aether.store.values import Value, read_kinds, read_values
 
 log = structlog.get_logger(__name__)
 
@@ -591,17 +591,14 @@ class Eraser:
     async def _page_holds(self, redactor: Redactor, names: list[str]) -> list[tuple[str, str]]:
         """Where a page of keys holds the text, as (key, where) in the page's order.
 
-        The page's values are read in a few round trips whatever its size (one per key
+        The page's values are read in two round trips whatever its size (one per key
         made a verification of 100k memories take minutes); a stream is read page by page.
         """
-        pipe = self.client.pipeline(transaction=False)
-        for name in names:
-            pipe.type(name)
-        streams = {
-            n for n, t in zip(names, await pipe.execute(), strict=True) if text(t) == "stream"
-        }
+        kinds = dict(zip(names, await read_kinds(self.client, names), strict=True))
+        streams = {n for n, kind in kinds.items() if kind == "stream"}
         plain = [n for n in names if n not in streams]
-        values = dict(zip(plain, await read_values(self.client, plain), strict=True))
+        read = await read_values(self.client, plain, [kinds[n] for n in plain])
+        values = dict(zip(plain, read, strict=True))
         found: list[tuple[str, str]] = []
         for name in names:
             where = (

@@ -20,18 +20,15 @@ from typing import Any
 
 import structlog
 
-from aether.checkpoints.manager import Checkpoints
-from aether.config import ModelWindow, Settings
-from aether.context.assembly import AssembledContext, Budgets, ContextAssembler, Section
+from aether.config import ModelWindow
+from aether.context.assembly import AssembledContext, Budgets, Section
 from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from aether.context.session import EnforceReport, SessionWindow
 from aether.errors import InvalidOperationError
-from aether.identity.profile import Identity, IdentityStore
+from aether.identity.profile import Identity
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
 from aether.memory.knowledge.archetypes import archetype
-from aether.memory.retrieval.search import MemorySearch
-from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.chat import ChatSessions
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.toolcache import ToolSchemaCache
@@ -39,6 +36,7 @@ from aether.messages import ChatMessage, ToolSchema
 from aether.operations import Caller, Parts
 from aether.registry.model import AgentLedger, new_entry
 from aether.runtime.llm import Completion, LLMClient, ToolCall
+from aether.runtime.on_parts import OnParts
 from aether.runtime.tools import Tool, Toolbox, ToolRun, Workspace, builtin_tools
 from aether.runtime.tools.calls import ToolCaller, TurnGuard
 from aether.runtime.tools.policy import Policy, autonomy_mode
@@ -65,7 +63,7 @@ class StepResult:
     reports: list[EnforceReport] = field(default_factory=list)
 
 
-class AgentRuntime:
+class AgentRuntime(OnParts):
     """An agent: identity, memory, the context window of one session, an LLM and tools.
 
     Args:
@@ -120,36 +118,6 @@ class AgentRuntime:
         self._ranker = ToolRanker(parts.memory.embedder)
         self._offered: list[ToolSchema] | None = None
         self._cached_schemas: list[ToolSchema] | None = None
-
-    @property
-    def settings(self) -> Settings:
-        """The configuration (the parts')."""
-        return self.parts.settings
-
-    @property
-    def layer(self) -> MemoryLayer:
-        """The memory layer (the parts')."""
-        return self.parts.memory
-
-    @property
-    def checkpoints(self) -> Checkpoints:
-        """Checkpoints, rollback and undo (the parts')."""
-        return self.parts.checkpoints
-
-    @property
-    def identity(self) -> IdentityStore:
-        """The identity store (the parts')."""
-        return self.parts.identity
-
-    @property
-    def search(self) -> MemorySearch:
-        """The namespace's search (the parts')."""
-        return self.parts.search
-
-    @property
-    def assembler(self) -> ContextAssembler:
-        """The context assembler (the parts')."""
-        return self.parts.context
 
     def register_tool(self, tool: Tool) -> None:
         """Add a tool the model may call.

@@ -23,13 +23,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import structlog
-from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from aether.checkpoints.manager import Checkpoints
 from aether.codec import text
-from aether.config import Settings
 from aether.errors import (
     AetherError,
     ConcurrentAdminError,
@@ -40,17 +38,16 @@ from aether.errors import (
 )
 from aether.identity.flags import HeartbeatState
 from aether.ids import check_id
-from aether.keys import Keyspace
 from aether.maintenance.engine import MaintenanceEngine
 from aether.maintenance.schedule import Schedule
 from aether.memory.knowledge.learner import ConversationLearner
-from aether.memory.storage.layer import MemoryLayer
 from aether.operations import Parts
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.health import Health
 from aether.runtime.inbox import Inbox, InboxMessage
 from aether.runtime.lanes import SessionLanes
 from aether.runtime.llm import LLMClient
+from aether.runtime.on_parts import OnParts
 from aether.runtime.spend import over_budget
 from aether.runtime.supervisor import OUTAGE, Supervisor
 from aether.runtime.tools import Tool
@@ -114,7 +111,7 @@ async def finish_interrupted_erasure(
         return
 
 
-class Daemon:
+class Daemon(OnParts):
     """One running agent on one namespace.
 
     Args:
@@ -163,31 +160,6 @@ class Daemon:
             for name, config in servers.items()
         }
         self.health.mcp = lambda: [link.status() for link in self.mcp_links.values()]
-
-    @property
-    def settings(self) -> Settings:
-        """The configuration (the parts')."""
-        return self.parts.settings
-
-    @property
-    def layer(self) -> MemoryLayer:
-        """The memory layer (the parts')."""
-        return self.parts.memory
-
-    @property
-    def client(self) -> Redis:
-        """The Redis client (the parts')."""
-        return self.parts.client
-
-    @property
-    def keys(self) -> Keyspace:
-        """The namespace's keys (the parts')."""
-        return self.parts.keys
-
-    @property
-    def checkpoints(self) -> Checkpoints:
-        """Checkpoints, rollback and undo (the parts')."""
-        return self.parts.checkpoints
 
     def runtime(self, session: str) -> AgentRuntime:
         """The runtime of one chat session (made once, with the MCP tools known so far)."""

@@ -28,6 +28,7 @@ __all__ = [
     "decode_image",
     "decode_images",
     "encode_value",
+    "read_kinds",
     "read_value",
     "read_values",
 ]
@@ -94,14 +95,31 @@ async def read_value(client: Redis, key: str) -> Value:
     return (await read_values(client, [key]))[0]
 
 
-async def read_values(client: Redis, keys: Sequence[str]) -> list[Value]:
-    """The contents of many keys, in two round trips (their types, then their values)."""
+async def read_kinds(client: Redis, keys: Sequence[str]) -> list[str]:
+    """The Redis type of each key (``none``: missing), in one round trip."""
     if not keys:
         return []
     pipe = client.pipeline(transaction=False)
     for key in keys:
         pipe.type(key)
-    kinds = [text(k) for k in await pipe.execute()]
+    return [text(k) for k in await pipe.execute()]
+
+
+async def read_values(
+    client: Redis, keys: Sequence[str], kinds: Sequence[str] | None = None
+) -> list[Value]:
+    """The contents of many keys, in two round trips (their types, then their values).
+
+    Args:
+        client: the Redis client.
+        keys: the keys to read.
+        kinds: their types, when the caller has read them already (:func:`read_kinds`):
+            then the values take one round trip.
+    """
+    if not keys:
+        return []
+    if kinds is None:
+        kinds = await read_kinds(client, keys)
     pipe = client.pipeline(transaction=False)
     for key, kind in zip(keys, kinds, strict=True):
         _queue_read(pipe, key, kind)
