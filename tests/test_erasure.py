@@ -269,8 +269,11 @@ async def test_bad_input_changes_nothing(parts: Parts, client: Redis, keys: Keys
         await eraser.erase(item="01J0000000000000000000NONE")
     with pytest.raises(InvalidOperationError):
         await eraser.erase(item="*")
-    # special characters are text like any other: nothing matches, nothing goes
-    report = await eraser.erase('*?[]\\"{}%$ -- \x00')
+    # only punctuation: no token to match, so a clear error (and nothing goes)
+    with pytest.raises(InvalidOperationError, match="no letters or digits"):
+        await eraser.erase('*?[]\\"{}%$ -- \x00')
+    # special characters around a word are text like any other: nothing matches
+    report = await eraser.erase('*?[nowhere]\\"{}%$ -- \x00')
     assert report.counts["state_removed"] == 0
     # a second admin action at the same time is refused, and changes nothing
     lock = parts.checkpoints._admin_lock()

@@ -46,7 +46,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry
 from aether.store.lock import StateLock
 from aether.store.outside_redaction import redact_outside_state
 from aether.store.persistence import data_dir, files_holding, rewrite_files, wait_until_clean
-from aether.store.redaction import Needle, Redactor, Taint
+from aether.store.redaction import ALIAS_SEP, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
 from aether.store.values import Value, read_kinds, read_values
@@ -153,14 +153,18 @@ class Eraser:
         self._phase_s: dict[str, float] = {}
 
     # -- the public face ---------------------------------------------------------------
-    async def plan(self, subject: str | None = None, item: str | None = None) -> ErasurePlan:
+    async def plan(
+        self, subject: str | None = None, item: str | None = None, aliases: Iterable[str] = ()
+    ) -> ErasurePlan:
         """What erasing ``subject`` (or the item ``item``) would remove; changes nothing.
+
+        ``aliases`` are other spellings of ``subject`` erased with it (the graph's names).
 
         Raises:
             InvalidOperationError: neither or both given, or the text is too short or long.
             NotFoundError: ``item`` names no item.
         """
-        needle, item_key = await self._target(subject, item)
+        needle, item_key = await self._target(subject, item, aliases)
         redactor = Redactor(self.client, self.keys, needle, Taint())
         plan = ErasurePlan(counts=await self._scan(redactor, item_key))
         present: set[str] = set()
@@ -187,20 +191,24 @@ class Eraser:
             listed = {item["key"] for items in plan.items.values() for item in items}
             plan.elsewhere = [
                 s
-                for s in await self.verify(subject)
+                for s in await self.verify(subject, aliases)
                 if not (s.store == "redis" and s.place in listed)
             ]
         return plan
 
-    async def erase(self, subject: str | None = None, item: str | None = None) -> ErasureReport:
+    async def erase(
+        self, subject: str | None = None, item: str | None = None, aliases: Iterable[str] = ()
+    ) -> ErasureReport:
         """Erase ``subject`` (or the item ``item``) everywhere; see the module docs.
+
+        ``aliases`` are other spellings of ``subject`` erased with it (the graph's names).
 
         Raises:
             InvalidOperationError: neither or both given, or the text is too short or long.
             NotFoundError: ``item`` names no item.
             ConcurrentAdminError: a rollback, restore or another erasure is running.
         """
-        needle, item_key = await self._target(subject, item)
+        needle, item_key = await self._target(subject, item, aliases)
         await self.resume()
         started = time.monotonic()
         async with self._lock() as lock:
@@ -210,7 +218,7 @@ class Eraser:
                     "('aether checkpoint rollback' or start the daemon)"
                 )
             hold, key = await self._begin(lock, needle, item_key, secrets.token_hex(8))
-            report = await self._run(lock, hold, key, needle.text if needle else "")
+            report = await self._run(lock, hold, key, needle.sealed() if needle else "")
         report.seconds = time.monotonic() - started
         await self._settle_files(report, needle)
         await self._update_record(report.id, seconds=round(report.seconds, 3))
@@ -241,7 +249,7 @@ class Eraser:
             log.warning("finishing an interrupted erasure", id=hold.get("id"), phase=hold["phase"])
             report = await self._run(lock, hold, key, subject)
             report.resumed = True
-        await self._settle_files(report, Needle(subject) if subject else None)
+        await self._settle_files(report, Needle.unsealed(subject) if subject else None)
         return report
 
     async def pending(self) -> dict[str, str] | None:
@@ -279,13 +287,13 @@ class Eraser:
         raw = await self.client.lrange(self.keys.erasures(), 0, max(0, limit - 1))
         return [json.loads(r) for r in raw]
 
-    async def verify(self, subject: str) -> list[Sighting]:
-        """Every place the text is still found: keys, journal, files, archive, mirror.
+    async def verify(self, subject: str, aliases: Iterable[str] = ()) -> list[Sighting]:
+        """Every place the text (or an alias) is still found: keys, journal, files, archive.
 
         Raises:
             InvalidOperationError: the text is too short or too long.
         """
-        needle = Needle(subject)
+        needle = Needle(subject, aliases)
         redactor = Redactor(self.client, self.keys, needle, Taint())
         found: list[Sighting] = []
         async for names in self._key_pages():
@@ -305,12 +313,12 @@ class Eraser:
 
     # -- target, lock, hold ------------------------------------------------------------
     async def _target(
-        self, subject: str | None, item: str | None
+        self, subject: str | None, item: str | None, aliases: Iterable[str] = ()
     ) -> tuple[Needle | None, str | None]:
         if (subject is None) == (item is None):
             raise InvalidOperationError("erase either a text or one item (--id), not both")
         if subject is not None:
-            return Needle(subject), None
+            return Needle(subject, aliases), None
         wanted = (item or "").strip()
         if not wanted or any(c in wanted for c in "*?[]\\: "):
             raise InvalidOperationError(f"{item!r} is not an item id")
@@ -359,13 +367,13 @@ class Eraser:
             label=f"before erasure {erasure_id}", reason="pre-erase", actor=self.actor
         )
         key = await asyncio.to_thread(EraseKey(self.key_dir, self.keys.ns, erasure_id).create)
-        subject = needle.text if needle else ""
+        subject = needle.sealed() if needle else ""
         hold = {
             "kind": "erase",
             "token": lock.token,
             "id": erasure_id,
             "sealed": seal(key, subject) if subject else "",
-            "text_hash": salted_hash(subject or item_key or "", salt),
+            "text_hash": salted_hash((needle.text if needle else "") or item_key or "", salt),
             "item": item_key or "",
             "actor": self.actor,
             "phase": PHASES[0],
@@ -381,7 +389,7 @@ class Eraser:
     async def _run(
         self, lock: StateLock, hold: dict[str, str], key: bytes, subject: str
     ) -> ErasureReport:
-        needle = Needle(subject) if subject else None
+        needle = Needle.unsealed(subject) if subject else None
         counts: dict[str, int] = json.loads(hold.get("counts") or "{}")
         taint_key = self.keys.erase_scratch("taint")
         redactor = Redactor(self.client, self.keys, needle, Taint())
@@ -432,7 +440,7 @@ class Eraser:
             at=int(hold.get("started") or 0),
             actor=hold.get("actor", self.actor),
             text_hash=hold.get("text_hash")
-            or salted_hash(subject or hold.get("item", ""), hold["salt"]),
+            or salted_hash(subject.split(ALIAS_SEP)[0] or hold.get("item", ""), hold["salt"]),
             salt=hold["salt"],
             checkpoint=hold.get("checkpoint", ""),
             counts=counts,

@@ -138,6 +138,7 @@ def excerpt(value: Any, needle: Needle | None, width: int = 60) -> str:
     raw = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
     if needle is None:
         return raw[:width]
-    at = raw.casefold().find(needle.text.casefold())
+    found = needle.span(raw)
+    at = found[0] if found is not None and len(raw) == len(raw.casefold()) else -1
     start = max(0, at - width // 2) if at >= 0 else 0
     return ("…" if start else "") + raw[start : start + width]

@@ -19,9 +19,10 @@ exactly and the erased items not at all:
 * a sorted-set or set member that holds it, or names an erased item, is dropped: those
   are undone member by member.
 
-Matching is case-insensitive and also finds the text as JSON escapes it. Binary values
-(vectors) never match, and neither does a match inside an id (a ULID or a hex digest), so
-that erasing ``Ada`` does not erase an item whose id happens to contain ``ada``.
+Matching is by whole tokens in every spelling (:mod:`aether.identifiers`): erasing
+``INV-7731`` leaves ``INV-7731B``, and finds ``inv 7731``; it also finds the text as JSON
+escapes it. Binary values (vectors) never match, and neither does a match inside an id (a
+ULID or a hex digest): it is never a whole token.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ from redis.asyncio import Redis
 
 from aether.codec import text
 from aether.errors import InvalidOperationError
+from aether.identifiers import IdentifierMatcher
 from aether.keys import Keyspace
 from aether.store.values import Value, decode_image, encode_value
 
 __all__ = [
+    "ALIAS_SEP",
     "ERASED_LABEL",
     "MAX_NEEDLE",
     "MIN_NEEDLE",
@@ -57,8 +60,8 @@ TOMBSTONE = b'{"erased":true}'
 """What an erased list element becomes (lists keep their length; readers skip it)."""
 MIN_NEEDLE = 3
 MAX_NEEDLE = 1000
-_WORD = re.compile(r"[0-9a-z]")
-_HEX = frozenset("0123456789abcdef")
+ALIAS_SEP = "\x1f"
+"""Between the text and its aliases in a sealed erasure text."""
 
 
 def scrub_json(value: Any, needle: Needle) -> Any:
@@ -77,22 +80,24 @@ def is_tombstone(raw: bytes | str) -> bool:
     return (raw.encode() if isinstance(raw, str) else raw) == TOMBSTONE
 
 
-def _id_like(token: str) -> bool:
-    """A ULID (26 alphanumerics) or a hex digest (16+ hex digits), lower-cased."""
-    return len(token) == 26 or (len(token) >= 16 and set(token) <= _HEX)
-
-
 class Needle:
-    """The text being erased, matched case-insensitively.
+    """What an erasure looks for: a name or identifier in all its spellings.
+
+    Matched as :class:`aether.identifiers.IdentifierMatcher` matches: whole tokens only
+    (erasing ``INV-7731`` leaves ``INV-7731B``), in any case, with or without diacritics,
+    separators or a leading ``@``/``#`` (a UUID with or without hyphens, a phone number
+    with spaces or dots), and in any of ``aliases`` (the names the graph knows it by).
 
     Args:
         text: the text; surrounding space is ignored.
+        aliases: other spellings of the same thing, erased with it.
 
     Raises:
-        InvalidOperationError: shorter than 3 or longer than 1,000 characters.
+        InvalidOperationError: shorter than 3 or longer than 1,000 characters, or nothing
+            in it to match (only punctuation).
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, aliases: Iterable[str] = ()) -> None:
         stripped = text.strip()
         if len(stripped) < MIN_NEEDLE:
             raise InvalidOperationError(
@@ -102,40 +107,37 @@ class Needle:
         if len(stripped) > MAX_NEEDLE:
             raise InvalidOperationError(f"the text to erase is at most {MAX_NEEDLE} characters")
         self.text = stripped
-        folded = stripped.casefold()
-        forms = {
-            folded,
-            json.dumps(stripped)[1:-1].casefold(),
-            json.dumps(stripped, ensure_ascii=False)[1:-1].casefold(),
-        }
-        self.forms = sorted(forms)
-        self._ascii = all(f.isascii() for f in self.forms)
-        self._bytes = [f.encode() for f in self.forms]
+        self.aliases = [a.strip() for a in aliases if len(a.strip()) >= MIN_NEEDLE]
+        self.matcher = IdentifierMatcher([stripped, *self.aliases])
+        if not self.matcher:
+            raise InvalidOperationError(
+                f"{stripped!r} has no letters or digits to look for: name what to erase"
+            )
+        self.forms = self.matcher.spellings
 
-    def _found(self, folded: str) -> bool:
-        for form in self.forms:
-            start = folded.find(form)
-            while start >= 0:
-                end = start + len(form)
-                left, right = start, end
-                while left > 0 and _WORD.match(folded[left - 1]):
-                    left -= 1
-                while right < len(folded) and _WORD.match(folded[right]):
-                    right += 1
-                if not _id_like(folded[left:right]):
-                    return True
-                start = folded.find(form, start + 1)
-        return False
+    def sealed(self) -> str:
+        """The text and its aliases as one string (:meth:`unsealed` reads it back)."""
+        return ALIAS_SEP.join([self.text, *self.aliases])
+
+    @classmethod
+    def unsealed(cls, value: str) -> Needle:
+        """The needle :meth:`sealed` wrote."""
+        text_, *aliases = value.split(ALIAS_SEP)
+        return cls(text_, aliases)
+
+    def span(self, value: str) -> tuple[int, int] | None:
+        """Where a spelling is found in the folded ``value`` (see :func:`fold`)."""
+        return self.matcher.span(value)
 
     def in_text(self, value: str) -> bool:
-        """Whether a text holds the needle (outside ids)."""
-        return self._found(value.casefold())
+        """Whether a text holds the needle (a whole token, in any spelling)."""
+        return self.matcher.in_text(value)
 
     def in_value(self, value: bytes | str) -> bool:
         """Whether a stored value holds the needle; binary (non-UTF-8) values never do."""
         if isinstance(value, str):
             return self.in_text(value)
-        if self._ascii and not any(f in value.lower() for f in self._bytes):
+        if not self.matcher.maybe_in(value):
             return False
         try:
             decoded = value.decode()
@@ -145,9 +147,8 @@ class Needle:
 
     def in_raw(self, blob: bytes) -> bool:
         """A quick test of raw bytes (a file chunk, a payload): ``False`` means no."""
-        if self._ascii:
-            low = blob.lower()
-            return any(f in low for f in self._bytes)
+        if not self.matcher.maybe_in(blob):
+            return False
         return self.in_text(blob.decode("utf-8", "replace"))
 
     def maybe_in(self, payload: bytes) -> bool:
@@ -155,11 +156,11 @@ class Needle:
 
         A payload made while ``rdbcompression`` was on may hold LZF-compressed strings,
         marked by the byte 0xC3, where the text cannot be seen: those answer maybe (so do
-        non-ASCII and binary values, where the byte occurs too; they are decoded). The
-        last 10 bytes (RDB version and CRC) are not part of the value.
+        non-ASCII and binary values). The last 10 bytes (RDB version and CRC) are not part
+        of the value.
         """
         body = payload[:-10]
-        return b"\xc3" in body or self.in_raw(body)
+        return b"\xc3" in body or self.matcher.maybe_in(body)
 
 
 @dataclass

@@ -6,18 +6,24 @@ type (fact or insight), a base confidence with the time it was last reinforced, 
 what it supersedes. Effective confidence halves every 30 days since the last
 reinforcement; it is computed at read time, so there is no background job.
 
-``remember(text)`` logs the text, extracts beliefs from it (LLM, or the text itself as a
-fact), then compares each with the 5 most similar active beliefs:
+``remember(text)`` logs the text, extracts beliefs from it (LLM, or each clause that
+states something, a compound clause cut into one per attribute by
+:func:`~aether.memory.knowledge.facts.split_compound`), then compares each with the active
+beliefs about the same subject and attribute (its *slot*, kept indexed on every belief)
+and with the 5 most similar ones, by the rules of :mod:`aether.memory.knowledge.facts`:
 
-- similarity >= 0.7 and the two contradict (LLM, or a heuristic for negations and changed
-  numbers): the old belief is invalidated and the new one supersedes it;
-- similarity > 0.85 otherwise: the old belief is reinforced (confidence up, decay reset);
-- else a new belief is created.
+- another subject, another attribute, another identifier: nothing happens to the old one
+  (the staging key never retires the production key, Ivo's gym never reinforces Marta's);
+- the same value of the same attribute: the old belief is reinforced (confidence up,
+  decay reset);
+- another value of a single-valued attribute, or a negation: every active belief of the
+  slot is superseded by the new one (a chain keeps only the newest active);
+- where the rules cannot read a statement: similarity >= 0.7 and a contradiction (LLM, or
+  a heuristic for negations and changed numbers) supersede, similarity > 0.85 reinforces,
+  unless the two name different identifiers.
 
-The contradiction check runs for near-duplicates too (before the reinforcement check):
-"I like coffee" and "I don't like coffee" are more than 0.85 similar, and reinforcing one
-with the other would be wrong. Nothing is overwritten: every change is appended to the
-belief's history, ``ns:beliefs:history:<id>``.
+Nothing is overwritten: every change is appended to the belief's history,
+``ns:beliefs:history:<id>``.
 """
 
 from __future__ import annotations
@@ -32,15 +38,17 @@ from typing import Any
 import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
-from redisvl.query import TextQuery
+from redisvl.query import FilterQuery, TextQuery
 from redisvl.query.filter import Tag
 from typing_extensions import TypedDict
 
 from aether.codec import text, texts
 from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
+from aether.identifiers import identifiers_in
 from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, stating
+from aether.memory.knowledge.facts import Claim, Relation, parse, relation, split_compound
 from aether.memory.retrieval.recency import decay
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.text import STOPWORDS, query_tokens
@@ -73,6 +81,7 @@ BELIEF_FIELDS = (
     "superseded_by",
     "tags",
     "timestamp",
+    "slots",
 )
 _NEGATIONS = frozenset(
     [
@@ -479,7 +488,7 @@ class Beliefs:
         """Beliefs in the text: the LLM's fact (+ insight), or the text itself as a fact."""
         fallback: list[Extracted] = [{"statement": statement.strip(), "type": "fact", "tags": []}]
         if self.llm is None:  # each clause that states something is a belief of its own
-            stated = [c for c in clauses(statement) if stating(c)]
+            stated = [p for c in clauses(statement) if stating(c) for p in split_compound(c)]
             return [{"statement": c, "type": "fact", "tags": []} for c in stated] or fallback
         prompt = (
             "Extract at most two beliefs from the text: one personal fact and, only if "
@@ -519,37 +528,94 @@ class Beliefs:
                 log.info("contradiction check fell back to the heuristic", error=str(e))
         return heuristic_contradiction(old, new)
 
+    async def aliases(self, text_: str) -> dict[str, str]:
+        """Folded aliases of the entities ``text_`` names -> the entity's folded name."""
+        from aether.identifiers import fold
+        from aether.memory.knowledge.graph import Graph
+
+        out: dict[str, str] = {}
+        for entity in await Graph(self.layer).find(text_[:2000], limit=20):
+            for alias in entity.get("aliases", []):
+                out[fold(alias.strip())] = fold(entity["name"].strip())
+        return out
+
+    async def in_slot(self, slot: str, limit: int = 50) -> list[MemoryDoc]:
+        """The active beliefs that state the attribute ``slot`` names (:class:`Claim`)."""
+        query = FilterQuery(
+            filter_expression=(Tag("kind") == "belief")
+            & (Tag("status") == "active")
+            & (Tag("slots") == slot),
+            num_results=limit,
+        )
+        query.no_content()
+        try:
+            rows = await self.index.search(query.query, query_params=query.params)
+        except (RedisSearchError, ResponseError) as e:
+            log.warning("belief slot search failed", error=str(e))
+            return []
+        docs = await self.layer.get_docs([row.id for row in rows.docs], BELIEF_FIELDS)
+        return [d for d in docs if d is not None and d.get("status") == "active"]
+
+    async def _decide(
+        self,
+        old: MemoryDoc,
+        claim: Claim | None,
+        statement: str,
+        sim: float,
+        aliases: dict[str, str],
+    ) -> Relation:
+        """How ``statement`` relates to the active belief ``old`` (module docs)."""
+        found = relation(parse(str(old["content"]), aliases), claim)
+        if found is not Relation.UNKNOWN:
+            return found
+        old_ids = set(identifiers_in(str(old["content"])))
+        new_ids = set(identifiers_in(statement))
+        if old_ids and new_ids and old_ids != new_ids:
+            return Relation.DISTINCT  # INV-7731 and INV-7731B are two things
+        # short statements that differ only in their value ("works at Acme" / "at
+        # Globex") are less similar than check_above (MiniLM: 0.57), so the same
+        # subject and single-valued verb is also worth a check
+        checked = sim >= self.settings.check_above or _changed_value(str(old["content"]), statement)
+        if checked and await self._contradicts(str(old["content"]), statement):
+            return Relation.REPLACES
+        if sim > self.settings.reinforce_above:
+            return Relation.SAME
+        return Relation.DISTINCT
+
     async def _fold(
         self, extracted: Extracted, evidence: str, tags: list[str], now: float
     ) -> Outcome:
         statement = extracted["statement"]
         vector = await self.layer.embed(statement)
+        aliases = await self.aliases(statement)
+        claim = parse(statement, aliases)
         neighbours = await self.similar(statement, vector)
+        near = {doc["id"] for doc, _ in neighbours}
+        if claim is not None:
+            neighbours += [
+                (doc, lexical_similarity(statement, str(doc["content"])))
+                for doc in await self.in_slot(claim.slot)
+                if doc["id"] not in near
+            ]
+        replaced: list[tuple[MemoryDoc, float]] = []
         for old, sim in neighbours:
-            # short statements that differ only in their value ("works at Acme" / "at
-            # Globex") are less similar than check_above (MiniLM: 0.57), so the same
-            # subject and single-valued verb is also worth a check
-            if sim < self.settings.check_above and not _changed_value(
-                str(old["content"]), statement
-            ):
-                continue
-            if await self._contradicts(str(old["content"]), statement):
-                new = self._build(
-                    statement,
-                    extracted["type"],
-                    evidence,
-                    tags + extracted["tags"],
-                    now,
-                    supersedes=old["id"],
+            decided = await self._decide(old, claim, statement, sim, aliases)
+            if decided is Relation.SAME:
+                return Outcome(
+                    "reinforced", await self._reinforce(old, evidence, now, sim), old, sim
                 )
-                await self._write_new(new, vector, superseding=old, now=now, similarity=sim)
-                return Outcome("superseded", new, old, sim)
-        if neighbours and neighbours[0][1] > self.settings.reinforce_above:
-            old, sim = neighbours[0]
-            return Outcome("reinforced", await self._reinforce(old, evidence, now, sim), old, sim)
-        new = self._build(statement, extracted["type"], evidence, tags + extracted["tags"], now)
+            if decided is Relation.REPLACES:
+                replaced.append((old, sim))
+        slots = [claim.slot] if claim is not None else []
+        kind, topic = extracted["type"], tags + extracted["tags"]
+        if replaced:
+            first, sim = replaced[0]
+            new = self._build(statement, kind, evidence, topic, now, first["id"], slots)
+            await self._write_new(new, vector, now, [doc for doc, _ in replaced], sim)
+            return Outcome("superseded", new, first, sim)
+        new = self._build(statement, kind, evidence, topic, now, slots=slots)
         await self._write_new(new, vector, now=now)
-        return Outcome("created", new, None, neighbours[0][1] if neighbours else 0.0)
+        return Outcome("created", new, None, max((s for _, s in neighbours), default=0.0))
 
     def _build(
         self,
@@ -559,6 +625,7 @@ class Beliefs:
         tags: list[str],
         now: float,
         supersedes: str | None = None,
+        slots: list[str] | None = None,
     ) -> MemoryDoc:
         topic = list(dict.fromkeys([*tags, *keyword_tags(statement)]))[:8]
         doc = base_record(
@@ -581,6 +648,7 @@ class Beliefs:
                 "supersedes": supersedes,
                 "superseded_by": None,
                 "session": "",
+                "slots": slots or [],
             }
         )
         return doc
@@ -594,12 +662,16 @@ class Beliefs:
         doc: MemoryDoc,
         vector: list[float] | None,
         now: float,
-        superseding: MemoryDoc | None = None,
+        superseding: list[MemoryDoc] | None = None,
         similarity: float = 0.0,
+        m: Mutation | None = None,
     ) -> None:
+        """Write a new belief (retiring ``superseding``), applied unless ``m`` is given."""
+        applied = m is None
+        m = m or Mutation()
         if vector is not None:
             doc["embedding"] = vector
-        m = self.layer.put(Mutation(), self.keys.belief(doc["id"]), doc)
+        self.layer.put(m, self.keys.belief(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         self._event(
             m,
@@ -610,21 +682,33 @@ class Beliefs:
             confidence=doc["confidence"],
             supersedes=doc["supersedes"],
         )
-        if superseding is not None:
-            await self._supersede_quotes(m, superseding, doc)
-            self._status_ops(m, superseding, Status.SUPERSEDED)
-            key = self.keys.belief(superseding["id"])
-            m.json_set(key, doc["id"], "$.superseded_by")
-            self._event(
-                m,
-                superseding["id"],
-                "contradict",
-                now,
-                by=doc["id"],
-                evidence=doc["evidence"],
-                similarity=round(similarity, 4),
-            )
-        await self.layer.store.apply(m, "belief.create")
+        for old in superseding or []:
+            await self._supersede_quotes(m, old, doc)
+            self.retire(m, old, doc["id"], now, doc["evidence"], similarity)
+        if applied:
+            await self.layer.store.apply(m, "belief.create")
+
+    def retire(
+        self,
+        m: Mutation,
+        old: MemoryDoc,
+        by: str,
+        now: float,
+        evidence: list[str],
+        similarity: float = 0.0,
+    ) -> None:
+        """Ops that mark the active belief ``old`` superseded by the belief ``by``."""
+        self._status_ops(m, old, Status.SUPERSEDED)
+        m.json_set(self.keys.belief(old["id"]), by, "$.superseded_by")
+        self._event(
+            m,
+            old["id"],
+            "contradict",
+            now,
+            by=by,
+            evidence=evidence,
+            similarity=round(similarity, 4),
+        )
 
     async def _supersede_quotes(self, m: Mutation, old: MemoryDoc, new: MemoryDoc) -> None:
         """Mark what still states ``old`` superseded by ``new``, in the same change.

@@ -51,6 +51,7 @@ def text_schema(keys: Keyspace) -> dict[str, Any]:
         {"name": "scope", "type": "tag", "path": "$.scope"},
         {"name": "pattern", "type": "tag", "path": "$.pattern"},
         {"name": "hash", "type": "tag", "path": "$.hash"},
+        {"name": "slots", "type": "tag", "path": "$.slots[*]"},
         {
             "name": "timestamp",
             "type": "numeric",

@@ -171,6 +171,8 @@ class Belief(MemoryRecord, total=False):
     evidence: list[str]
     supersedes: str | None
     superseded_by: str | None
+    slots: list[str]
+    """Subject-and-attribute keys of what it states (``aether.memory.knowledge.facts``)."""
     effective_confidence: float
     """Computed when read, never stored."""
 

@@ -1,0 +1,177 @@
+"""Identifiers matched as whole tokens, in any of their spellings.
+
+One matcher for everything that looks for a name or an identifier in stored text: erasure
+(:class:`aether.store.redaction.Needle`), forgetting by subject, replacing, and the fact
+rules that keep ``INV-7731`` and ``INV-7731B`` apart (:mod:`aether.memory.knowledge.facts`).
+
+Two rules:
+
+* **Whole tokens.** A spelling matches only where it starts and ends a token: ``INV-7731``
+  never matches inside ``INV-7731B``, ``4410`` never inside ``44107``, ``lee@kiln.co``
+  never inside ``bree@kiln.co`` nor ``lee@kiln.co.nz``. A token that goes on across a
+  joining character (``.``, ``-``, ``_``, ``@``, ``+``, ``:``) followed by a letter or
+  digit is a longer identifier, not this one.
+* **Every spelling.** Text and spelling are compared folded: Unicode NFKC, case-folded,
+  diacritics removed (``José`` is ``jose``), a leading ``@`` or ``#`` dropped (``@mira``
+  is ``mira``). In a spelling that holds a digit (a phone, card, account number, a UUID,
+  an invoice id) the separators (space, ``-``, ``.``, ``_``, ``/``, brackets) are
+  optional and interchangeable: ``+351 912 345 678``, ``+351.912.345.678`` and
+  ``+351912345678`` are one number, a UUID with hyphens is the UUID without. In words,
+  any short run of punctuation or space stands for any other (``Mary-Jane`` /
+  ``Mary Jane``), never for none (``Ada`` is not ``A da``... nor ``ada`` inside ``adam``).
+
+A name in another script (``Ольга Иванова`` for ``Olga Ivanova``) is not a spelling that
+folding finds: it is an alias, which the caller adds (the graph knows them).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+__all__ = [
+    "IdentifierMatcher",
+    "fold",
+    "has_identifier",
+    "identifiers_in",
+    "skeleton",
+]
+
+SEPARATORS = " \t\n\r-._/()"
+_SEP_CLASS = r"[\s\-._/()]"
+_WORD_GAP = r"(?:[^\w@]|_){1,5}"
+_JOINERS = r"[.\-_@+:]"
+_ALNUM = r"[^\W_]"
+_LEFT = rf"(?<!{_ALNUM})(?<!{_ALNUM}{_JOINERS})"
+_RIGHT = rf"(?!{_ALNUM})(?!{_JOINERS}{_ALNUM})"
+_TOKEN = re.compile(rf"{_ALNUM}+|@")
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrt\"\\/])")
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+_PUNCTUATION = "".join(chr(c) for c in range(128) if not chr(c).isalnum() and chr(c) != "@")
+_PUNCTUATION_BYTES = _PUNCTUATION.encode()
+INTRA_TOKEN_MIN = 6
+"""A digit-bearing token this long may be written with separators inside it (a phone)."""
+
+# an identifier in prose: a token with a digit, an e-mail, a handle, a hashtag, a key
+_IDENTIFIER = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail
+    r"|(?<![\w@])[@#][A-Za-z_][\w.-]*\w"  # handle, hashtag
+    r"|\+?\d[\d\s().-]{5,}\d"  # a phone or account number written in groups
+    r"|(?<![\w-])(?=[\w.-]*\d)[A-Za-z0-9][\w.:-]*[A-Za-z0-9]"  # a token holding a digit
+    r"|(?<![\w-])[a-z]+_[a-z0-9_]+"  # snake_case keys
+)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code.startswith("u"):
+        return chr(int(code[1:], 16))
+    return _SIMPLE_ESCAPES[code]
+
+
+def fold(text: str) -> str:
+    r"""``text`` as spellings are compared: NFKC, case-folded, without diacritics.
+
+    JSON escapes (``\u00e9``, ``\n``) are read as the characters they stand for, so a
+    stored JSON value and its text fold alike.
+    """
+    if "\\" in text:
+        text = _ESCAPE.sub(_unescape, text)
+    if text.isascii():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded.isascii():
+        return folded
+    return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", folded)))
+
+
+def skeleton(spelling: str) -> str:
+    """A spelling folded to its letters, digits and ``@`` (no leading ``@``/``#``/``+``)."""
+    folded = fold(spelling).strip().lstrip("@#+")
+    return "".join(c for c in folded if c.isalnum() or c == "@")
+
+
+def has_identifier(text: str) -> bool:
+    """Whether a text names an identifier (a token with a digit, an e-mail, a handle)."""
+    return _IDENTIFIER.search(text) is not None
+
+
+def identifiers_in(text: str) -> list[str]:
+    """The identifiers a text names, folded to their skeletons, in order, once each."""
+    found = [skeleton(m.group(0).rstrip(".,;:")) for m in _IDENTIFIER.finditer(text)]
+    return list(dict.fromkeys(s for s in found if s))
+
+
+@lru_cache(maxsize=512)
+def _pattern(spelling: str) -> re.Pattern[str] | None:
+    folded = fold(spelling).strip().strip("\"'`“”‘’«»").lstrip("@#+").strip()
+    tokens = _TOKEN.findall(folded)
+    words = [t for t in tokens if t != "@"]
+    if not words:
+        return None
+    identifier = any(c.isdigit() for c in folded)
+    parts: list[str] = []
+    previous = ""
+    for token in tokens:
+        if token == "@":
+            parts.append(rf"{_SEP_CLASS}*@{_SEP_CLASS}*")
+            previous = "@"
+            continue
+        if parts and previous != "@":
+            parts.append(f"{_SEP_CLASS}*" if identifier else _WORD_GAP)
+        if identifier and any(c.isdigit() for c in token) and len(token) >= INTRA_TOKEN_MIN:
+            parts.append(f"{_SEP_CLASS}{{0,3}}".join(re.escape(c) for c in token))
+        else:
+            parts.append(re.escape(token))
+        previous = token
+    return re.compile(_LEFT + "".join(parts) + _RIGHT)
+
+
+class IdentifierMatcher:
+    """Finds any of some spellings of one thing in texts (see the module docs).
+
+    Args:
+        spellings: the name or identifier and its aliases; blank ones are ignored.
+    """
+
+    def __init__(self, spellings: Iterable[str]) -> None:
+        self.spellings = list(dict.fromkeys(s.strip() for s in spellings if s and s.strip()))
+        patterns = [_pattern(s) for s in self.spellings]
+        self.patterns = [p for p in patterns if p is not None]
+        self.skeletons = sorted({skeleton(s) for s in self.spellings} - {""})
+        self._ascii = all(s.isascii() for s in self.skeletons)
+        self._skeleton_bytes = [s.encode() for s in self.skeletons]
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where the first spelling is found in the folded ``text``, or ``None``."""
+        folded = fold(text)
+        if self._ascii and folded.isascii():
+            compact = folded.translate(_DELETE_PUNCTUATION)
+            if not any(s in compact for s in self.skeletons):
+                return None
+        best: tuple[int, int] | None = None
+        for pattern in self.patterns:
+            found = pattern.search(folded)
+            if found is not None and (best is None or found.start() < best[0]):
+                best = found.span()
+        return best
+
+    def in_text(self, text: str) -> bool:
+        """Whether ``text`` names it in one of its spellings."""
+        return self.span(text) is not None
+
+    def maybe_in(self, blob: bytes) -> bool:
+        """A quick test of raw bytes: ``False`` means no spelling can be in them."""
+        if not self._ascii or b"\\u" in blob or not blob.isascii():
+            return True
+        compact = blob.lower().translate(None, _PUNCTUATION_BYTES)
+        return any(s in compact for s in self._skeleton_bytes)
+
+
+_DELETE_PUNCTUATION = str.maketrans("", "", _PUNCTUATION)
