@@ -41,6 +41,11 @@ __all__ = [
 
 SEPARATORS = " \t\n\r-._/()"
 _SEP_CLASS = r"[\s\-._/()]"
+_LETTERS = str.maketrans(
+    {"ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i", "ŀ": "l", "ß": "ss", "æ": "ae"}
+    | {"œ": "oe", "þ": "th", "ð": "d", "ŧ": "t"}
+)
+"""Latin letters whose diacritic is not a combining mark (NFD leaves ``ø`` as it is)."""
 _WORD_GAP = r"(?:[^\w@]|_){1,5}"
 _JOINERS = r"[.\-_@+:]"
 _ALNUM = r"[^\W_]"
@@ -82,7 +87,7 @@ def fold(text: str) -> str:
         text = _ESCAPE.sub(_unescape, text)
     if text.isascii():
         return text.lower()
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = unicodedata.normalize("NFKC", text).casefold().translate(_LETTERS)
     if folded.isascii():
         return folded
     return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", folded)))

@@ -82,7 +82,7 @@ def test_a_compound_sentence_is_cut_into_its_clauses(text: str, expected: list[s
 
 def test_a_person_never_lives_in_a_thing() -> None:
     found = extract("User", "Hello there, I live in Porto and my NAS has 16 TB")
-    assert [f.statement for f in found.facts] == ["User live in Porto", "User's NAS has 16 TB"]
+    assert [f.statement for f in found.facts] == ["User lives in Porto", "User's NAS has 16 TB"]
     relations = {(r.source, r.type, r.target) for r in found.relations}
     assert ("User", "live_in", "Porto") in relations
     assert not any(r.target == "NAS" and r.type == "live_in" for r in found.relations)

@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
         "messages",
         "codec",
         "tokens",
+        "identifiers",
     },
     {"server"},
     {"store"},

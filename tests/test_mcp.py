@@ -62,6 +62,9 @@ TOOLS = {
     "goal_done",
     "graph_find",
     "graph_expand",
+    # facts kept, replaced and forgotten as the user means (issue 63)
+    "memory_replace",
+    "graph_alias",
     # the operator's, added when every CLI command became a face over an operation
     "belief_forget",
     "belief_prune",

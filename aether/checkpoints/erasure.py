@@ -168,9 +168,11 @@ class Eraser:
         redactor = Redactor(self.client, self.keys, needle, Taint())
         plan = ErasurePlan(counts=await self._scan(redactor, item_key))
         present: set[str] = set()
+        removed = rewritten = 0  # as the run's state phase counts them
         async for page in self._state_pages():
             for name in page:
                 if self.keys.is_vector(name) and redactor.key_gone(name):
+                    removed += 1
                     owner = self.keys.owner(name)
                     plan.items.setdefault(self.keys.tier(name), []).append(
                         {"key": name, "what": f"part of {owner}", "excerpt": ""}
@@ -179,11 +181,17 @@ class Eraser:
             for name, value in zip(names, await read_values(self.client, names), strict=True):
                 if value.type == "none":
                     continue
+                redacted = None if redactor.key_gone(name) else redactor.redact(name, value)
+                if redacted is None:
+                    removed += 1
+                elif redacted is not value:
+                    rewritten += 1
                 present.add(name)
                 for what, shown in self._sightings(redactor, name, value):
                     plan.items.setdefault(self.keys.tier(name), []).append(
                         {"key": name, "what": what, "excerpt": shown}
                     )
+        plan.counts.update(state_removed=removed, state_redacted=rewritten)
         plan.history_only = sorted(
             k for k in redactor.taint.keys if k not in present and self.keys.is_state(k)
         )

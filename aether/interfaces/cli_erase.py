@@ -26,7 +26,25 @@ from aether.interfaces.common import (
 from aether.operations import erasure as ops
 
 
+def _print_resolved(result: dict[str, Any]) -> None:
+    resolved = result.get("resolved")
+    if not resolved:
+        return
+    if resolved["aliases"]:
+        print(f"erasing {resolved['text']!r} and its aliases: {', '.join(resolved['aliases'])}")
+    for warning in resolved["warnings"]:
+        print(f"warning: {warning}")
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    return (
+        f"{plural(counts.get('state_removed', 0), 'item')} removed, "
+        f"{plural(counts.get('state_redacted', 0), 'collection')} redacted"
+    )
+
+
 def _print_plan(plan: dict[str, Any]) -> None:
+    _print_resolved(plan)
     if not plan["total"]:
         print("nothing holds that text; nothing would change")
         return
@@ -42,14 +60,14 @@ def _print_plan(plan: dict[str, Any]) -> None:
         print(f"also rewritten ({len(plan['elsewhere'])}): history, streams, caches, files")
         for place in plan["elsewhere"]:
             print(f"  {place['store']}: {place['place']}  {place['detail']}".rstrip())
-    print(f"{plural(plan['total'], 'item')} would be erased")
+    print(f"would erase: {_counts_line(plan['counts'])}")
 
 
 def _print_report(report: dict[str, Any]) -> None:
+    _print_resolved(report)
     counts = report["counts"]
     print(
-        f"erasure {report['id']}: {plural(counts.get('state_removed', 0), 'item')} removed, "
-        f"{plural(counts.get('state_redacted', 0), 'collection')} redacted, "
+        f"erasure {report['id']}: {_counts_line(counts)}, "
         f"{plural(counts.get('journal_entries', 0), 'journal entry')} redacted; "
         f"files: {report['files']}; checkpoint before it: {report['checkpoint']}"
     )
@@ -59,7 +77,7 @@ def erase(
     ctx: typer.Context,
     text: Annotated[
         str | None,
-        typer.Argument(help="Erase every item whose text holds this.", show_default=False),
+        typer.Argument(help=about(ops.EraseArgs, "text"), show_default=False),
     ] = None,
     item: Annotated[
         str | None, typer.Option("--id", metavar="ID", help=about(ops.EraseArgs, "id"))
@@ -156,7 +174,7 @@ def _print_log(records: list[dict[str, Any]], pending: dict[str, Any] | None = N
         counts = r["counts"]
         print(
             f"{r['id']}  by {r['actor']}  sha256 {r['text_hash'][:16]}…  "
-            f"{plural(counts.get('state_removed', 0), 'item')} removed  files: {r['files']}"
+            f"{_counts_line(counts)}  files: {r['files']}"
         )
 
 

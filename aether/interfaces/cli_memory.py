@@ -18,6 +18,7 @@ from aether.interfaces.common import (
     EXIT_USAGE,
     AppState,
     JsonOpt,
+    about,
     arguments,
     call,
     call_in_zone,
@@ -163,18 +164,105 @@ def log_(
 
 
 @app.command()
-def forget(ctx: typer.Context, memory_id: str, json_: JsonOpt = False) -> None:
-    """Forget one belief, long-term note or daily entry by its id (a rollback restores it).
+def forget(
+    ctx: typer.Context,
+    memory_id: Annotated[
+        str | None,
+        typer.Argument(help="The memory's id (or give --about).", show_default=False),
+    ] = None,
+    about_: Annotated[
+        str | None,
+        typer.Option("--about", metavar="NAME", help=about(ops.ForgetArgs, "about")),
+    ] = None,
+    preview: Annotated[
+        bool, typer.Option("--preview", help=about(ops.ForgetArgs, "preview"))
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Forget one memory by its id, or everything about a subject (a rollback restores it).
 
-    A belief is kept in its history but never recalled again; a note or an entry is
-    deleted.
+    By id, a belief is kept in its history but never recalled again; a note or an entry
+    is deleted. With --about, every belief, note and entry whose subject is NAME (or an
+    alias the graph knows) is marked forgotten, after a checkpoint; never one that only
+    shares something with it.
     """
-    done = call(ctx, ops.memory_forget, arguments(ctx, ops.IdArgs, id=memory_id))
-    emit(
-        done.model_dump(),
-        wants_json(ctx, json_),
-        lambda: print(f"forgot {done.kind} {done.forgotten}"),
+    as_json = wants_json(ctx, json_)
+    if (memory_id is None) == (about_ is None):
+        fail("give a memory id or --about NAME", as_json, code=EXIT_USAGE, kind="usage")
+    if about_ is not None and not preview and not yes:
+        planned = call(
+            ctx, ops.memory_forget, arguments(ctx, ops.ForgetArgs, about=about_, preview=True)
+        )
+        if not as_json:
+            _print_forgotten(planned)
+        if not planned.items:
+            emit(planned.model_dump(), as_json, lambda: None)
+            return
+        confirm(f"Forget {len(planned.items)} memories about {about_}?", yes, as_json)
+    args = arguments(ctx, ops.ForgetArgs, id=memory_id, about=about_, preview=preview)
+    done = call(ctx, ops.memory_forget, args)
+    emit(done.model_dump(), as_json, lambda: _print_forgotten(done))
+
+
+def _print_forgotten(done: ops.Forgotten) -> None:
+    if done.kind != "about":
+        print(f"{'would forget' if done.preview else 'forgot'} {done.kind} {done.forgotten}")
+        return
+    if not done.items:
+        print(f"no memory is about {done.forgotten!r}; nothing changed")
+        return
+    verb = "would forget" if done.preview else "forgot"
+    names = f" (also known as {', '.join(done.names[1:])})" if len(done.names) > 1 else ""
+    print(f"{verb} {len(done.items)} memories about {done.forgotten}{names}:")
+    for item in done.items:
+        print(f"  [{item['kind']} {item['id']}] {item['content']}")
+    if done.checkpoint:
+        print(f"checkpoint before it: {done.checkpoint}")
+
+
+@app.command()
+def replace(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help=about(ops.ReplaceArgs, "target"))],
+    content: Annotated[str, typer.Argument(help=about(ops.ReplaceArgs, "content"))],
+    preview: Annotated[
+        bool, typer.Option("--preview", help=about(ops.ReplaceArgs, "preview"))
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    source: Annotated[Source, typer.Option(help="Who it comes from.")] = "user",
+    json_: JsonOpt = False,
+) -> None:
+    """Replace what is known about TARGET ("my employer", an id) with the fact CONTENT.
+
+    Every belief, entry and note that states that attribute of that subject is retired
+    (superseded by the new belief), in one journaled change after a checkpoint.
+    """
+    as_json = wants_json(ctx, json_)
+    if not preview and not yes:
+        planned = call(
+            ctx,
+            ops.memory_replace,
+            arguments(ctx, ops.ReplaceArgs, target=target, content=content, preview=True),
+        )
+        if not as_json:
+            _print_replaced(planned)
+        confirm(f"Replace {len(planned.replaced)} memories with the new fact?", yes, as_json)
+    args = arguments(
+        ctx, ops.ReplaceArgs, target=target, content=content, preview=preview, source=source
     )
+    done = call(ctx, ops.memory_replace, args)
+    emit(done.model_dump(), as_json, lambda: _print_replaced(done))
+
+
+def _print_replaced(done: ops.Replaced) -> None:
+    what = f"{done.attribute} of {done.subject}"
+    verb = "would retire" if done.preview else "retired"
+    print(f"{verb} {len(done.replaced)} memories stating the {what}:")
+    for item in done.replaced:
+        print(f"  [{item['kind']} {item['id']}] {item['content']}")
+    if not done.preview:
+        print(f"new belief {done.belief}; checkpoint before it: {done.checkpoint}")
 
 
 @app.command()

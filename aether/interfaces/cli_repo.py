@@ -10,6 +10,7 @@ import typer
 
 from aether.interfaces.common import (
     JsonOpt,
+    about,
     arguments,
     call,
     emit,
@@ -113,6 +114,31 @@ def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
     ]
     empty = f"no entity matches {query!r}"
     emit_table(found.entities, wants_json(ctx, json_), columns, empty=empty)
+
+
+@graph_app.command("alias")
+def graph_alias(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help=about(graph_ops.AliasArgs, "name"))],
+    alias: Annotated[str, typer.Argument(help=about(graph_ops.AliasArgs, "alias"))],
+    type_: Annotated[
+        str | None, typer.Option("--type", help=about(graph_ops.AliasArgs, "type"))
+    ] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Record that NAME is also known as ALIAS (search, forget --about and erase use it)."""
+    args = arguments(ctx, graph_ops.AliasArgs, name=name, alias=alias, type=type_)
+    found = call(ctx, graph_ops.graph_alias, args)
+    entity = found.entities[0] if found.entities else None
+    emit(
+        found.model_dump(),
+        wants_json(ctx, json_),
+        lambda: print(
+            f"{entity['type']} {entity['name']}: also {', '.join(entity.get('aliases', []))}"
+            if entity
+            else "recorded"
+        ),
+    )
 
 
 @graph_app.command("expand")

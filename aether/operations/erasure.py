@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from aether.checkpoints.erasure import pending_view
 from aether.checkpoints.erasure_model import MAX_SUBJECT
+from aether.memory.knowledge.revision import Revisions
 from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
 
@@ -24,7 +25,9 @@ class EraseArgs(BaseModel):
     text: str | None = Field(
         default=None,
         max_length=MAX_SUBJECT,
-        description="Erase every item whose text holds this (case-insensitive).",
+        description="Erase every item that names this: a name or identifier as a whole "
+        "token in any spelling (case, separators, diacritics) and the aliases the graph "
+        'knows it by, or a description ("everything about customer Olga Ivanova").',
     )
     id: str | None = Field(default=None, max_length=200, description="Erase this one item.")
     dry_run: bool = Field(default=False, description="List what would go; change nothing.")
@@ -46,15 +49,24 @@ def _erase_brief(result: dict[str, Any]) -> str:
 async def erase(parts: Parts, caller: Caller, args: EraseArgs) -> dict[str, Any]:
     """Erase a subject from every store, history included (or list it with dry_run).
 
-    A checkpoint is taken first; the erased items are gone from the state, the journal
-    (so no rollback brings them back), the caches, the archive and Redis's files.
+    The text is matched as a whole token in every spelling, with the graph's aliases; a
+    description resolves through the graph to the entity it names (``resolved`` says
+    how, and warns of the names it does not erase). A checkpoint is taken first; the
+    erased items are gone from the state, the journal (so no rollback brings them back),
+    the caches, the archive and Redis's files.
     """
     eraser = parts.eraser(caller.actor)
+    text, resolved = args.text, {}
+    aliases: list[str] = []
+    if args.text is not None:
+        target = await Revisions(parts.beliefs()).erasure_target(args.text)
+        text, aliases = target.text, target.aliases
+        resolved = {"text": target.text, "aliases": aliases, "warnings": target.warnings}
     if args.dry_run:
-        plan = await eraser.plan(args.text, args.id)
-        return {"dry_run": True, **plan.to_dict()}
-    report = await eraser.erase(args.text, args.id)
-    return report.to_dict()
+        plan = await eraser.plan(text, args.id, aliases)
+        return {"dry_run": True, **plan.to_dict(), **({"resolved": resolved} if resolved else {})}
+    report = await eraser.erase(text, args.id, aliases)
+    return {**report.to_dict(), **({"resolved": resolved} if resolved else {})}
 
 
 class LogArgs(BaseModel):

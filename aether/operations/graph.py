@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from aether.memory.knowledge.graph import Entity
+from aether.errors import InvalidOperationError
+from aether.identifiers import IdentifierMatcher
+from aether.memory.knowledge.extraction import MAX_NAME, clean_name
+from aether.memory.knowledge.graph import Entity, EntityIn
 from aether.operations.base import Caller, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import DEPTH
 
-__all__ = ["Entities", "Related", "RelationRow", "graph_expand", "graph_find"]
+__all__ = [
+    "AliasArgs",
+    "Entities",
+    "Related",
+    "RelationRow",
+    "graph_alias",
+    "graph_expand",
+    "graph_find",
+]
 
 FIND_LIMIT = 20
+EntityType = Literal["person", "place", "organisation", "date", "thing"]
+"""The types the extractors give (``extraction.ENTITY_TYPES``)."""
 EXPAND_SEEDS = 5
 
 
@@ -103,3 +116,35 @@ async def graph_expand(parts: Parts, caller: Caller, args: ExpandArgs) -> Relate
             for s, t, d, _ in retired
         ]
     return Related(relations=rows)
+
+
+class AliasArgs(BaseModel):
+    """Arguments of ``graph_alias``."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME, description="The entity's name.")
+    alias: str = Field(
+        min_length=1,
+        max_length=MAX_NAME,
+        description="Another name it goes by (a nickname, a spelling, the name in another "
+        "script): search, forget --about and erase find it by this too.",
+    )
+    type: EntityType | None = Field(
+        default=None, description="Its type, when the entity is new (default: person)."
+    )
+
+
+@operation(read_only=False, agent=False)
+async def graph_alias(parts: Parts, caller: Caller, args: AliasArgs) -> Entities:
+    """Record that an entity is also known by another name (created if new)."""
+    name, alias = clean_name(args.name), clean_name(args.alias)
+    if not name or not alias:
+        raise InvalidOperationError("a name and an alias need letters or digits")
+    matcher = IdentifierMatcher([name])
+    known = [
+        e
+        for e in await parts.graph.find(name, limit=FIND_LIMIT)
+        if matcher.in_text(e["name"]) and IdentifierMatcher([e["name"]]).in_text(name)
+    ]
+    kind = args.type or (known[0]["type"] if known else "person")
+    await parts.graph.record([EntityIn(kind, known[0]["name"] if known else name, [alias])], [])
+    return Entities(entities=await parts.graph.find(name, limit=1))

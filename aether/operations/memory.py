@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from aether.errors import NotFoundError
 from aether.ids import check_id
 from aether.memory.knowledge.beliefs import RememberSummary
+from aether.memory.knowledge.revision import Revisions
 from aether.memory.retrieval.fusion import passes_floor
 from aether.memory.storage.records import Kind, Source, public
 from aether.memory.tiers.daily import DailyLog
@@ -22,6 +23,7 @@ from aether.operations.ranges import LIMIT, SCORE, TTL_S
 
 __all__ = [
     "ContentArgs",
+    "ForgetArgs",
     "Forgotten",
     "IdArgs",
     "LogArgs",
@@ -30,6 +32,8 @@ __all__ = [
     "Pad",
     "PadArgs",
     "PadSetArgs",
+    "ReplaceArgs",
+    "Replaced",
     "SearchArgs",
     "SearchResults",
     "memory_day",
@@ -42,6 +46,7 @@ __all__ = [
     "memory_notes",
     "memory_notes_flush",
     "memory_remember",
+    "memory_replace",
     "memory_search",
     "scratchpad_delete",
     "scratchpad_get",
@@ -49,6 +54,8 @@ __all__ = [
 ]
 
 Tags = Annotated[list[str] | None, Field(description="Short labels.")]
+MAX_DESCRIPTION = 500
+"""The longest description ``memory_replace`` and ``memory_forget`` take."""
 
 
 class SearchArgs(BaseModel):
@@ -220,26 +227,77 @@ async def memory_note(parts: Parts, caller: Caller, args: NoteArgs) -> dict[str,
 
 
 class IdArgs(BaseModel):
-    """Arguments of ``memory_forget``."""
+    """Arguments of ``memory_get``."""
 
     id: str = Field(description="The memory's id, as memory_search returns it.")
 
 
+class ForgetArgs(BaseModel):
+    """Arguments of ``memory_forget``: one memory by ``id``, or all ``about`` a subject."""
+
+    id: str | None = Field(
+        default=None, description="The memory's id, as memory_search returns it."
+    )
+    about: str | None = Field(
+        default=None,
+        max_length=MAX_DESCRIPTION,
+        description="Forget every memory whose subject is this person or thing (or one of "
+        "its aliases); not those that only share something with it.",
+    )
+    preview: bool = Field(
+        default=False, description="List what would be forgotten; change nothing."
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ForgetArgs:
+        if (self.id is None) == (self.about is None):
+            raise ValueError("give either id or about")
+        return self
+
+
 class Forgotten(BaseModel):
-    """A memory forgotten."""
+    """What was forgotten: one memory (``forgotten`` its id), or all about a subject.
+
+    With ``about``, ``forgotten`` is the subject, ``kind`` is ``about`` and ``items`` the
+    memories (each ``id``, ``kind``, ``content``); ``checkpoint`` the one taken before.
+    """
 
     forgotten: str
     kind: str
+    items: list[dict[str, str]] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list)
+    preview: bool = False
+    checkpoint: str | None = None
 
 
-@operation(read_only=False)
-async def memory_forget(parts: Parts, caller: Caller, args: IdArgs) -> Forgotten:
-    """Forget one belief, long-term note or daily entry that is wrong or unwanted.
+def _forgotten_text(done: Forgotten) -> str:
+    if done.kind != "about":
+        return f"forgot {done.kind} {done.forgotten}"
+    verb = "would forget" if done.preview else "forgot"
+    return f"{verb} {len(done.items)} memories about {done.forgotten}"
 
-    A belief is kept in its history but never recalled again; a note or an entry is
-    deleted. Journaled: a checkpoint rollback brings it back.
+
+@operation(read_only=False, brief=_forgotten_text)
+async def memory_forget(parts: Parts, caller: Caller, args: ForgetArgs) -> Forgotten:
+    """Forget a memory that is wrong or unwanted, by id, or everything about a subject.
+
+    ``about`` forgets every belief, note and entry whose subject is that person or thing
+    (or an alias the graph knows), never one that merely shares something with it. A
+    belief is kept in its history but never recalled again; a note or an entry is
+    deleted (by id) or marked forgotten (about). Journaled: a rollback brings it back.
     """
-    layer, id_ = parts.memory, check_id(args.id, "memory id")
+    if args.about is not None:
+        return await _forget_about(parts, caller, args.about, args.preview)
+    layer, id_ = parts.memory, check_id(args.id or "", "memory id")
+    if args.preview:
+        item = await memory_get(parts, caller, IdArgs(id=id_))
+        content = str(item.memory.get("content", ""))
+        return Forgotten(
+            forgotten=id_,
+            kind=item.kind,
+            items=[{"id": id_, "kind": item.kind, "content": content}],
+            preview=True,
+        )
     if await layer.client.exists(layer.keys.belief(id_)):
         await parts.beliefs().forget(id_)
         return Forgotten(forgotten=id_, kind="belief")
@@ -252,6 +310,101 @@ async def memory_forget(parts: Parts, caller: Caller, args: IdArgs) -> Forgotten
     removal = DailyLog(layer).removal(date.fromisoformat(doc["day"]), [doc], whole_day=False)
     await layer.store.apply(removal, "memory.forget")
     return Forgotten(forgotten=id_, kind="daily")
+
+
+async def _forget_about(parts: Parts, caller: Caller, about: str, preview: bool) -> Forgotten:
+    revisions = Revisions(parts.beliefs(caller.llm))
+    planned = await revisions.forget_about(about, preview=True, now=caller.clock())
+    checkpoint = None
+    if not preview and planned.touched:
+        taken = await parts.checkpoints.create(
+            label=f"before forgetting {about.strip()[:60]}", reason="pre-forget", actor=caller.actor
+        )
+        checkpoint = taken.id
+        planned = await revisions.forget_about(about, now=caller.clock())
+    return Forgotten(
+        forgotten=about.strip(),
+        kind="about",
+        items=[t.to_dict() for t in planned.touched],
+        names=planned.names,
+        preview=preview,
+        checkpoint=checkpoint,
+    )
+
+
+class ReplaceArgs(BaseModel):
+    """Arguments of ``memory_replace``."""
+
+    target: str = Field(
+        min_length=1,
+        max_length=MAX_DESCRIPTION,
+        description="What to replace: a memory's id, or a description of the fact "
+        '("my employer", "Marta\'s phone number", "where I live").',
+    )
+    content: str = Field(min_length=1, description="The new fact, self-contained.")
+    preview: bool = Field(default=False, description="List what would be replaced; change nothing.")
+    source: Source = Field(
+        default="agent", description="Who it comes from.", json_schema_extra=not_for_agent()
+    )
+
+
+class Replaced(BaseModel):
+    """What ``memory_replace`` retired (each ``id``, ``kind``, ``content``) and the new belief.
+
+    ``subject`` and ``attribute`` say what it read the target as; ``belief`` and ``entry``
+    are the new fact's belief and daily entry (``None`` in a preview).
+    """
+
+    replaced: list[dict[str, str]]
+    subject: str
+    attribute: str
+    belief: str | None = None
+    entry: str | None = None
+    preview: bool = False
+    checkpoint: str | None = None
+
+
+def _replaced_text(done: Replaced) -> str:
+    ids = ", ".join(r["id"] for r in done.replaced) or "nothing"
+    if done.preview:
+        return f"would replace {ids} ({done.subject}: {done.attribute})"
+    return f"replaced {ids} with belief {done.belief}"
+
+
+@operation(read_only=False, brief=_replaced_text)
+async def memory_replace(parts: Parts, caller: Caller, args: ReplaceArgs) -> Replaced:
+    """Replace what is known about one thing with a new fact ("my employer" -> this).
+
+    Retires every belief, log entry and note that states the described attribute of that
+    subject (not what is said about other things), links them to the new belief in
+    history, and records the new fact: one journaled change that a rollback undoes whole.
+    """
+    revisions = Revisions(parts.beliefs(caller.llm))
+    checkpoint = None
+    if not args.preview:
+        taken = await parts.checkpoints.create(
+            label=f"before replacing {args.target.strip()[:60]}",
+            reason="pre-replace",
+            actor=caller.actor,
+        )
+        checkpoint = taken.id
+    done = await revisions.replace(
+        args.target,
+        args.content,
+        preview=args.preview,
+        source=args.source,
+        session=caller.session,
+        now=caller.clock(),
+    )
+    return Replaced(
+        replaced=[t.to_dict() for t in done.touched],
+        subject=done.subject,
+        attribute=done.attribute,
+        belief=done.belief,
+        entry=done.entry,
+        preview=args.preview,
+        checkpoint=checkpoint,
+    )
 
 
 class MemoryItem(BaseModel):

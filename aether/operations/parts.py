@@ -96,7 +96,8 @@ class Parts:
         from aether.memory.retrieval.search import MemorySearch
 
         model = self._judge_model
-        return MemorySearch(self.memory, judge=LLMJudge(model) if model is not None else None)
+        judge = LLMJudge(model) if model is not None else None
+        return MemorySearch(self.memory, judge=judge, entities=self.graph.names_of_type)
 
     @cached_property
     def checkpoints(self) -> Checkpoints:

@@ -244,8 +244,8 @@ def _extraction(asked: str) -> str:
     found = Extraction()
     for line in asked.splitlines():
         speaker, sep, said = line.partition(": ")
-        if sep and speaker and len(speaker) < 40 and said.strip():
-            found = found.merged(extract(speaker, said))
+        if sep and speaker and len(speaker) < 40 and said.strip() and speaker != "Assistant":
+            found = found.merged(extract("" if speaker == "Tool" else speaker, said))
     return found.model_dump_json()
 
 

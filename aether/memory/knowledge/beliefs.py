@@ -47,7 +47,7 @@ from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
 from aether.identifiers import identifiers_in
 from aether.ids import ID_LENGTH, new_id, resolve_prefix
-from aether.memory.knowledge.extraction import clauses, stating
+from aether.memory.knowledge.extraction import clauses, clean_name, extract, stating
 from aether.memory.knowledge.facts import Claim, Relation, parse, relation, split_compound
 from aether.memory.retrieval.recency import decay
 from aether.memory.retrieval.search import MemorySearch
@@ -464,7 +464,31 @@ class Beliefs:
         report = RememberReport(entry)
         for extracted in await self._extract(statement):
             report.outcomes.append(await self._fold(extracted, entry["id"], tags or [], when))
+        await self._record_entities(statement, entry["id"], when)
         return report
+
+    async def _record_entities(self, statement: str, evidence: str, now: float) -> None:
+        """Put the people, places and things the statement names in the graph, typed.
+
+        So the graph knows who and what was spoken of (a question about a kind of thing,
+        a forget or an erasure by name find them), whether or not a conversation did.
+        """
+        from aether.memory.knowledge.graph import EntityIn, Graph
+
+        found = extract("", statement)
+        entities = [
+            EntityIn(e.type, clean_name(e.name))
+            for e in found.entities
+            if e.type != "date" and clean_name(e.name)
+        ]
+        if not entities:
+            return
+        try:
+            m = await Graph(self.layer).upsert(entities, [], evidence, now)
+        except InvalidOperationError as e:  # a name the graph refuses: the fact stands
+            log.info("entities of a remembered fact skipped", error=str(e))
+            return
+        await self.layer.store.apply(m, "graph.record")
 
     async def learn(
         self,

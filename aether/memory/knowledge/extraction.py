@@ -9,8 +9,12 @@ schema the LLM answers in (one structured call per batch of turns, see
   (``in``/``to``/``from`` a place, ``at``/``for`` after a work verb an organisation);
 - dates ("7 May", "May 7, 2023", "2023-05-07") and quantities with units ("16 TB");
 - simple statements ("X is/has/likes/lives in/works at Y"): the sentence is a fact, with
-  "I"/"my" resolved to the speaker, and a relation from the subject to each entity the
-  sentence names after its verb (and to its date).
+  "I"/"my" resolved to the speaker and the verb agreeing with it ("I live in Lisbon" is
+  "User lives in Lisbon"), and a relation from the subject to each entity the sentence
+  names after its verb (and to its date).
+
+A question ("Where do I live?", "Do you know Lisbon") states nothing: it gives no fact.
+Names are kept without the punctuation around them (``Lisbon"`` is ``Lisbon``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from aether.memory.knowledge.facts import VERB_FORMS
 from aether.memory.retrieval.text import sentences
 
 MAX_FACTS = 20
@@ -81,7 +86,8 @@ _QUANTITY = re.compile(
 )
 _VERB = re.compile(
     r"\b(is|are|was|has|have|had|likes?|loves?|lives?|lived|moved|works?|worked|went|goes"
-    r"|visited|joined|married|met|owns?|bought|adopted|started|studies|teaches|drives?|runs?)\b"
+    r"|visited|joined|married|met|owns?|bought|adopted|started|stud(?:y|ies|ied)|teach(?:es)?"
+    r"|taught|drives?|runs?|eats?|uses?|used|switched|quit|left|prefers?|speaks?|plays?)\b"
     r"(\s+(?:in|at|to|for|with|from|on|into)\b)?",
     re.IGNORECASE,
 )
@@ -214,9 +220,76 @@ def clauses(text: str) -> list[str]:
     return out
 
 
+_QUESTION_OPENERS = frozenset(
+    [
+        "what",
+        "where",
+        "when",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "have",
+        "has",
+        "am",
+    ]
+)
+
+
+def is_question(clause: str) -> bool:
+    """Whether a clause asks rather than states ("Where do I live?", "Do you know X")."""
+    stripped = clause.strip()
+    if stripped.endswith("?"):
+        return True
+    first = re.match(r"[A-Za-z']+", stripped)
+    return first is not None and first.group(0).lower() in _QUESTION_OPENERS
+
+
 def stating(clause: str) -> bool:
-    """Whether a clause states something (it has one of the verbs facts are made of)."""
-    return _VERB.search(clause) is not None
+    """Whether a clause states something: one of the verbs facts are made of, no question."""
+    return _VERB.search(clause) is not None and not is_question(clause)
+
+
+def clean_name(name: str) -> str:
+    """A name without the quotes, brackets and punctuation around it (nor a possessive)."""
+    cleaned = name.strip().strip("\"'`“”‘’«»()[],;:.!? ").strip()
+    for possessive in ("'s", "’s"):
+        cleaned = cleaned.removesuffix(possessive)
+    return cleaned.strip("\"'`“”‘’ ")
+
+
+def _common_noun_opening(sentence: str, match: re.Match[str], known: dict[str, str]) -> bool:
+    """Whether the capitalised word opening a sentence is a common noun, not a name.
+
+    "Server atlas runs...", "Invoice INV-7731 is...": the word is followed by a name or
+    an identifier, then the verb; "Marta climbs..." is followed by its verb.
+    """
+    if match.start() > 0:
+        return False
+    first = match.group(1).split()[0]
+    if first.lower() in known or first.endswith("'s"):
+        return False
+    after = [w.strip(",.;:") for w in sentence[match.start() + len(first) :].split()[:2]]
+    if not after or after[0].lower() in VERB_FORMS:
+        return False
+    identifier = any(c.isdigit() for c in after[0])
+    return identifier or (len(after) > 1 and after[1].lower() in VERB_FORMS)
 
 
 def _span_type(name: str, before: str) -> str:
@@ -236,7 +309,13 @@ def _entities(sentence: str, known: dict[str, str]) -> list[EntityOut]:
     taken = [m.span() for m in _DATE.finditer(sentence)]
     taken += [m.span() for m in _QUANTITY.finditer(sentence)]
     for match in _SPAN.finditer(sentence):
-        name = match.group(1).strip()
+        name = clean_name(match.group(1))
+        if not name:
+            continue
+        if _common_noun_opening(sentence, match, known):
+            name = " ".join(name.split()[1:])
+            if not name:
+                continue
         first = name.split()[0]
         if first in _OPENERS:
             name = name[len(first) :].strip()
@@ -284,7 +363,7 @@ def extract(speaker: str, text: str, known: dict[str, str] | None = None) -> Ext
             name=speaker, type=known.get(speaker.lower(), "person")
         )
     for sentence in clauses(text):
-        if len(sentence) < 6:
+        if len(sentence) < 6 or is_question(sentence):
             continue
         found = _entities(sentence, known)
         for e in found:
@@ -361,12 +440,49 @@ def _subject(text: str, speaker: str, found: list[EntityOut]) -> str | None:
     return None
 
 
+_IRREGULAR_THIRD = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is"}
+_NOT_VERBS = frozenset(
+    ["also", "really", "just", "still", "never", "always", "often", "usually", "was", "will"]
+)
+
+
+def third_person(verb: str) -> str:
+    """The verb as "he"/"she" says it: ``live`` -> ``lives``, ``have`` -> ``has``."""
+    low = verb.lower()
+    if low in _IRREGULAR_THIRD:
+        return _IRREGULAR_THIRD[low]
+    if low in _NOT_VERBS or low.endswith(("ed", "s")) or not low.isalpha():
+        return verb
+    if low.endswith(("sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _agreeing(match: re.Match[str], speaker: str) -> str:
+    adverb, verb = match.group(1) or "", match.group(2)
+    if verb.lower() in ("don't", "dont"):
+        return f"{speaker} {adverb}doesn't"
+    return f"{speaker} {adverb}{third_person(verb)}"
+
+
 def _resolved(sentence: str, speaker: str) -> str:
-    """The sentence with the speaker's "I", "me", "my" replaced by their name."""
+    """The sentence with the speaker's "I", "me", "my" replaced by their name.
+
+    The verb after "I" agrees with the name: "I live in Lisbon" -> "User lives in Lisbon".
+    """
     if not speaker:
         return sentence
     out = re.sub(r"\bI'm\b", f"{speaker} is", sentence)
     out = re.sub(r"\bI've\b", f"{speaker} has", out)
+    out = re.sub(r"\bI'd\b", f"{speaker} would", out)
+    out = re.sub(r"\bI'll\b", f"{speaker} will", out)
+    out = re.sub(
+        r"\bI\s+((?:also|really|just|still|never|always|often|usually)\s+)?([a-z][a-z']*)\b",
+        lambda m: _agreeing(m, speaker),
+        out,
+    )
     out = re.sub(r"\bI\b", speaker, out)
     out = re.sub(r"\b[Mm]y\b", f"{speaker}'s", out)
     return re.sub(r"\bme\b", speaker, out)

@@ -35,6 +35,7 @@ from aether.memory.retrieval.text import STOPWORDS, words
 
 __all__ = [
     "USER",
+    "VERB_FORMS",
     "Claim",
     "Relation",
     "describe",
@@ -47,12 +48,13 @@ __all__ = [
 USER = "user"
 """The subject every first-person statement has."""
 
-_VERB_FORMS: dict[str, str] = {}
+VERB_FORMS: dict[str, str] = {}
+"""Verb forms the rules read, each to its lemma (``lives`` -> ``live``)."""
 
 
 def _verbs(lemma: str, *forms: str) -> None:
     for form in (lemma, *forms):
-        _VERB_FORMS[form] = lemma
+        VERB_FORMS[form] = lemma
 
 
 for _lemma, *_forms in (
@@ -577,11 +579,38 @@ def _split_possessive(subject: list[str]) -> tuple[list[str], str]:
     return subject, ""
 
 
+_NOUN_FIRST = frozenset(["name", "call", "date", "work", "use", "run", "meeting", "lead"])
+_QUALIFIED = frozenset(["email", "phone", "address", "ip", "device"])
+"""Families of which one subject may hold several kinds (work and personal e-mail)."""
+_PLAIN_ADJECTIVES = frozenset(["new", "old", "current", "main", "latest", "usual", "present"])
+
+
+def _possessed_attribute(possessed: str) -> str:
+    """The attribute a possessed noun names: ``phone number`` -> ``phone``.
+
+    A qualifier keeps two of a kind apart (``work email`` / ``personal email``); "new",
+    "current" and the like do not qualify (``new number`` is the number).
+    """
+    words_ = [w for w in possessed.split() if w not in _PLAIN_ADJECTIVES] or possessed.split()
+    phrase = " ".join(words_)
+    if phrase in _POSSESSED:
+        return _POSSESSED[phrase]
+    family = _POSSESSED.get(words_[-1])
+    if family is None:
+        return phrase
+    qualifier = " ".join(words_[:-1])
+    if qualifier and family.split(":")[0] in _QUALIFIED:
+        return f"{family}:{qualifier}"
+    return family
+
+
 def _main_verb(tokens: list[str]) -> int | None:
     """The index of the verb a clause's attribute comes from."""
     found = None
     for i, w in enumerate(tokens):
-        if w in _VERB_FORMS and not (i == 0 and w in ("name", "call", "date", "work")):
+        previous = tokens[i - 1] if i else ""
+        after_owner = previous.endswith(("'s", "s'")) or previous in _DETERMINERS | {"my"}
+        if w in VERB_FORMS and not after_owner and not (i == 0 and w in _NOUN_FIRST):
             found = i
             break
     if found is None:
@@ -601,7 +630,7 @@ def _main_verb(tokens: list[str]) -> int | None:
         j = i + 1
         while j < len(tokens) and tokens[j] in _ADVERBS | _NEGATIONS:
             j += 1
-        if j < len(tokens) and tokens[j] in _VERB_FORMS and tokens[j] not in ("name", "date"):
+        if j < len(tokens) and tokens[j] in VERB_FORMS and tokens[j] not in ("name", "date"):
             i = j
             continue
         break
@@ -630,21 +659,24 @@ def parse(statement: str, aliases: Mapping[str, str] | None = None) -> Claim | N
         "longer" in tokens and "no" in tokens
     )
     verb = tokens[at]
-    lemma = _VERB_FORMS.get(verb, verb.removesuffix("es") if verb.endswith("ches") else verb)
-    if lemma == verb and verb.endswith("s") and verb not in _VERB_FORMS:
+    lemma = VERB_FORMS.get(verb, verb.removesuffix("es") if verb.endswith("ches") else verb)
+    if lemma == verb and verb.endswith("s") and verb not in VERB_FORMS:
         lemma = verb[:-1]
     rest = [w for w in tokens[at + 1 :] if w not in _ADVERBS and w not in _NEGATIONS]
-    if lemma == "stop" and rest and rest[0] in _VERB_FORMS:  # "stopped eating meat"
-        negated, lemma, rest = True, _VERB_FORMS[rest[0]], rest[1:]
+    if lemma == "stop" and rest and rest[0] in VERB_FORMS:  # "stopped eating meat"
+        negated, lemma, rest = True, VERB_FORMS[rest[0]], rest[1:]
     while rest and rest[0] in ("back", "over"):
         rest = rest[1:]
+    if lemma in ("leave", "quit"):  # "left X for Y": Y now; "quit X": X no longer
+        if "for" in rest:
+            rest = rest[rest.index("for") + 1 :]
+        else:
+            negated = not negated
     prep = rest[0] if rest and rest[0] in ("in", "at", "for", "to", "with", "on", "from") else ""
     owner, possessed = _split_possessive(subject_words)
     single = True
     if lemma == "be" and possessed:
-        attribute = _POSSESSED.get(possessed, _POSSESSED.get(possessed.split()[-1], possessed))
-        if attribute == "employer" and rest and rest[0] in ("in", "at") and possessed == "work":
-            attribute = "employer"
+        attribute = _possessed_attribute(possessed)
         subject_words = owner
     elif lemma == "be":
         attribute, single = _copula(rest, clause)
@@ -700,7 +732,9 @@ def describe(target: str, aliases: Mapping[str, str] | None = None) -> tuple[str
     noun = possessed or " ".join(owner)
     if not noun:
         return None
-    attribute = _POSSESSED.get(noun, _POSSESSED.get(noun.split()[-1], ""))
+    attribute = _possessed_attribute(noun) if possessed else _POSSESSED.get(noun, "")
+    if attribute == noun and noun not in _POSSESSED.values():
+        attribute = ""
     if not attribute:
         for w in noun.split():
             if w in _LAPTOPS or w in _PHONES or w in _CARS:
@@ -730,20 +764,22 @@ def split_compound(clause: str) -> list[str]:
     if at is None:
         return [clause]
     for match in _COMPOUND.finditer(clause):
-        verb = match.group(1).lower()
-        if verb not in _VERB_FORMS or verb.endswith("ing"):
-            continue
         left = clause[: match.start()].strip()
         right = clause[match.start(1) :].strip()
-        left_tokens = _tokens(left)
+        left_tokens, right_tokens = _tokens(left), _tokens(right)
         if _main_verb(left_tokens) is None or len(left_tokens) <= at + 1:
             continue
-        if len(_tokens(right)) < 2:
+        if len(right_tokens) < 2:
             continue
-        subject = " ".join(clause.split()[: _subject_width(clause, at)])
-        if not subject:
+        verb = match.group(1).lower()
+        if verb in VERB_FORMS and not verb.endswith("ing"):  # "... and teaches at X"
+            subject = " ".join(clause.split()[: _subject_width(clause, at)])
+            if subject:
+                return [left, *split_compound(f"{subject} {right}")]
             continue
-        return [left, *split_compound(f"{subject} {right}")]
+        own = _main_verb(right_tokens)  # "... and Farah's phone is a Pixel": a new subject
+        if own is not None and own >= 1 and parse(right) is not None:
+            return [left, *split_compound(right)]
     return [clause]
 
 

@@ -321,6 +321,23 @@ class Graph:
             raise NotFoundError(f"no entity {eid!r}")
         return doc
 
+    async def names_of_type(self, kind: str, limit: int = 12) -> list[str]:
+        """The names of the entities of one type, most salient first.
+
+        A scan of the entities: for the rare question that asks to list a kind of thing.
+        """
+        keys = [k async for k in self.client.scan_iter(match=self.keys.entity("*"), count=1000)]
+        found: list[tuple[float, str]] = []
+        for start in range(0, len(keys), 500):
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys[start : start + 500]:
+                pipe.hmget(key, ["type", "name", "salience"])
+            for type_, name, salience in await pipe.execute():
+                if type_ is not None and text(type_) == kind and name:
+                    found.append((float(salience or 0), text(name)))
+        found.sort(key=lambda pair: pair[0], reverse=True)
+        return list(dict.fromkeys(name for _, name in found))[:limit]
+
     async def find(
         self, query: str, limit: int = 10, scopes: list[str] | None = None
     ) -> list[Entity]:

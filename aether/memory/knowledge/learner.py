@@ -1,13 +1,18 @@
 """Conversations feed knowledge: facts become beliefs, names become entities and relations.
 
 :meth:`ConversationLearner.learn` reads a chat session from where it last stopped (the
-``learned:<session>`` watermark of ``ns:maintenance:state``), takes the user and
-assistant turns in batches and extracts from each batch, with an LLM in one structured
+``learned:<session>`` watermark of ``ns:maintenance:state``), takes the turns in batches
+and extracts from each batch, with an LLM in one structured
 call (the JSON schema of :class:`~aether.memory.knowledge.extraction.Extraction`), otherwise with
 the deterministic extractors of :mod:`aether.memory.knowledge.extraction`. Facts go through the
 belief lifecycle (reinforce, supersede, create) with the turn as evidence; entities and
 relations go to the graph, in the same journaled change as the moved watermark, so a
 rollback takes them back with the conversation and the next run extracts again.
+
+Facts come only from what was said as a fact: the user's turns and tool results. The
+assistant's turns (its own echo of the user, its guesses) are context for the LLM and are
+never a source; questions state nothing (:func:`~aether.memory.knowledge.extraction.
+is_question`).
 
 An LLM reply that is not valid JSON of the schema, or is over :data:`MAX_REPLY_BYTES`, is
 logged and the batch falls back to the deterministic extractors.
@@ -24,7 +29,7 @@ from pydantic import ValidationError
 from aether.codec import text
 from aether.errors import AetherError, LLMError
 from aether.memory.knowledge.beliefs import Beliefs
-from aether.memory.knowledge.extraction import Extraction, extract
+from aether.memory.knowledge.extraction import Extraction, clean_name, extract, is_question
 from aether.memory.knowledge.graph import EntityIn, Graph, RelationIn
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.chat import ChatSessions
@@ -36,10 +41,14 @@ log = structlog.get_logger(__name__)
 BATCH_TURNS = 20
 MAX_TURNS_PER_RUN = 400
 MAX_REPLY_BYTES = 64 * 1024
-SPEAKERS = {"user": "User", "assistant": "Assistant"}
+SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
+SOURCES = frozenset({"user", "tool"})
+"""The roles whose turns facts are taken from."""
 PROMPT = (
     "From this conversation, extract durable knowledge as JSON: facts (self-contained "
-    "statements with names, not pronouns; a changed fact stated as it is now), entities "
+    "statements with names, not pronouns; a changed fact stated as it is now; only what "
+    "the User said as a fact or a Tool returned, never a question and never what the "
+    "Assistant said), entities "
     "(people, places, organisations, dates, things, with aliases) and relations between "
     "entity names (type in snake_case, e.g. lives_in, works_at, went_to, on).\n\n"
 )
@@ -113,6 +122,8 @@ class ConversationLearner:
             evidence = str(turns[0].get("id", session)) if turns else session
             replaced: list[str] = []
             for fact in extraction.facts:
+                if is_question(fact.statement):
+                    continue
                 try:
                     outcome = await self.beliefs.learn(fact.statement, evidence=evidence, now=when)
                 except AetherError as e:
@@ -148,7 +159,10 @@ class ConversationLearner:
         known = await self._known(turns)
         found = Extraction()
         for turn in turns:
-            found = found.merged(extract(self._speaker(turn), str(turn.get("content")), known))
+            if turn.get("role") not in SOURCES:
+                continue
+            speaker = self._speaker(turn) if turn.get("role") == "user" else ""
+            found = found.merged(extract(speaker, str(turn.get("content")), known))
         return found
 
     def _speaker(self, turn: ChatMessage) -> str:
@@ -172,15 +186,20 @@ class ConversationLearner:
         replaced: list[str],
     ) -> Mutation:
         entities = {
-            e.name.strip().lower(): EntityIn(e.type, e.name.strip(), aliases=list(e.aliases))
+            clean_name(e.name).lower(): EntityIn(
+                e.type, clean_name(e.name), aliases=[clean_name(a) for a in e.aliases]
+            )
             for e in extraction.entities
-            if e.name.strip()
+            if clean_name(e.name)
         }
         relations = []
         for r in extraction.relations:
-            for end in (r.source, r.target):  # a relation may name an entity not listed
-                entities.setdefault(end.strip().lower(), EntityIn("thing", end.strip()))
-            source, target = entities[r.source.strip().lower()], entities[r.target.strip().lower()]
+            ends = clean_name(r.source), clean_name(r.target)
+            if not all(ends):
+                continue
+            for end in ends:  # a relation may name an entity not listed
+                entities.setdefault(end.lower(), EntityIn("thing", end))
+            source, target = entities[ends[0].lower()], entities[ends[1].lower()]
             if source.id != target.id:
                 relations.append(RelationIn(r.type, source.id, target.id))
         try:

@@ -17,7 +17,7 @@ fallback is logged once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import cast
 
@@ -31,6 +31,7 @@ from aether.logging import log_once
 from aether.memory.retrieval import fusion
 from aether.memory.retrieval.candidates import CandidateReader, Candidates, build_filter
 from aether.memory.retrieval.hit import SearchHit, Signal
+from aether.memory.retrieval.kinds import asked_kind
 from aether.memory.retrieval.neighbours import in_context
 from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.recency import blend, decay
@@ -64,6 +65,10 @@ class MemorySearch:
         judge: who reranks the best results when ``memory.rerank`` is on (default: the
             packaged cross-encoder for ``cross-encoder``; for ``llm`` the caller gives the
             LLM's judge, and a search built without one is not reranked).
+        entities: the names of the graph's entities of a type, most salient first: a
+            question that asks to list a kind of thing ("which people did we talk
+            about", :func:`~aether.memory.retrieval.kinds.asked_kind`) finds the facts
+            that name them.
     """
 
     def __init__(
@@ -71,8 +76,10 @@ class MemorySearch:
         layer: MemoryLayer,
         alpha: float | None = None,
         judge: RelevanceJudge | None = None,
+        entities: EntitySource | None = None,
     ):
         self.layer = layer
+        self.entities = entities
         self.alpha = layer.settings.vector_alpha if alpha is None else alpha
         self.candidates = CandidateReader(layer)
         if judge is None and layer.settings.rerank == "cross-encoder":
@@ -126,6 +133,27 @@ class MemorySearch:
         """
         if not 1 <= limit <= 1000:
             raise InvalidOperationError("limit must be between 1 and 1000")
+        asked = asked_kind(query) if self.entities is not None else None
+        if asked is not None and self.entities is not None:
+            names = await self.entities(asked, BROAD_NAMES)
+            per_name = [
+                await self.search(
+                    name,
+                    kind=kind,
+                    source=source,
+                    tags=tags,
+                    since=since,
+                    session=session,
+                    limit=max(2, limit // max(1, len(names))),
+                    now=now,
+                    scopes=scopes,
+                    include_inactive=include_inactive,
+                )
+                for name in names
+            ]
+            spread = _interleaved(per_name, limit)
+            if spread:
+                return spread
         flt = build_filter(kind, source, tags, since, session, scopes)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
@@ -220,3 +248,21 @@ class MemorySearch:
             )
         # reordered within the results only: what is found stays what fusion found
         return newest_first(hits[:limit], tokens)
+
+
+EntitySource = Callable[[str, int], Awaitable[list[str]]]
+"""``(type, limit) -> names``: the graph's entities of one type, most salient first."""
+BROAD_NAMES = 12
+"""How many entities a question about a kind of thing looks for."""
+
+
+def _interleaved(lists: list[list[SearchHit]], limit: int) -> list[SearchHit]:
+    """The first hit of each list, then the second of each...: once each, up to ``limit``."""
+    out: list[SearchHit] = []
+    seen: set[str] = set()
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for hits in lists:
+            if rank < len(hits) and hits[rank].key not in seen:
+                seen.add(hits[rank].key)
+                out.append(hits[rank])
+    return out[:limit]
