@@ -266,6 +266,35 @@ class WholeProduct(RuleBasedStateMachine):
         self.expected.city = city
         self.wrote()
 
+    @rule(city=st.sampled_from(CITIES))
+    def replace_where(self, city: str) -> None:
+        """The operator replaces where the user lives by description (``memory replace``):
+        the old belief retired, the new one active, nothing else touched."""
+        self.counted("replace")
+        done = self.op("memory_replace", target="where I live", content=f"I live in {city} now")
+        retired = [r["content"] for r in done["replaced"] if r["kind"] == "belief"]
+        assert retired == ([f"I live in {self.expected.city} now"] if self.expected.city else [])
+        self.expected.city = city
+        self.wrote()
+
+    @rule(name=st.sampled_from(["Marta", "Ivo", "Ren"]))
+    def forget_about(self, name: str) -> None:
+        """Facts about a person, then ``memory forget --about`` them: theirs go, a
+        gym mate's stay, and no acknowledged entry or note is touched."""
+        self.counted("forget about")
+        mate = "Quill" if name != "Quill" else "Ivo"
+        self.op("memory_remember", content=f"{name} climbs at Crux Gym", source="user")
+        self.op("memory_remember", content=f"{mate} climbs at Crux Gym", source="user")
+        done = self.op("memory_forget", about=name)
+        contents = [i["content"] for i in done["items"]]
+        assert f"{name} climbs at Crux Gym" in contents and all(mate not in c for c in contents), (
+            contents
+        )
+        found = self.op("memory_search", query=f"{name} climbs", limit=20)["results"]
+        assert not any(r["content"].startswith(name) for r in found), found
+        assert any(r["content"].startswith(mate) for r in found), found
+        self.wrote()
+
     @precondition(lambda self: bool(self.expected.entries))
     @rule(data=st.data())
     def forget(self, data: st.DataObject) -> None:

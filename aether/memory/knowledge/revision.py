@@ -192,6 +192,11 @@ class Revisions:
                     "and remember the new fact instead"
                 )
             return (claims[0].subject, claims[0].attribute), doc
+        if not query_tokens(target):
+            raise InvalidOperationError(
+                f'{target!r} names nothing to replace: describe it ("the user\'s employer", '
+                "\"Marta's phone number\") or give a memory's id"
+            )
         described = describe(target, aliases)
         if described is None:
             stated = parse(content, aliases)
@@ -268,16 +273,26 @@ class Revisions:
         """What erasing ``description`` means: the name, its aliases, and the warnings.
 
         "everything about customer Olga Ivanova" is the entity the graph knows as "Olga
-        Ivanova", with its aliases ("Ольга Иванова"); a text the graph does not know is
-        erased as written. The warnings name the graph's names that share a word with it
+        Ivanova", with its aliases ("Ольга Иванова"); a name the graph knows ("Olga
+        Ivanova") brings its aliases; any other text is erased as written ("Dr Quimby" is
+        not "Quimby"). The warnings name the graph's names that share a word with it
         but are not erased ("Quimby" when erasing "Dr Quimby").
         """
         described = _ABOUT.sub("", description.strip()).strip() or description.strip()
+        loose = described != description.strip()  # "everything about ...": a description
         text_, aliases = described, []
         best = ""
         for entity in await self.graph.find(described, limit=20):
             every = [entity["name"], *entity.get("aliases", [])]
-            held = [n for n in every if len(n) >= 3 and IdentifierMatcher([n]).in_text(described)]
+            held = [
+                n
+                for n in every
+                if len(n) >= 3
+                and (
+                    fold(n) == fold(described)
+                    or (loose and IdentifierMatcher([n]).in_text(described))
+                )
+            ]
             if held and len(max(held, key=len)) > len(best):
                 best = max(held, key=len)
                 text_, aliases = best, [n for n in every if n != best]
