@@ -31,6 +31,7 @@ from aether.errors import ConfigError
 from aether.identity.bootstrap import default_identity_dir
 from aether.interfaces.console import build_app, console_token
 from aether.memory.tiers.daily import DailyLog
+from aether.operations import REGISTRY, Caller
 from aether.testing.model import ScriptedOpenAI, completion
 from tests.conftest import dump_state, run_cli
 
@@ -713,3 +714,31 @@ async def test_the_overview_refreshes_and_names_the_model(
     assert live.status_code == 200 and live.text.lstrip().startswith('<section class="cards"')
     ledger = await http.get("/ledger")
     assert 'id="no-price"' in ledger.text and 'class="axis tick"' in ledger.text
+
+
+async def test_a_belief_is_replaced_from_its_page(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, agent = console
+    caller = Caller("test")
+    remember = REGISTRY["memory_remember"]
+    made = await remember(
+        agent, caller, remember.parse({"content": "Marta works at Globex", "source": "user"})
+    )
+    await remember(agent, caller, remember.parse({"content": "Marta lives in Braga"}))
+    old = made["beliefs"][0]["id"]
+    csrf = await _login(http)
+    page = await http.get(f"/beliefs/{old}")
+    assert 'id="replace-form"' in page.text
+    forged = await http.post(f"/beliefs/{old}/replace", data={"content": "Marta works at Initech"})
+    assert forged.status_code == 403
+    done = await http.post(
+        f"/beliefs/{old}/replace", data={"csrf": csrf, "content": "Marta works at Initech"}
+    )
+    assert done.status_code == 303
+    new = await http.get(done.headers["location"])
+    assert "Marta works at Initech" in new.text
+    held = [b["content"] for b in await agent.beliefs().select("active")]
+    assert sorted(held) == ["Marta lives in Braga", "Marta works at Initech"]
+    empty = await http.post(f"/beliefs/{old}/replace", data={"csrf": csrf, "content": ""})
+    assert empty.status_code == 400

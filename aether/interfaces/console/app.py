@@ -308,6 +308,13 @@ def build_app(agent: Aether, token: str) -> Starlette:
         detail = await run(beliefs.belief_show, id=request.path_params["belief_id"])
         return await page(request, "belief.html", detail=detail)
 
+    async def belief_replace(request: Request) -> Response:
+        """Replace what a belief states with a new fact (``memory_replace`` by its id)."""
+        belief_id = request.path_params["belief_id"]
+        content = (await form(request)).get("content", "").strip()
+        done = await run(memory.memory_replace, target=belief_id, content=content, source="user")
+        return RedirectResponse(f"/beliefs/{done.belief}", status_code=303)
+
     async def graph_page(request: Request) -> Response:
         q = query(request, "q", 200)
         relations = None
@@ -601,6 +608,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Route("/memory/{memory_id}", memory_item),
         Route("/beliefs", beliefs_page),
         Route("/beliefs/{belief_id}", belief_page),
+        Route("/beliefs/{belief_id}/replace", belief_replace, methods=["POST"]),
         Route("/graph", graph_page),
         Route("/checkpoints", checkpoints_page),
         Route("/checkpoints/undo", undo_confirmation, methods=["GET"]),

@@ -152,8 +152,28 @@ class MemorySearch:
                 for name in names
             ]
             spread = _interleaved(per_name, limit)
-            if spread:
-                return spread
+        else:
+            spread = []
+        hits = await self._search(
+            query, kind, source, tags, since, session, limit, now, scopes, include_inactive
+        )
+        if not spread:
+            return hits
+        return _interleaved([spread, hits], limit)  # the kind's spread, and the plain answer
+
+    async def _search(
+        self,
+        query: str,
+        kind: str | None,
+        source: str | None,
+        tags: list[str] | None,
+        since: datetime | float | None,
+        session: str | None,
+        limit: int,
+        now: float | None,
+        scopes: list[str] | None,
+        include_inactive: bool,
+    ) -> list[SearchHit]:
         flt = build_filter(kind, source, tags, since, session, scopes)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
