@@ -52,6 +52,7 @@ BELIEF = [
     "evidence",
     "id",
     "reinforced_at",
+    "slots",
     "status",
     "superseded_by",
     "supersedes",

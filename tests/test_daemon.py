@@ -40,7 +40,7 @@ from aether.operations import Parts
 from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox
 from aether.runtime.llm import LLMClient
-from aether.testing.model import ScriptedOpenAI, completion
+from aether.testing.model import ScriptedOpenAI, completion, echo, structured
 from tests.conftest import dump_state, run_cli
 
 # ---------------------------------------------------------------- in-process parts
@@ -441,6 +441,59 @@ def test_the_daemon_learns_from_what_it_answers(
             assert json.loads(_cli(env, "--json", "belief", "list").stdout) == []
             assert proc.poll() is None  # and the daemon still answers
             assert _cli(env, "send", "still there?").stdout.startswith("echo: ")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def test_the_daemon_learns_facts_and_the_operator_replaces_forgets_and_erases(
+    cli_env: dict[str, str], namespace: str, tmp_path: Path
+) -> None:
+    """Issue 63 through the real daemon: it learns from what the user says (not from its
+    own echo, not from questions), then the operator replaces a fact by description,
+    forgets a person by subject and erases an identifier, with the daemon running."""
+    with ScriptedOpenAI(responder=echo, extractor=structured) as server:
+        env = _env(cli_env, server)
+        proc = _start(env, tmp_path / "daemon.log")
+        try:
+            for said in (
+                "I live in Lisbon",
+                "Where do I live?",
+                "Marta works at Globex and Ivo works at Globex",
+            ):
+                assert "I heard" in _cli(env, "send", said).stdout  # an echo of the user
+
+            def learned(found: Any) -> bool:
+                held = {b["content"] for b in found}
+                return {"User lives in Lisbon", "Ivo works at Globex"} <= held
+
+            beliefs = [b["content"] for b in _poll(env, ("belief", "list"), learned)]
+            assert not any("?" in b or "heard" in b or "scripted" in b for b in beliefs), beliefs
+            replaced = _cli(env, "--json", "memory", "replace", "where I live", "I live in Porto")
+            assert replaced.returncode != 0  # no terminal: --yes is required
+            done = json.loads(
+                _cli(
+                    env, "--json", "memory", "replace", "where I live", "I live in Porto", "--yes"
+                ).stdout
+            )
+            assert [r["content"] for r in done["replaced"] if r["kind"] == "belief"] == [
+                "User lives in Lisbon"
+            ]
+            forgot = json.loads(
+                _cli(env, "--json", "memory", "forget", "--about", "Marta", "--yes").stdout
+            )
+            assert forgot["items"] and all("Ivo" not in i["content"] for i in forgot["items"])
+            held = {b["content"] for b in json.loads(_cli(env, "--json", "belief", "list").stdout)}
+            assert "I live in Porto" in held and "Ivo works at Globex" in held
+            assert not any(b.startswith(("Marta", "User lives in Lisbon")) for b in held)
+            for line in ("Invoice INV-7731 is disputed.", "Invoice INV-7731B is paid."):
+                assert _cli(env, "memory", "log", line).returncode == 0
+            erased = _cli(env, "--json", "erase", "inv 7731", "--yes")
+            assert erased.returncode == 0, erased.stderr
+            found = json.loads(_cli(env, "--json", "memory", "search", "invoice").stdout)
+            assert [r["content"] for r in found] == ["Invoice INV-7731B is paid."]
+            assert proc.poll() is None
+            assert "I heard" in _cli(env, "send", "still there?").stdout
         finally:
             proc.terminate()
             proc.wait(10)
