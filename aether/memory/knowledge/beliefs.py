@@ -39,16 +39,17 @@ import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.query import FilterQuery, TextQuery
-from redisvl.query.filter import Tag
+from redisvl.query.filter import FilterExpression, Tag
 from typing_extensions import TypedDict
 
 from aether.codec import text, texts
 from aether.config import BeliefSettings
 from aether.errors import InvalidOperationError, LLMError
-from aether.identifiers import identifiers_in
+from aether.identifiers import fold, identifiers_in
 from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, clean_name, extract, stating
 from aether.memory.knowledge.facts import Claim, Relation, parse, relation, split_compound
+from aether.memory.knowledge.graph import EntityIn, Graph
 from aether.memory.retrieval.recency import decay
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.text import STOPWORDS, query_tokens
@@ -462,8 +463,11 @@ class Beliefs:
             timestamp=when,
         )
         report = RememberReport(entry)
+        aliases = await self.aliases(statement)
         for extracted in await self._extract(statement):
-            report.outcomes.append(await self._fold(extracted, entry["id"], tags or [], when))
+            report.outcomes.append(
+                await self._fold(extracted, entry["id"], tags or [], when, aliases)
+            )
         await self._record_entities(statement, entry["id"], when)
         return report
 
@@ -473,8 +477,6 @@ class Beliefs:
         So the graph knows who and what was spoken of (a question about a kind of thing,
         a forget or an erasure by name find them), whether or not a conversation did.
         """
-        from aether.memory.knowledge.graph import EntityIn, Graph
-
         found = extract("", statement)
         entities = [
             EntityIn(e.type, clean_name(e.name))
@@ -554,14 +556,30 @@ class Beliefs:
 
     async def aliases(self, text_: str) -> dict[str, str]:
         """Folded aliases of the entities ``text_`` names -> the entity's folded name."""
-        from aether.identifiers import fold
-        from aether.memory.knowledge.graph import Graph
-
         out: dict[str, str] = {}
         for entity in await Graph(self.layer).find(text_[:2000], limit=20):
             for alias in entity.get("aliases", []):
                 out[fold(alias.strip())] = fold(entity["name"].strip())
         return out
+
+    async def text_keys(self, text_: str, where: FilterExpression, limit: int) -> list[str]:
+        """Keys of the memories ``where`` admits whose content shares a word with ``text_``.
+
+        The full-text index's best first; none when it fails (logged).
+        """
+        tokens = query_tokens(text_)
+        if not tokens:
+            return []
+        query = TextQuery(
+            " ".join(tokens), "content", filter_expression=where, num_results=limit, stopwords=None
+        )
+        query.no_content()
+        try:
+            rows = await self.index.search(query.query, query_params=query.params)
+        except (RedisSearchError, ResponseError) as e:
+            log.warning("a full-text lookup failed", error=str(e))
+            return []
+        return [row.id for row in rows.docs]
 
     async def in_slot(self, slot: str, limit: int = 50) -> list[MemoryDoc]:
         """The active beliefs that state the attribute ``slot`` names (:class:`Claim`)."""
@@ -607,11 +625,18 @@ class Beliefs:
         return Relation.DISTINCT
 
     async def _fold(
-        self, extracted: Extracted, evidence: str, tags: list[str], now: float
+        self,
+        extracted: Extracted,
+        evidence: str,
+        tags: list[str],
+        now: float,
+        aliases: dict[str, str] | None = None,
     ) -> Outcome:
+        """Fold one belief in (module docs); ``aliases``: the graph's, read once by the caller."""
         statement = extracted["statement"]
         vector = await self.layer.embed(statement)
-        aliases = await self.aliases(statement)
+        if aliases is None:
+            aliases = await self.aliases(statement)
         claim = parse(statement, aliases)
         neighbours = await self.similar(statement, vector)
         near = {doc["id"] for doc, _ in neighbours}
@@ -743,16 +768,24 @@ class Beliefs:
         leave them out from now on, and a rollback restores them with the belief.
         """
         quoted = await self.quoting(old, str(new["content"]))
-        if not quoted:
+        await self.mark(m, quoted, Status.SUPERSEDED, new["id"])
+
+    async def mark(self, m: Mutation, keys: list[str], status: str, by: str | None = None) -> None:
+        """Ops that give entries or notes ``status`` (and ``superseded_by``), vectors too.
+
+        One round trip whatever their number: which of them have a vector to refilter.
+        """
+        if not keys:
             return
         pipe = self.layer.client.pipeline(transaction=False)
-        for key in quoted:
+        for key in keys:
             pipe.exists(self.keys.vector(key))
-        for key, has_vector in zip(quoted, await pipe.execute(), strict=True):
-            m.json_set(key, Status.SUPERSEDED.value, "$.status")
-            m.json_set(key, new["id"], "$.superseded_by")
+        for key, has_vector in zip(keys, await pipe.execute(), strict=True):
+            m.json_set(key, status, "$.status")
+            if by is not None:
+                m.json_set(key, by, "$.superseded_by")
             if has_vector:
-                refilter(m, self.keys, key, status=Status.SUPERSEDED.value)
+                refilter(m, self.keys, key, status=status)
 
     async def states_superseded(self, text_: str) -> bool:
         """Whether ``text_`` states a belief that a later one replaced."""
@@ -776,19 +809,8 @@ class Beliefs:
         change = Change.between(str(old["content"]), new_statement)
         candidates = [self.keys.daily_entry(e) for e in old.get("evidence", [])]
         if change.changed:  # inactive ones are left out below, as search does
-            query = TextQuery(
-                " ".join(query_tokens(str(old["content"]))),
-                "content",
-                filter_expression=Tag("kind") == ["longterm", "daily"],
-                num_results=50,
-                stopwords=None,
-            )
-            query.no_content()
-            try:
-                rows = await self.index.search(query.query, query_params=query.params)
-                candidates += [row.id for row in rows.docs]
-            except (RedisSearchError, ResponseError) as e:
-                log.warning("could not look for notes quoting a superseded belief", error=str(e))
+            kinds = Tag("kind") == ["longterm", "daily"]
+            candidates += await self.text_keys(str(old["content"]), kinds, 50)
         docs = await self.layer.get_docs(candidates, ("content", "status"))
         out = []
         for key, doc in zip(candidates, docs, strict=True):

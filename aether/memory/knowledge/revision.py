@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from redis.exceptions import ResponseError
-from redisvl.exceptions import RedisSearchError
-from redisvl.query import TextQuery
 from redisvl.query.filter import Tag
 
 from aether.errors import InvalidOperationError, NotFoundError
@@ -35,7 +32,6 @@ from aether.memory.knowledge.facts import Claim, describe, parse, split_compound
 from aether.memory.knowledge.graph import Graph
 from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.status import INACTIVE, Status
-from aether.memory.storage.vectors import refilter
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Mutation
 
@@ -250,9 +246,8 @@ class Revisions:
             if doc is not None and doc.get("status") == "active":
                 self.beliefs._status_ops(m, doc, Status.FORGOTTEN)
                 self.beliefs._event(m, doc["id"], "forget", when, about=about.strip())
-        for item in found:
-            if item.kind != "belief":
-                await self._set_status(m, item.key, Status.FORGOTTEN)
+        others = [t.key for t in found if t.kind != "belief"]
+        await self.beliefs.mark(m, others, Status.FORGOTTEN)
         await self.layer.store.apply(m, "memory.forget")
         return revision
 
@@ -337,23 +332,7 @@ class Revisions:
         """
         keys: list[str] = []
         for text_ in [words, *names]:
-            tokens = query_tokens(text_)
-            if not tokens:
-                continue
-            query = TextQuery(
-                " ".join(tokens),
-                "content",
-                filter_expression=Tag("kind") == list(_KINDS),
-                num_results=CANDIDATES,
-                stopwords=None,
-            )
-            query.no_content()
-            try:
-                rows = await self.beliefs.index.search(query.query, query_params=query.params)
-            except (RedisSearchError, ResponseError) as e:
-                log.warning("revision candidates search failed", error=str(e))
-                continue
-            keys += [row.id for row in rows.docs]
+            keys += await self.beliefs.text_keys(text_, Tag("kind") == list(_KINDS), CANDIDATES)
         for claim in claims_of(words, {}):
             keys += [self.keys.belief(d["id"]) for d in await self.beliefs.in_slot(claim.slot)]
         return list(dict.fromkeys(keys))
@@ -364,16 +343,8 @@ class Revisions:
         for doc in docs:
             if doc is not None and doc.get("status") == "active":
                 self.beliefs.retire(m, doc, by, now, [by])
-        for item in found:
-            if item.kind != "belief":
-                await self._set_status(m, item.key, Status.SUPERSEDED, by)
-
-    async def _set_status(self, m: Mutation, key: str, status: str, by: str | None = None) -> None:
-        m.json_set(key, status, "$.status")
-        if by is not None:
-            m.json_set(key, by, "$.superseded_by")
-        if await self.layer.client.exists(self.keys.vector(key)):
-            refilter(m, self.keys, key, status=status)
+        others = [t.key for t in found if t.kind != "belief"]
+        await self.beliefs.mark(m, others, Status.SUPERSEDED, by)
 
 
 def _slot_key(slot: tuple[str, str]) -> str:
