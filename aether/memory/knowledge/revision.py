@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
 from redisvl.query.filter import Tag
 
 from aether.errors import InvalidOperationError, NotFoundError
@@ -37,7 +36,6 @@ from aether.store.state import Mutation
 
 __all__ = ["Revision", "Revisions", "Touched"]
 
-log = structlog.get_logger(__name__)
 
 CANDIDATES = 200
 """At most this many memories are read per search for what a revision touches."""
