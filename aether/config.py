@@ -402,6 +402,17 @@ class Settings(BaseSettings):
         default=None, ge=1, le=65535, description="embedded server: also listen on 127.0.0.1"
     )
     redis_appendfsync: Literal["always", "everysec", "no"] = "always"
+    redis_pool_size: int = Field(
+        default=64,
+        ge=1,
+        le=10_000,
+        description="connections one process's client opens at most; more calls wait",
+    )
+    redis_pool_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="how long a call waits for a free connection of the pool",
+    )
     postgres_dsn: SecretStr | None = Field(default=None, description="unset = no archive")
     mongo_url: SecretStr | None = Field(
         default=None, description="tool registry + agent ledger in MongoDB (unset = Redis)"

@@ -43,6 +43,14 @@ class BusyError(StoreError, redis.ResponseError):
     """
 
 
+class PoolExhaustedError(BusyError):
+    """Every connection of this process's Redis pool stayed in use past the pool timeout.
+
+    Redis itself may be fine: too many calls ran at once in this process. Raise
+    ``AETHER_REDIS_POOL_SIZE`` or ``AETHER_REDIS_POOL_TIMEOUT_S``, or run fewer at once.
+    """
+
+
 class CapacityError(StoreError, redis.ResponseError):
     """Redis refused a write because it is out of memory (``maxmemory``); nothing changed."""
 

@@ -8,6 +8,11 @@ memory and :class:`~aether.errors.RefusedError` for any other refusal. Each is a
 redis-py class it replaces, so redis-py's own machinery (retries, ``NOSCRIPT`` fallback,
 locks) and redisvl keep working; subclasses of ``ResponseError`` that carry protocol
 meaning (``NOSCRIPT``, ``MOVED``...) pass through untouched.
+
+Its connections come from an :class:`AetherPool`: a bounded pool where a call waits for
+a free connection (up to a timeout) instead of failing at once when many calls run
+together; one that waits too long raises :class:`~aether.errors.PoolExhaustedError`,
+which names the pool and its settings, not Redis.
 """
 
 from __future__ import annotations
@@ -17,9 +22,16 @@ from typing import Any
 import redis
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.asyncio.connection import BlockingConnectionPool
 from redis.exceptions import OutOfMemoryError, ResponseError, TryAgainError
 
-from aether.errors import BusyError, CapacityError, RefusedError, UnavailableError
+from aether.errors import (
+    BusyError,
+    CapacityError,
+    PoolExhaustedError,
+    RefusedError,
+    UnavailableError,
+)
 from aether.store.packing import pack_with_hiredis
 
 # prefixes of error replies that mean "busy now, the same call may succeed later"
@@ -42,6 +54,33 @@ def translate(error: redis.RedisError) -> Exception:
     if type(error) is ResponseError:
         return RefusedError(message)
     return error
+
+
+class AetherPool(BlockingConnectionPool):
+    """redis-py's blocking pool: at most ``max_connections``, a call waits ``timeout`` s.
+
+    Args:
+        max_connections: the pool's size (``AETHER_REDIS_POOL_SIZE``).
+        timeout: how long a call waits for a connection (``AETHER_REDIS_POOL_TIMEOUT_S``).
+        **kwargs: the connections' arguments (redis-py's ``ConnectionPool``).
+    """
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        """A free connection, waiting for one (see redis-py's ``BlockingConnectionPool``).
+
+        Raises:
+            PoolExhaustedError: none was free within the pool's timeout.
+        """
+        try:
+            return await super().get_connection(*args, **kwargs)
+        except redis.ConnectionError as e:
+            if not isinstance(e.__cause__, TimeoutError):
+                raise  # Redis itself did not answer: the caller's translation applies
+            raise PoolExhaustedError(
+                f"all {self.max_connections} connections of this process's Redis pool "
+                f"stayed busy for {self.timeout:g} s: too many calls at once (raise "
+                "AETHER_REDIS_POOL_SIZE or AETHER_REDIS_POOL_TIMEOUT_S, or run fewer)"
+            ) from e
 
 
 class AetherPipeline(Pipeline):
