@@ -36,6 +36,32 @@ def check_id(value: str, what: str = "id") -> str:
 MIN_PREFIX = 4
 
 
+def shortest_prefixes(ids: list[str], among: list[str] | None = None) -> dict[str, str]:
+    """Each id's shortest prefix (at least :data:`MIN_PREFIX` characters) that names it alone.
+
+    Args:
+        ids: the ids to shorten.
+        among: the ids a prefix must tell them apart from (default: ``ids``).
+    """
+    others = sorted(set(ids if among is None else [*among, *ids]))
+    out: dict[str, str] = {}
+    for i in ids:
+        at = others.index(i)
+        shared = 0
+        for neighbour in (
+            others[at - 1] if at else "",
+            others[at + 1] if at + 1 < len(others) else "",
+        ):
+            common = 0
+            for a, b in zip(i, neighbour, strict=False):
+                if a != b:
+                    break
+                common += 1
+            shared = max(shared, common)
+        out[i] = i[: max(MIN_PREFIX, shared + 1)]
+    return out
+
+
 def resolve_prefix(ids: list[str], given: str, what: str = "id") -> str:
     """The one id in ``ids`` equal to ``given`` or starting with it.
 

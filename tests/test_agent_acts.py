@@ -221,7 +221,7 @@ def test_the_agent_acts_through_the_daemon(daemon_env: dict[str, str], tmp_path:
         (request["id"], "edit_file", "work")
     ]
     human = run_cli(env, "status").stdout
-    assert f"aether approvals approve {request['id']}" in human and "edit_file" in human
+    assert f"aether approvals approve {request['prefix']}" in human and "edit_file" in human
     # approvals take an id prefix, like checkpoints, beliefs and tasks
     nothing = run_cli(env, "approvals", "approve", "zzzz")
     assert nothing.returncode == 1 and "no approval request 'zzzz'" in nothing.stderr
@@ -229,7 +229,7 @@ def test_the_agent_acts_through_the_daemon(daemon_env: dict[str, str], tmp_path:
     assert approved.returncode == 0 and f"approved {request['id']}" in approved.stdout
     out, err = sending.communicate(timeout=60)
     assert sending.returncode == 0, err
-    assert f"aether approvals approve {request['id']}" in err and "replaced 1" in out
+    assert f"aether approvals approve {request['prefix']}" in err and "replaced 1" in out
     assert "'bye'" in (ws / "src" / "app.py").read_text()
     again = run_cli(env, "approvals", "deny", request["id"])
     assert again.returncode == 1 and "approved already" in again.stderr

@@ -78,6 +78,42 @@ async def console(
         yield http, agent
 
 
+async def test_the_overview_shows_what_the_running_daemon_runs(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    """The console's own settings have no model; the daemon's record is what it shows."""
+    from pydantic import SecretStr
+
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease, Holder, publish
+    from aether.runtime.status import running
+
+    http, agent = console
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    alone = (await http.get("/", headers=bearer)).text
+    assert "as configured here: no daemon runs" in alone and 'id="mcp-served"' in alone
+    daemon_settings = agent.settings.model_copy(
+        update={
+            "llm": agent.settings.llm.model_copy(
+                update={"base_url": "http://10.0.0.7:8000/v1", "model": "qwen-local"}
+            ),
+            "mcp": agent.settings.mcp.model_copy(
+                update={"port": 8799, "token": SecretStr("secret")}
+            ),
+        }
+    )
+    lease = DaemonLease(agent.client, agent.keys, Holder.this_process())
+    await lease.acquire()
+    try:
+        runs = running(daemon_settings, started_at=lease.holder.started_at)
+        await publish(lease, Health(ready=True, runs=runs))
+        page = (await http.get("/", headers=bearer)).text
+        assert "qwen-local" in page and "10.0.0.7:8000" in page and "127.0.0.1:8799" in page
+        assert "as configured here" not in page
+    finally:
+        await lease.release()
+
+
 async def test_every_page_renders_for_a_fresh_namespace_and_writes_nothing(
     settings: Settings, client: Redis
 ) -> None:

@@ -262,6 +262,14 @@ def _env(cli_env: dict[str, str], server: ScriptedOpenAI) -> dict[str, str]:
     }
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return run_cli(env, *args, timeout=timeout)
 
@@ -322,10 +330,25 @@ def test_the_daemon_end_to_end(
     model: tuple[ScriptedOpenAI, SlowModel],
 ) -> None:
     server, slow = model
-    env = _env(cli_env, server)
+    mcp_port = _free_port()
+    env = {**_env(cli_env, server), "AETHER_MCP__PORT": str(mcp_port), "AETHER_MCP__TOKEN": "t0k"}
     log = tmp_path / "daemon.log"
     proc = _start(env, log)
     try:
+        # status from a shell without the daemon's settings shows what the daemon runs
+        elsewhere = {k: v for k, v in env.items() if not k.startswith(("AETHER_LLM", "AETHER_MCP"))}
+        shown = json.loads(_cli(elsewhere, "status", "--json").stdout)["running"]
+        assert shown["source"] == "daemon" and shown["model"]["name"] == "scripted"
+        assert shown["model"]["endpoint"] == server.base_url.split("/")[2]
+        assert shown["mcp"] == {
+            "transport": "streamable-http",
+            "host": "127.0.0.1",
+            "port": mcp_port,
+            "auth": True,
+        }
+        human = _cli(elsewhere, "status").stdout
+        assert "runs (daemon):" in human and f"streamable-http on 127.0.0.1:{mcp_port}" in human
+        assert f"MCP 127.0.0.1:{mcp_port}" in human and "model: scripted at" in human
         # a person talks to it with plain redis-cli...
         first = _redis_cli(
             env,
@@ -375,7 +398,9 @@ def test_the_daemon_end_to_end(
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
         assert time.monotonic() - start < 10
-        assert _cli(env, "status").returncode == 1
+        down = _cli(elsewhere, "status")
+        assert down.returncode == 1 and "runs (as configured here: no daemon):" in down.stdout
+        assert "model: none" in down.stdout and "MCP off" in down.stdout
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -184,6 +184,23 @@ def test_the_readme_scripted_model_exercises_tools_approvals_and_learning(
         assert "the tools said" in out
         assert sending.returncode == 0, err
         assert (ws / "out.txt").read_text() == "done"
+        # a second write after the first approval: send's --timeout holds while it
+        # waits, naming the approval; the list's id column is the prefix to type
+        started = time.monotonic()
+        late = _cli(
+            env, "send", 'CALL write_file {"path": "two.txt", "content": "2"}', "--timeout", "3"
+        )
+        assert late.returncode == 1 and time.monotonic() - started < 20
+        assert "no reply within 3 s" in late.stderr and "waits for approval" in late.stderr
+        listed = _cli(env, "approvals", "list").stdout.splitlines()
+        prefix = listed[1].split()[0]  # under the header row
+        assert 4 <= len(prefix) < 26 and f"aether approvals approve {prefix}" in late.stderr
+        approved = _cli(env, "approvals", "approve", prefix)
+        assert approved.returncode == 0, approved.stderr
+        deadline = time.monotonic() + 30
+        while not (ws / "two.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert (ws / "two.txt").read_text() == "2"
         # what it is told, it learns (the program's extraction is aether's own)
         told = _cli(env, "send", "I live in Lisbon and my cat is called Miso.")
         assert told.returncode == 0, told.stderr

@@ -12,7 +12,13 @@ import pytest
 from redis.asyncio import Redis
 
 from aether.config import Settings, ToolSettings
-from aether.errors import ConfigError, ConflictError, InvalidOperationError, NotFoundError
+from aether.errors import (
+    AmbiguousIdError,
+    ConfigError,
+    ConflictError,
+    InvalidOperationError,
+    NotFoundError,
+)
 from aether.keys import Keyspace
 from aether.registry.approvals import KEEP_S, Approvals
 from aether.runtime.llm import ToolCall
@@ -240,6 +246,34 @@ async def test_approval_requests_first_decision_wins(client: Redis, keys: Keyspa
         await approvals.decide("01JNOSUCHAPPROVAL0000000000", approve=True, by="x")
     with pytest.raises(InvalidOperationError):
         await approvals.get("bad id with spaces")
+
+
+async def test_a_short_prefix_names_a_pending_request_among_older_ones(
+    client: Redis, keys: Keyspace
+) -> None:
+    approvals = Approvals(client, keys)
+    older = [
+        await approvals.request("bash", {"n": n}, session="s", reason="r", timeout_s=60)
+        for n in range(3)
+    ]
+    for request in older:
+        await approvals.decide(request.id, approve=False, by="alice")
+    waiting = await approvals.request("bash", {}, session="s", reason="r", timeout_s=60)
+    date = waiting.id[:4]  # a ULID's first characters are its date: shared by all four
+    assert all(r.id.startswith(date) for r in older)
+    assert (await approvals.decide(date, approve=True, by="bob")).id == waiting.id
+    # the shortest prefix of each: a pending one among the pending, a decided one among all
+    prefixes = await approvals.prefixes([*older, waiting])
+    for request in [*older, waiting]:  # none is pending now: each told apart from all
+        short = prefixes[request.id]
+        assert len(short) >= 4 and (await approvals.get(short)).id == request.id
+    second = await approvals.request("bash", {}, session="s", reason="r", timeout_s=60)
+    third = await approvals.request("bash", {}, session="s", reason="r", timeout_s=60)
+    pending = await approvals.prefixes([second, third])
+    assert pending[second.id] != pending[third.id]
+    assert (await approvals.get(pending[third.id])).id == third.id
+    with pytest.raises(AmbiguousIdError, match="pending approval request"):
+        await approvals.decide(date, approve=True, by="bob")
 
 
 async def test_an_unanswered_request_is_denied_at_its_deadline(

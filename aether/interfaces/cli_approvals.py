@@ -42,17 +42,23 @@ def approvals_list(
     ] = "pending",
     json_: JsonOpt = False,
 ) -> None:
-    """Approval requests: pending ones by default, newest first."""
+    """Approval requests: pending ones by default, newest first.
+
+    The id column shows each request's shortest prefix that approve and deny take.
+    """
     found, zone = call_in_zone(ctx, ops.approvals_list, arguments(ctx, ops.ListArgs, status=status))
     columns: list[Column[ApprovalRequest]] = [
-        Column("id", lambda r: r.id, whole=True),
+        Column("id", lambda r: found.prefixes.get(r.id, r.id), whole=True),
         Column("asked", lambda r: local_time(r.requested_at, zone)),
         Column("status", lambda r: r.status + (f" by {r.decided_by}" if r.decided_by else "")),
         Column("session", lambda r: r.session, whole=True),
         Column("tool", lambda r: r.tool, whole=True),
         Column("arguments", _arguments),
     ]
-    data = [r.model_dump(mode="json") for r in found.approvals]
+    data = [
+        {**r.model_dump(mode="json"), "prefix": found.prefixes.get(r.id, r.id)}
+        for r in found.approvals
+    ]
     empty = "no pending approvals" if status == "pending" else "no approvals"
     emit_table(found.approvals, wants_json(ctx, json_), columns, data=data, empty=empty)
 

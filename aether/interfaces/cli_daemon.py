@@ -231,6 +231,25 @@ def _print_status(data: dict[str, Any], zone: ZoneInfo | None) -> None:
     print(f"daemon: {data['state'] if data['state'] != 'down' else 'DOWN'}{who}")
     for reason in data["reasons"]:  # the daemon writes UTC; people read their own zone
         print(f"  {_ISO_TIME.sub(lambda m: when(epoch(m.group(0))), reason)}")
+    runs = data["running"]
+    print(f"runs ({'as configured here: no daemon' if runs['source'] != 'daemon' else 'daemon'}):")
+    model = runs["model"]
+    print(f"  model: {model['name'] + ' at ' + model['endpoint'] if model else 'none'}")
+    mcp_http = runs["mcp"]
+    print(
+        "  mcp: "
+        + (
+            f"{mcp_http['transport']} on {mcp_http['host']}:{mcp_http['port']}, auth "
+            f"{'on' if mcp_http['auth'] else 'OFF'}"
+            if mcp_http
+            else "off"
+        )
+    )
+    started = f", since {when(epoch(runs['started_at']))}" if runs["started_at"] else ""
+    print(
+        f"  embeddings: {runs['embeddings'] or 'none (full text only)'}; archetype "
+        f"{runs['archetype']}; aether {runs['version']}{started}"
+    )
     print(f"last beat: {when(data['last_beat'])} ({plural(data['beats'], 'beat')})")
     print(
         f"inbox: {data['inbox']['waiting']} waiting, {data['inbox']['pending']} in progress; "
@@ -284,18 +303,39 @@ async def _daemon_present(client: Redis, keys: Keyspace, wait_s: float) -> bool:
 
 def send(
     ctx: typer.Context,
-    message: Annotated[str, typer.Argument(help="What to say to the running agent.")],
+    message: Annotated[
+        str,
+        typer.Argument(help="What to say to the running agent ('-': read it from stdin)."),
+    ],
     session: Annotated[str | None, typer.Option("--session", help="Chat session.")] = None,
     timeout: Annotated[
         float, ranges.TIMEOUT_S.option("--timeout", help="Seconds to wait.")
     ] = 120.0,
     json_: JsonOpt = False,
 ) -> None:
-    """Send the running agent a message and print its reply."""
+    """Send the running agent a message and print its reply.
+
+    With '-' the message is read from stdin (up to the inbox's limit, 1 MiB). --timeout
+    is honoured even while the agent's turn waits for an approval: the error then names
+    the approval to answer.
+    """
+    from aether.runtime.inbox import MAX_MESSAGE_BYTES
+
     st = state(ctx)
     as_json = wants_json(ctx, json_)
+    if message == "-":
+        raw = sys.stdin.buffer.read(MAX_MESSAGE_BYTES + 1)
+        if len(raw) > MAX_MESSAGE_BYTES:
+            fail(
+                f"the message on stdin is over {MAX_MESSAGE_BYTES} bytes: the inbox takes "
+                "at most that; nothing was sent",
+                as_json,
+                kind="invalid",
+            )
+        message = raw.decode("utf-8", "replace")
     if not message.strip():
         fail("the message is empty", as_json, kind="invalid")
+    waiting_on: list[str] = []  # the approval the turn waits on when the time runs out
 
     async def body() -> dict[str, str] | None:
         from aether.ids import check_id
@@ -314,30 +354,35 @@ def send(
             approvals = Approvals(client, st.keys)
             told: set[str] = set()
 
-            async def approval_pending() -> bool:
+            async def tell_approvals() -> None:
                 waiting = await approvals.pending(session or st.settings.daemon.session)
+                prefixes = await approvals.prefixes(waiting)
+                waiting_on[:] = [
+                    f"{prefixes[r.id]} ({r.tool}): answer with 'aether approvals approve "
+                    f"{prefixes[r.id]}' or 'aether approvals deny {prefixes[r.id]}'"
+                    for r in waiting
+                ]
                 for request in waiting:
                     if request.id not in told:
                         told.add(request.id)
+                        short = prefixes[request.id]
                         print(
                             f"waiting: the agent asks to run {request.tool}; answer with "
-                            f"'aether approvals approve {request.id}' or 'aether approvals "
-                            f"deny {request.id}' (denied in "
+                            f"'aether approvals approve {short}' or 'aether approvals "
+                            f"deny {short}' (denied in "
                             f"{max(0, request.expires_at - time.time()):.0f} s otherwise)",
                             file=sys.stderr,
                             flush=True,
                         )
-                return bool(waiting)
 
-            return await wait_for_reply(client, st.keys, message_id, timeout, approval_pending)
+            return await wait_for_reply(client, st.keys, message_id, timeout, tell_approvals)
 
     reply = run(ctx, body)
     if reply is None:
-        fail(
-            f"no reply within {timeout:g} s (the message stays in the inbox)",
-            as_json,
-            kind="timeout",
-        )
+        why = "the message stays in the inbox"
+        if waiting_on:
+            why = "the agent's turn waits for approval " + "; ".join(waiting_on)
+        fail(f"no reply within {timeout:g} s ({why})", as_json, kind="timeout")
     if reply.get("error"):
         fail(reply["error"], as_json, kind="reply")
     emit(reply, as_json, lambda: print(reply.get("content", "")))

@@ -30,6 +30,10 @@ class ApprovalList(BaseModel):
     """Approval requests, newest first."""
 
     approvals: list[ApprovalRequest]
+    prefixes: dict[str, str] = Field(
+        default_factory=dict,
+        description="each request's shortest id prefix that approve and deny take",
+    )
 
 
 @operation(read_only=True, agent=False)
@@ -40,7 +44,7 @@ async def approvals_list(parts: Parts, caller: Caller, args: ListArgs) -> Approv
     else:
         status = None if args.status == "all" else args.status
         found = await parts.approvals.list(status, limit=args.limit)
-    return ApprovalList(approvals=found)
+    return ApprovalList(approvals=found, prefixes=await parts.approvals.prefixes(found))
 
 
 class ApproveArgs(BaseModel):

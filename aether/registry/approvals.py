@@ -24,7 +24,7 @@ from redis.exceptions import WatchError
 
 from aether.codec import byte_map, text, texts
 from aether.errors import ConflictError, NotFoundError
-from aether.ids import check_id, new_id, resolve_prefix
+from aether.ids import check_id, new_id, resolve_prefix, shortest_prefixes
 from aether.keys import Keyspace
 
 __all__ = ["KEEP_S", "ApprovalRequest", "ApprovalStatus", "Approvals"]
@@ -102,6 +102,10 @@ class Approvals:
     async def resolve(self, given: str) -> str:
         """The full id of the request ``given`` names (its id, or a prefix of 4+ characters).
 
+        A prefix is matched among the pending requests first (what an operator answers),
+        then among every request: a ULID's first characters are its date, shared by the
+        requests of the same days.
+
         Raises:
             NotFoundError: no such request; AmbiguousIdError: the prefix names several.
             InvalidOperationError: a malformed id.
@@ -109,11 +113,26 @@ class Approvals:
         check_id(given, "id")
         if await self.client.exists(self.keys.approval(given)):
             return given
+        pending = [r.id for r in await self.pending()]
+        if any(i.startswith(given) for i in pending):
+            return resolve_prefix(pending, given, "pending approval request")
         ids = texts(await self.client.zrange(self.keys.approvals(), 0, -1))
         try:
             return resolve_prefix(ids, given, "approval request")
         except NotFoundError as e:
             raise NotFoundError(f"no approval request {given!r}") from e
+
+    async def prefixes(self, requests: builtins.list[ApprovalRequest]) -> dict[str, str]:
+        """The shortest prefix :meth:`resolve` takes for each request, by id.
+
+        A pending request's is told apart from the other pending ones (matched first);
+        a decided one's from every request.
+        """
+        pending = [r.id for r in await self.pending()]
+        everything = texts(await self.client.zrange(self.keys.approvals(), 0, -1))
+        short = shortest_prefixes([r.id for r in requests if r.id in pending], pending)
+        decided = [r.id for r in requests if r.id not in short]
+        return short | shortest_prefixes(decided, everything)
 
     async def get(self, approval_id: str) -> ApprovalRequest:
         """One request (by id or unique prefix).

@@ -31,6 +31,7 @@ class Health:
     budget: str | None = None  # the daily spending cap, when it is reached
     mcp: Callable[[], list[dict[str, Any]]] | None = None  # the MCP servers' states
     erasure: str | None = None  # an interrupted erasure the daemon could not finish
+    runs: dict[str, Any] = field(default_factory=dict)  # what it runs (``status.running``)
 
     @property
     def state(self) -> State:
@@ -75,7 +76,13 @@ class Health:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``ns:daemon:health`` and ``status --json``."""
         servers = self.mcp() if self.mcp is not None else []
-        return {"state": self.state, "reasons": self.reasons(), "at": time.time(), "mcp": servers}
+        return {
+            "state": self.state,
+            "reasons": self.reasons(),
+            "at": time.time(),
+            "mcp": servers,
+            "runs": self.runs,
+        }
 
 
 def _iso(timestamp: float) -> str:

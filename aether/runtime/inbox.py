@@ -21,10 +21,13 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from aether.codec import byte_map, text
+from aether.errors import InvalidOperationError
 from aether.keys import Keyspace
 from aether.store.functions import Functions
 
 GROUP = "agent"
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""The largest message the inbox takes (UTF-8 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,16 @@ class Inbox:
                 raise
 
     async def send(self, content: str, session: str | None = None, sender: str = "cli") -> str:
-        """Put a message in the inbox; returns its id."""
+        """Put a message in the inbox; returns its id.
+
+        Raises:
+            InvalidOperationError: the message is larger than :data:`MAX_MESSAGE_BYTES`.
+        """
+        size = len(content.encode())
+        if size > MAX_MESSAGE_BYTES:
+            raise InvalidOperationError(
+                f"the message is {size} bytes: the inbox takes at most {MAX_MESSAGE_BYTES}"
+            )
         fields = {"role": "user", "content": content, "sender": sender}
         if session:
             fields["session"] = session
@@ -181,20 +193,20 @@ async def wait_for_reply(
     keys: Keyspace,
     message_id: str,
     timeout_s: float,
-    hold: Callable[[], Awaitable[bool]] | None = None,
+    tick: Callable[[], Awaitable[object]] | None = None,
 ) -> dict[str, str] | None:
-    """The outbox entry answering ``message_id``, waiting up to ``timeout_s``.
+    """The outbox entry answering ``message_id``, waiting up to ``timeout_s`` (else None).
 
-    ``hold`` is asked about once a second; while it says True (the agent's turn waits for
-    an operator's approval, which has its own deadline) the timeout does not run out.
+    ``tick`` is called about once a second while it waits (``aether send`` tells the
+    operator about an approval the turn waits on); the timeout is the caller's, always.
     """
     import time
 
     deadline = time.monotonic() + timeout_s
     last = "0-0"
     while True:
-        if hold is not None and await hold():
-            deadline = max(deadline, time.monotonic() + 1.5)
+        if tick is not None:
+            await tick()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None

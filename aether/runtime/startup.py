@@ -28,6 +28,7 @@ from aether.runtime.health import Health
 from aether.runtime.heap import settle_heap
 from aether.runtime.lease import DaemonLease, Holder, keep_alive, publish, reclaim
 from aether.runtime.llm import LLMClient
+from aether.runtime.status import running
 from aether.runtime.supervisor import Supervisor
 from aether.store.client import connect
 
@@ -138,6 +139,12 @@ async def _serve(
     if http is not None:
         supervisor.start("mcp", http.serve)
     settle_heap()  # what the daemon holds from here on lives as long as it does
+    health.runs = running(
+        settings,
+        embeddings=layer.embedder.model_name if layer.embedder else None,
+        mcp_serving=http is not None,
+        started_at=lease.holder.started_at,
+    )
     health.ready = True
     await publish(lease, health)
     log.info(

@@ -21,7 +21,57 @@ from aether.runtime.inbox import Inbox
 from aether.runtime.lease import parse_holder
 from aether.server.security import security_report
 
-__all__ = ["daemon_status"]
+__all__ = ["daemon_status", "running"]
+
+
+def running(
+    settings: Settings,
+    *,
+    embeddings: str | None = None,
+    mcp_serving: bool | None = None,
+    started_at: str | None = None,
+) -> dict[str, Any]:
+    """What a daemon with ``settings`` runs: the record ``aether status`` and the console show.
+
+    The daemon publishes it with its health (what it loaded, what it serves); without a
+    daemon, status shows the one of the settings of the process asking, marked so.
+
+    Args:
+        settings: the daemon's settings.
+        embeddings: the embedding model it loaded (default: the configured one).
+        mcp_serving: whether it serves MCP over HTTP (default: as configured).
+        started_at: when it started (ISO time).
+    """
+    from urllib.parse import urlsplit
+
+    from aether import __version__
+
+    llm = settings.llm
+    model = None
+    if llm.base_url and llm.model:
+        model = {"name": llm.model, "endpoint": urlsplit(llm.base_url).netloc or llm.base_url}
+    serving = bool(settings.mcp.port) if mcp_serving is None else mcp_serving
+    token = settings.mcp.token.get_secret_value().strip() if settings.mcp.token else ""
+    provider = settings.embedding.provider
+    return {
+        "version": __version__,
+        "started_at": started_at,
+        "namespace": settings.namespace,
+        "archetype": settings.archetype,
+        "model": model,
+        "embeddings": None if provider == "none" else (embeddings or provider),
+        "mcp": (
+            {
+                "transport": "streamable-http",
+                "host": settings.mcp.host,
+                "port": settings.mcp.port,
+                "auth": bool(token),
+            }
+            if serving
+            else None
+        ),
+        "redis": "external" if settings.redis_url else "embedded",
+    }
 
 
 async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> dict[str, Any]:
@@ -44,12 +94,19 @@ async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> di
     hold = {text(k): text(v) for k, v in byte_map(await client.hgetall(keys.write_hold())).items()}
     erasure = pending_view(hold if hold.get("kind") == "erase" else None)
     reasons = health["reasons"] if health and holder else []
+    runs = (health or {}).get("runs") if holder else None
+    source = "daemon" if runs else "configured here"
+    runs = runs or running(settings)
+    mcp = runs.get("mcp")
     if erasure is not None and not any("erasure" in r for r in reasons):
         reasons = [
             *reasons,
             f"erasure {erasure['id']} is pending in phase {erasure['phase']} (writes "
             f"{erasure['writes']}): {erasure['resolve']}",
         ]
+    approvals = Approvals(client, keys)
+    waiting = await approvals.pending()
+    prefixes = await approvals.prefixes(waiting)
     return {
         "state": state,
         "alive": state in ("up", "degraded"),
@@ -68,12 +125,17 @@ async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> di
                 "session": r.session,
                 "requested_at": r.requested_at,
                 "expires_at": r.expires_at,
-                "approve": f"aether approvals approve {r.id}",
+                "approve": f"aether approvals approve {prefixes.get(r.id, r.id)}",
             }
-            for r in await Approvals(client, keys).pending()
+            for r in waiting
         ],
         "outbox": await client.xlen(keys.outbox()),
         "last_maintenance": epoch(last.get("at")),
-        "security": await security_report(settings, client),
+        "running": {**runs, "source": source},
+        "security": await security_report(
+            settings,
+            client,
+            mcp={"host": mcp["host"], "port": mcp["port"], "auth": mcp["auth"]} if mcp else None,
+        ),
         "mcp": (health or {}).get("mcp", []) if holder else [],
     }

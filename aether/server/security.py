@@ -60,8 +60,17 @@ async def _config(client: Redis, name: str) -> str | None:
     return raw.decode() if isinstance(raw, bytes) else raw
 
 
-async def security_report(settings: Settings, client: Redis) -> dict[str, Any]:
-    """The security block: modes, auth, listeners and the warnings they call for."""
+async def security_report(
+    settings: Settings, client: Redis, mcp: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The security block: modes, auth, listeners and the warnings they call for.
+
+    Args:
+        settings: the settings of the files and Redis to judge.
+        client: the namespace's client.
+        mcp: the MCP listener a running daemon serves (``host``, ``port``, ``auth``);
+            ``None``: none is served.
+    """
     warnings: list[str] = []
     home = settings.home
     home_mode = _mode(home)
@@ -98,11 +107,14 @@ async def security_report(settings: Settings, client: Redis) -> dict[str, Any]:
     beyond = [b for b in bind if not is_loopback(b.lstrip("-"))] if tcp else []
     if tcp and (beyond or not bind):
         warnings.append(f"Redis listens on TCP port {port} beyond loopback ({' '.join(bind)})")
-    token = settings.mcp.token.get_secret_value().strip() if settings.mcp.token else ""
-    mcp = {"port": settings.mcp.port, "host": settings.mcp.host, "token_set": bool(token)}
-    if settings.mcp.port and not is_loopback(settings.mcp.host):
+    listener = {
+        "port": mcp["port"] if mcp else None,
+        "host": mcp["host"] if mcp else settings.mcp.host,
+        "token_set": bool(mcp and mcp.get("auth")),
+    }
+    if mcp and not is_loopback(str(mcp["host"])):
         warnings.append(
-            f"MCP over HTTP is bound to {settings.mcp.host}: beyond loopback, put a TLS "
+            f"MCP over HTTP is bound to {mcp['host']}: beyond loopback, put a TLS "
             "proxy in front (docs/security.md)"
         )
     return {
@@ -112,6 +124,6 @@ async def security_report(settings: Settings, client: Redis) -> dict[str, Any]:
         "socket_mode": socket_mode,
         "auth": auth,
         "redis_tcp": {"port": int(port) if port and port.isdigit() else None, "bind": bind},
-        "mcp": mcp,
+        "mcp": listener,
         "warnings": warnings,
     }

@@ -72,7 +72,7 @@ class AetherPool(BlockingConnectionPool):
             PoolExhaustedError: none was free within the pool's timeout.
         """
         try:
-            return await super().get_connection(*args, **kwargs)
+            return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
         except redis.ConnectionError as e:
             if not isinstance(e.__cause__, TimeoutError):
                 raise  # Redis itself did not answer: the caller's translation applies

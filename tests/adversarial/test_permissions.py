@@ -153,14 +153,12 @@ def test_status_reports_the_security_block(private_home: Path) -> None:
 def test_status_warns_about_wide_files_and_exposed_mcp(private_home: Path) -> None:
     log_file = private_home / "logs" / "aether.log"
     settings = Settings(home=private_home, namespace="perm", embedding={"provider": "none"})
-    exposed = settings.model_copy(
-        update={"mcp": settings.mcp.model_copy(update={"port": 8765, "host": "0.0.0.0"})}
-    )
+    exposed = {"port": 8765, "host": "0.0.0.0", "auth": True}  # what a daemon serves
 
     async def report() -> dict[str, object]:
         client = await connect(settings)
         try:
-            return await security_report(exposed, client)
+            return await security_report(settings, client, mcp=exposed)
         finally:
             await client.aclose()
 

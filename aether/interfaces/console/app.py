@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import structlog
@@ -155,11 +154,11 @@ def build_app(agent: Aether, token: str) -> Starlette:
     async def overview(request: Request) -> Response:
         status = await daemon_status(agent.client, agent.keys, agent.settings)
         pending = await run(approvals.approvals_list, status="pending")
-        configured = agent.settings.llm
-        ready = bool(configured.base_url and configured.model)
+        runs = status["running"]
         llm = {
-            "model": configured.model if ready else None,
-            "where": urlsplit(configured.base_url or "").netloc,
+            "model": runs["model"]["name"] if runs["model"] else None,
+            "where": runs["model"]["endpoint"] if runs["model"] else "",
+            "source": runs["source"],
         }
         live = request.query_params.get("live") and request.headers.get("HX-Request")
         return await page(
