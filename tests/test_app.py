@@ -25,13 +25,16 @@ async def test_open_wires_every_part_over_one_client(settings: Settings) -> None
     s = settings.model_copy(update={"embedding": {"provider": "none"}})
     with ScriptedOpenAI(responder=lambda body: completion("all done")) as llm:
         async with Aether.open(s, actor="agent") as agent:
-            assert await agent.client.exists(agent.keys.memory_index_schema()) == 1  # ready
+            # a fresh namespace: ready, and its indexes wait for the first write
+            assert await agent.client.exists(agent.keys.memory_index_schema()) == 0
+            assert await agent.search.search("anything") == []
             parts = (agent.memory, agent.search.layer, agent.context.layer, agent.graph.layer)
             assert all(p is agent.memory for p in parts)
             assert agent.identity.checkpoints is agent.checkpoints
             assert agent.memory.client is agent.client
             await agent.identity.ensure(default_identity_dir())
             await DailyLog(agent.memory).log("the NAS has 16 TB of disks")
+            assert await agent.client.exists(agent.keys.memory_index_schema()) == 1
             hits = await agent.search.search("NAS disks", limit=5)
             assert [h.content for h in hits] == ["the NAS has 16 TB of disks"]
             assert hits[0].match is not None and hits[0].match > 0

@@ -187,6 +187,25 @@ async def test_reads_in_a_fresh_namespace_bootstrap_nothing(
         assert not result.is_error, result.content
     assert await dump_state(client, keys) == {}
     assert await _journal(client, keys) == []
+    # commands that are refused leave nothing either: no key at all, no index
+    refused = [
+        ("checkpoint", "undo"),
+        ("approvals", "approve", "zzzz"),
+        ("memory", "replace", "01NOSUCHMEMORY000000000000", "new text", "--yes"),
+        ("belief", "show", "01NOSUCH"),
+        ("erase", "***", "--yes"),
+    ]
+    for args in refused:
+        done = await asyncio.to_thread(run_cli, env, *args)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (args, done.stderr)
+    assert [k async for k in client.scan_iter(match=keys.every_key)] == []
+    assert keys.memory_index().encode() not in await client.execute_command("FT._LIST")
+    # the first write makes the indexes, and what it wrote is found at once
+    assert (await asyncio.to_thread(run_cli, env, "memory", "log", "kestrels nest")).returncode == 0
+    assert keys.memory_index().encode() in await client.execute_command("FT._LIST")
+    assert await client.exists(keys.memory_index_schema())
+    found = await asyncio.to_thread(run_cli, env, "memory", "search", "kestrels", "--json")
+    assert "kestrels nest" in found.stdout, found.stderr
 
 
 def test_a_relative_identity_folder_bootstraps(cli_env: dict[str, str]) -> None:

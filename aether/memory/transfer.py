@@ -314,6 +314,8 @@ async def _existing(
     for doc in docs:
         pipe.exists(_key(layer, doc))
     known = {doc["id"] for doc, hit in zip(docs, await pipe.execute(), strict=True) if hit}
+    if not await layer.indexed():
+        return known
     query = FilterQuery(
         filter_expression=Tag("hash") == [d["hash"] for d in docs],
         return_fields=["hash"],

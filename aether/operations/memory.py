@@ -381,7 +381,8 @@ async def memory_replace(parts: Parts, caller: Caller, args: ReplaceArgs) -> Rep
     """
     revisions = Revisions(parts.beliefs(caller.llm))
     checkpoint = None
-    if not args.preview:
+    if not args.preview:  # a target that names nothing is refused before any write
+        await revisions.replace(args.target, args.content, preview=True, now=caller.clock())
         taken = await parts.checkpoints.create(
             label=f"before replacing {args.target.strip()[:60]}",
             reason="pre-replace",

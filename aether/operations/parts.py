@@ -149,6 +149,10 @@ class Parts:
     async def ready(self, *, migrate: bool = True) -> None:
         """Ensure the search indexes (once per object; idempotent in Redis).
 
+        A fresh namespace's indexes are made by its first write instead
+        (``MemoryLayer.defer_indexes``): a command that only reads, or is refused,
+        leaves nothing behind.
+
         Args:
             migrate: first bring a namespace whose vectors are in an older layout to the
                 configured one, after a checkpoint (``aether.memory.storage.vector_layout``).
@@ -163,8 +167,23 @@ class Parts:
 
                 await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             if not await self._indexes_current():
-                await self.search.ensure_index()
+                if await self._fresh():  # opening it to read (or be refused) writes nothing
+                    self.memory.defer_indexes(self.search.ensure_index)
+                else:
+                    await self.search.ensure_index()
             self._index_ready = True
+
+    async def _fresh(self) -> bool:
+        """Whether nothing was ever written to the namespace (no journal, no index).
+
+        In a cluster the index follows the shard: it is always ensured at once.
+        """
+        from aether.store.cluster import SlotRedis
+
+        if isinstance(self.client, SlotRedis):
+            return False
+        keys = self.keys
+        return not await self.client.exists(keys.journal(), keys.memory_index_schema())
 
     async def _indexes_current(self) -> bool:
         """Whether both indexes are already as wanted (checked without the search engine).

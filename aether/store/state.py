@@ -222,6 +222,8 @@ class Store:
         self.functions = Functions(client, keys)
         self.actor = actor
         self.write_wait_s = write_wait_s
+        self.before_first_write: Callable[[], Awaitable[None]] | None = None
+        """Run once before this store's first change (a fresh namespace's indexes)."""
 
     async def apply(
         self,
@@ -259,6 +261,9 @@ class Store:
                 raise InvalidOperationError(
                     f"{op.key!r} is not journaled agent state of namespace {self.keys.ns!r}"
                 )
+        if self.before_first_write is not None:
+            await self.before_first_write()  # kept until it succeeds
+            self.before_first_write = None
         touched = list(dict.fromkeys(op.key for op in mutation.ops))
         payload = msgpack.packb([op.pack() for op in mutation.ops], use_bin_type=False)
         if len(payload) > MAX_MUTATION_BYTES:

@@ -401,6 +401,8 @@ class Beliefs:
         self, statement: str, vector: list[float] | None, limit: int = NEIGHBOURS
     ) -> list[tuple[MemoryDoc, float]]:
         """The most similar active beliefs, with their similarity (cosine, or lexical)."""
+        if not await self.layer.indexed():
+            return []
         active = (Tag("kind") == "belief") & (Tag("status") == "active")
         try:
             if vector is not None:
@@ -568,7 +570,7 @@ class Beliefs:
         The full-text index's best first; none when it fails (logged).
         """
         tokens = query_tokens(text_)
-        if not tokens:
+        if not tokens or not await self.layer.indexed():
             return []
         query = TextQuery(
             " ".join(tokens), "content", filter_expression=where, num_results=limit, stopwords=None
@@ -583,6 +585,8 @@ class Beliefs:
 
     async def in_slot(self, slot: str, limit: int = 50) -> list[MemoryDoc]:
         """The active beliefs that state the attribute ``slot`` names (:class:`Claim`)."""
+        if not await self.layer.indexed():
+            return []
         query = FilterQuery(
             filter_expression=(Tag("kind") == "belief")
             & (Tag("status") == "active")

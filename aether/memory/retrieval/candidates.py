@@ -172,6 +172,8 @@ class CandidateReader:
             ResponseError, RedisSearchError: the index cannot answer.
         """
         layer = self.layer
+        if not await layer.indexed():  # a fresh namespace: nothing is stored yet
+            return Candidates({}, {}, {})
         vector = await layer.embed(query) if query.strip() else None
         # both searches in one round trip, their replies read raw (see search_command)
         pipe = layer.client.pipeline(transaction=False)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ from redis.asyncio import Redis
 from redisvl.index import AsyncSearchIndex
 from redisvl.query.filter import FilterExpression
 
-from aether.codec import command
+from aether.codec import command, text
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
 from aether.memory.storage import vectors
@@ -64,6 +65,7 @@ class MemoryLayer:
     mirror: QdrantMirror | None = None
     qdrant_search: bool = False
     _indexes: dict[str, AsyncSearchIndex] = field(default_factory=dict, repr=False)
+    _unindexed: bool = field(default=False, repr=False)
 
     @classmethod
     def open(
@@ -156,6 +158,30 @@ class MemoryLayer:
         if self.mirror is not None:
             await self.mirror.upsert(docs)
 
+    def defer_indexes(self, create: Callable[[], Awaitable[None]]) -> None:
+        """A fresh namespace: its indexes are made by its first write, not by opening it.
+
+        Until then :meth:`indexed` says whether another process made them; a read that
+        finds none returns nothing (there is nothing to find).
+        """
+        lock = asyncio.Lock()
+
+        async def first_write() -> None:
+            async with lock:
+                if self._unindexed:
+                    await create()
+                    self._unindexed = False
+
+        self._unindexed = True
+        self.store.before_first_write = first_write
+
+    async def indexed(self) -> bool:
+        """Whether the memory index exists (one round trip only while it is deferred)."""
+        if self._unindexed:
+            names = await command(self.client, "FT._LIST")
+            self._unindexed = self.keys.memory_index() not in {text(n) for n in names}
+        return not self._unindexed
+
     def text_index(self) -> AsyncSearchIndex:
         """The full-text index over the memory documents (not created)."""
         if "text" not in self._indexes:
@@ -177,7 +203,7 @@ class MemoryLayer:
     ) -> list[tuple[str, float]]:
         """The ``num`` memories nearest ``vector`` (document key, cosine similarity)."""
         index = self.vector_index()
-        if index is None:
+        if index is None or not await self.indexed():
             return []
         return await vectors.nearest(
             self.client, index, self.keys, vector, flt, num, self.settings.vector_datatype
