@@ -218,3 +218,52 @@ async def test_index_fields_as_langgraph_configures_them(app: Aether) -> None:
     await store.aput(("docs",), "a", {"title": "harbour pilot schedule", "body": "ignored words"})
     assert [h.key for h in await store.asearch(("docs",), query="harbour pilot schedule")] == ["a"]
     assert await store.asearch(("docs",), query="ignored words") == []
+
+
+async def test_a_filter_matching_one_of_many_similar_items_finds_it(app: Aether) -> None:
+    """The filter is applied in the query: 300 near-identical items, one matches."""
+    store = AetherStore(app)
+    for n in range(300):
+        owner = "ada" if n == 217 else f"user{n}"
+        await store.aput(
+            ("tickets",), f"t{n}", {"text": f"printer jams on floor two, ticket {n}", "owner": owner}
+        )
+    found = await store.asearch(("tickets",), query="printer jams", filter={"owner": "ada"})
+    assert [h.key for h in found] == ["t217"]
+    nested = await store.asearch(
+        ("tickets",), query="printer jams", filter={"owner": {"$eq": "ada"}}, limit=3
+    )
+    assert [h.key for h in nested] == ["t217"]
+    others = await store.asearch(
+        ("tickets",), query="printer jams", filter={"owner": {"$ne": "ada"}}, limit=50
+    )
+    assert len(others) == 50 and "t217" not in {h.key for h in others}
+    # what the index cannot compare is filtered after the search, deeper when needed
+    await store.aput(("tickets",), "late", {"text": "printer jams again", "floor": 9})
+    ranged = await store.asearch(("tickets",), query="printer jams", filter={"floor": {"$gt": 5}})
+    assert [h.key for h in ranged] == ["late"]
+
+
+async def test_the_score_is_what_the_results_are_ranked_by(app: Aether) -> None:
+    store = AetherStore(app)
+    for n, text in enumerate(["harbour pilot boards at dawn", "harbour pilot", "pilot boat"]):
+        await store.aput(("docs",), f"d{n}", {"text": text})
+    found = await store.asearch(("docs",), query="harbour pilot boards", limit=10)
+    scores = [h.score for h in found]
+    assert found and all(s is not None for s in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    hits = await app.search.search("harbour pilot boards", kind="longterm", limit=10)
+    assert abs(scores[0] - max(h.relevance for h in hits)) < 1e-3  # recency moves with now
+
+
+async def test_namespaces_are_compared_as_tuples_never_as_joined_strings(app: Aether) -> None:
+    from langgraph.store.base import GetOp, SearchOp
+
+    store = AetherStore(app)
+    await store.aput(("foo", "bar"), "k", {"text": "kept under two labels"})
+    [raw] = await store.abatch([GetOp(("foo.bar",), "k")])
+    assert raw is None
+    [hits] = await store.abatch([SearchOp(("foo.bar",), query="kept under two labels")])
+    assert hits == []
+    assert (await store.aget(("foo", "bar"), "k")) is not None
+    assert [h.key for h in await store.asearch(("foo",), query="kept under two labels")] == ["k"]

@@ -22,7 +22,7 @@ passed, is renewed on read when asked, and ``asweep_ttl`` deletes what has expir
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -41,20 +41,25 @@ from langgraph.store.base import (
     TTLConfig,
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
+from redisvl.query.filter import FilterExpression, Tag
 
 from aether.errors import InvalidOperationError
 from aether.integrations.loop import LoopBound
 from aether.memory.tiers.items import (
+    COMPLETE_TAG,
     STORE_TAG,
     ItemWrite,
     NamespacedItems,
     StoredItem,
+    check_namespace,
     prefix_tag,
+    value_tag,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from aether.memory.retrieval.hit import SearchHit
     from aether.memory.retrieval.search import MemorySearch
     from aether.operations.parts import Parts
 
@@ -62,6 +67,8 @@ __all__ = ["AetherStore"]
 
 SEARCH_POOL = 5
 """How many memories a search asks for per item it returns (filters drop some)."""
+MAX_POOL = 1000
+"""The most memories one search asks for."""
 
 
 def _strings(value: Any) -> list[str]:
@@ -135,6 +142,52 @@ def matches(value: Any, wanted: Any) -> bool:
             and all(matches(a, b) for a, b in zip(value, wanted, strict=True))
         )
     return bool(value == wanted)
+
+
+def _conditions(
+    wanted: dict[str, Any], path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+    """(path, operator, operand) of each condition of a filter (nested objects by path)."""
+    for key, value in wanted.items():
+        if isinstance(value, dict) and any(str(k).startswith("$") for k in value):
+            for operator, operand in value.items():
+                yield (*path, key), operator, operand
+        elif isinstance(value, dict):
+            yield from _conditions(value, (*path, key))
+        else:
+            yield (*path, key), "$eq", value
+
+
+def filter_expression(wanted: dict[str, Any]) -> FilterExpression | None:
+    """The part of a LangGraph filter the index can apply: equalities and ``$ne``.
+
+    Each is a value tag (:func:`~aether.memory.tiers.items.value_tag`). An item whose
+    value has more fields than a memory has tags passes the query; the filter applied
+    after the search decides for it, and for the comparisons.
+    """
+    parts: list[FilterExpression] = []
+    for path, operator, operand in _conditions(wanted):
+        if isinstance(operand, dict):
+            continue  # a whole object compared: after the search
+        if operator == "$eq":
+            parts.append(Tag("tags") == value_tag(path, operand))
+        elif operator == "$ne":
+            parts.append(Tag("tags") != value_tag(path, operand))
+    if not parts:
+        return None
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined & part
+    return combined | (Tag("tags") != COMPLETE_TAG)
+
+
+def _valid(namespace: tuple[str, ...]) -> bool:
+    """Whether items can be stored under ``namespace`` (labels compared as a tuple)."""
+    try:
+        check_namespace(namespace)
+    except InvalidOperationError:
+        return False
+    return True
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -261,7 +314,10 @@ class AetherStore(BaseStore):
 
     # -- operations --------------------------------------------------------------------
     async def _get(self, op: GetOp, now: float) -> StoredItem | None:
-        (found,) = await self.items.get_many([(tuple(op.namespace), op.key)])
+        namespace = tuple(op.namespace)
+        if not _valid(namespace):
+            return None  # nothing is ever stored there ("a.b" is not the labels "a", "b")
+        (found,) = await self.items.get_many([(namespace, op.key)])
         return None if found is None or _expired(found, now) else found
 
     def _write(self, op: PutOp) -> ItemWrite:
@@ -289,39 +345,54 @@ class AetherStore(BaseStore):
         check_filter(op.filter or {})
         prefix = tuple(op.namespace_prefix)
         wanted = max(op.limit, 0)
-        if wanted == 0:
+        if wanted == 0 or (prefix and not _valid(prefix)):
             return []
-        candidates: list[tuple[StoredItem, float | None]] = []
-        if op.query:
-            tag = prefix_tag(prefix) if prefix else STORE_TAG
-            pool = min(1000, (op.offset + wanted) * SEARCH_POOL)
-            hits = await self.search_engine.search(
-                op.query, kind="longterm", tags=[tag], limit=pool
-            )
-            items = await self.items.items_of_memories([h.doc.get("id", "") for h in hits])
-            seen: set[tuple[tuple[str, ...], str]] = set()
-            for hit, item in zip(hits, items, strict=True):
-                if item is None or (item.namespace, item.key) in seen:
-                    continue
-                seen.add((item.namespace, item.key))
-                score = hit.match if hit.match is not None else hit.relevance
-                candidates.append((item, score))
-        else:
+
+        def kept(
+            found: list[tuple[StoredItem, float | None]],
+        ) -> list[tuple[StoredItem, float | None]]:
+            return [
+                (item, score)
+                for item, score in found
+                if not _expired(item, now)
+                and item.namespace[: len(prefix)] == prefix
+                and all(matches(item.value.get(k), v) for k, v in (op.filter or {}).items())
+            ]
+
+        if not op.query:
+            listed: list[tuple[StoredItem, float | None]] = []
             for namespace in await self.items.namespaces():
                 if namespace[: len(prefix)] != prefix:
                     continue
                 keys = await self.items.keys_in(namespace)
                 found = await self.items.get_many([(namespace, k) for k in keys])
-                candidates.extend((item, None) for item in found if item is not None)
-            candidates.sort(key=lambda pair: pair[0].updated_at, reverse=True)
-        kept = [
-            (item, score)
-            for item, score in candidates
-            if not _expired(item, now)
-            and item.namespace[: len(prefix)] == prefix
-            and all(matches(item.value.get(k), v) for k, v in (op.filter or {}).items())
-        ]
-        return kept[op.offset : op.offset + wanted]
+                listed.extend((item, None) for item in found if item is not None)
+            listed.sort(key=lambda pair: pair[0].updated_at, reverse=True)
+            return kept(listed)[op.offset : op.offset + wanted]
+        tag = prefix_tag(prefix) if prefix else STORE_TAG
+        where = filter_expression(op.filter or {})
+        pool = min(MAX_POOL, (op.offset + wanted) * SEARCH_POOL)
+        while True:  # what the query cannot filter is filtered here: ask deeper if short
+            hits = await self.search_engine.search(
+                op.query, kind="longterm", tags=[tag], limit=pool, where=where
+            )
+            result = kept(await self._hit_items(hits))
+            if len(result) >= op.offset + wanted or len(hits) < pool or pool >= MAX_POOL:
+                return result[op.offset : op.offset + wanted]
+            pool = min(MAX_POOL, pool * 4)
+
+    async def _hit_items(self, hits: list[SearchHit]) -> list[tuple[StoredItem, float | None]]:
+        """The items the hits index, each with the relevance it is ranked by, best first."""
+        items = await self.items.items_of_memories([h.doc.get("id", "") for h in hits])
+        seen: set[tuple[tuple[str, ...], str]] = set()
+        out: list[tuple[StoredItem, float | None]] = []
+        for hit, item in zip(hits, items, strict=True):
+            if item is None or (item.namespace, item.key) in seen:
+                continue
+            seen.add((item.namespace, item.key))
+            out.append((item, hit.relevance))
+        out.sort(key=lambda pair: -(pair[1] or 0.0))  # stable: the search's order at ties
+        return out
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = await self.items.namespaces()

@@ -61,9 +61,13 @@ def build_filter(
     since: datetime | float | None = None,
     session: str | None = None,
     scopes: list[str] | None = None,
+    where: FilterExpression | None = None,
 ) -> FilterExpression | None:
-    """A redisvl filter from validated values (``None`` when unfiltered)."""
-    parts: list[FilterExpression] = []
+    """A redisvl filter from validated values (``None`` when unfiltered).
+
+    ``where``: a caller's own condition over the indexed fields, ANDed with the rest.
+    """
+    parts: list[FilterExpression] = [] if where is None else [where]
     if scopes:
         parts.append(Tag("scope") == [check_scope(s) for s in scopes])
     if kind:

@@ -25,6 +25,7 @@ import structlog
 from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
+from redisvl.query.filter import FilterExpression
 
 from aether.errors import InvalidOperationError
 from aether.logging import log_once
@@ -112,6 +113,7 @@ class MemorySearch:
         now: float | None = None,
         scopes: list[str] | None = None,
         include_inactive: bool = False,
+        where: FilterExpression | None = None,
     ) -> list[SearchHit]:
         """The ``limit`` most relevant memories for ``query``; none when nothing is relevant.
 
@@ -127,6 +129,8 @@ class MemorySearch:
             scopes: only memories in these scopes.
             include_inactive: also superseded, forgotten or pruned beliefs and superseded
                 notes (left out by default).
+            where: a further condition over the indexed fields (redisvl), applied in the
+                query (the Qdrant mirror, when it searches, does not apply it).
 
         Raises:
             InvalidOperationError: unknown kind or source, bad tags, time or limit.
@@ -148,6 +152,7 @@ class MemorySearch:
                     now=now,
                     scopes=scopes,
                     include_inactive=include_inactive,
+                    where=where,
                 )
                 for name in names
             ]
@@ -155,7 +160,7 @@ class MemorySearch:
         else:
             spread = []
         hits = await self._search(
-            query, kind, source, tags, since, session, limit, now, scopes, include_inactive
+            query, kind, source, tags, since, session, limit, now, scopes, include_inactive, where
         )
         if not spread:
             return hits
@@ -173,8 +178,9 @@ class MemorySearch:
         now: float | None,
         scopes: list[str] | None,
         include_inactive: bool,
+        where: FilterExpression | None = None,
     ) -> list[SearchHit]:
-        flt = build_filter(kind, source, tags, since, session, scopes)
+        flt = build_filter(kind, source, tags, since, session, scopes, where)
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
         criteria = {

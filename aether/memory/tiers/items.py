@@ -5,9 +5,10 @@ hierarchical namespaces (``("users", "u1", "prefs")``). Here each item is a jour
 item hash (``lg_item``); an item given a text to index is also a long-term memory of
 the namespace, written in the same change, so aether's hybrid search finds it (with its
 relevance floor), the context can use it, and an erasure removes both. The memory
-carries the namespace as its scope (``workspace:<labels joined by '.'>``) and one tag per
+carries the namespace as its scope (``workspace:<labels joined by '.'>``), one tag per
 namespace prefix (``lg:users``, ``lg:users.u1``...), so a search can be limited to a
-prefix.
+prefix, and one tag per field of the value (:func:`value_tag`), so a search's filter on
+the value is applied in the query rather than after it.
 
 Readers tolerate what an erasure leaves: an index may name an item that is gone.
 """
@@ -24,18 +25,21 @@ from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError
 from aether.ids import check_id
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import MAX_TAGS
 from aether.memory.tiers.longterm import build_memory
 from aether.memory.tiers.memory_index import count_ops
 from aether.memory.tiers.threads import check_name, members
 from aether.store.state import Mutation
 
 __all__ = [
+    "COMPLETE_TAG",
     "STORE_TAG",
     "ItemWrite",
     "NamespacedItems",
     "StoredItem",
     "check_namespace",
     "prefix_tag",
+    "value_tag",
 ]
 
 Namespace = tuple[str, ...]
@@ -57,6 +61,46 @@ def prefix_tag(prefix: Namespace) -> str:
     if len(tag) <= 64 and tag.isprintable():
         return tag
     return "lg#" + hashlib.sha1(dotted.encode()).hexdigest()[:20]
+
+
+COMPLETE_TAG = "lgv:all"
+"""On a memory whose value has a tag for every field (most: a memory has 32 tags)."""
+
+
+def _canonical(value: Any) -> Any:
+    """A value as a filter compares it: 2.0 is 2, a list's items likewise."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def value_tag(path: Sequence[str], value: Any) -> str:
+    """The tag of a value's field ``path`` (keys from the top) holding ``value``."""
+    raw = json.dumps([list(path), _canonical(value)], sort_keys=True, ensure_ascii=False)
+    return "lgv:" + hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+
+def _fields(value: dict[str, Any], path: tuple[str, ...] = ()) -> list[str]:
+    """The tags of every field of a value (nested objects by path; a list is one field)."""
+    out: list[str] = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            out.extend(_fields(item, (*path, str(key))))
+        else:
+            out.append(value_tag((*path, str(key)), item))
+    return out
+
+
+def _tags(namespace: Namespace, value: dict[str, Any]) -> list[str]:
+    """A memory's tags: the store's, the namespace prefixes', then the value's fields'."""
+    tags = [STORE_TAG, *(prefix_tag(namespace[:n]) for n in range(1, len(namespace) + 1))]
+    room = MAX_TAGS - len(tags) - 1
+    fields = list(dict.fromkeys(_fields(value)))
+    if 0 <= len(fields) <= room:
+        return [*tags, *fields, COMPLETE_TAG]
+    return [*tags, *fields[: max(0, room + 1)]][:MAX_TAGS]
 
 
 def _scope(namespace: Namespace) -> str | None:
@@ -211,10 +255,7 @@ class NamespacedItems:
                 doc = build_memory(
                     self.layer,
                     _fit(write.index_text, self.layer.settings.max_content_bytes),
-                    tags=[
-                        STORE_TAG,
-                        *(prefix_tag(namespace[:n]) for n in range(1, len(namespace) + 1)),
-                    ][:32],
+                    tags=_tags(namespace, write.value),
                     timestamp=now,
                 )
                 scope = _scope(namespace)
