@@ -225,9 +225,8 @@ async def test_a_filter_matching_one_of_many_similar_items_finds_it(app: Aether)
     store = AetherStore(app)
     for n in range(300):
         owner = "ada" if n == 217 else f"user{n}"
-        await store.aput(
-            ("tickets",), f"t{n}", {"text": f"printer jams on floor two, ticket {n}", "owner": owner}
-        )
+        text = f"printer jams on floor two, ticket {n}"
+        await store.aput(("tickets",), f"t{n}", {"text": text, "owner": owner})
     found = await store.asearch(("tickets",), query="printer jams", filter={"owner": "ada"})
     assert [h.key for h in found] == ["t217"]
     nested = await store.asearch(
