@@ -46,8 +46,11 @@ class Aether(Parts):
         settings: the effective settings.
         client: a verified client (``aether.store.client.connect``).
         actor: who the journal says made the changes.
-        embed_via_daemon: ask a running daemon for vectors instead of loading the local
-            model (short-lived commands).
+        embed_via_daemon: ask the namespace's running daemon for vectors instead of
+            loading the local model in this process (seconds, and memory); without a
+            daemon the model loads once per process, and the log says so. On by default:
+            the CLI, MCP, the console and the integrations (``AetherStore``,
+            ``AetherSession``) all embed through the daemon when one runs.
     """
 
     def __init__(
@@ -56,7 +59,7 @@ class Aether(Parts):
         client: Redis,
         *,
         actor: str = "aether",
-        embed_via_daemon: bool = False,
+        embed_via_daemon: bool = True,
     ) -> None:
         wrap = None
         if embed_via_daemon:
@@ -80,7 +83,7 @@ class Aether(Parts):
         settings: Settings | None = None,
         *,
         actor: str = "aether",
-        embed_via_daemon: bool = False,
+        embed_via_daemon: bool = True,
         start: bool = True,
         migrate: bool = True,
     ) -> AsyncIterator[Aether]:

@@ -172,3 +172,87 @@ def test_messages_of_aethers_runtime_read_as_sdk_items() -> None:
     ]
     reasoning = item_message({"type": "reasoning", "id": "r1", "summary": []})  # type: ignore[arg-type]
     assert reasoning["role"] == "assistant" and reasoning["item"]["type"] == "reasoning"
+
+
+async def test_used_from_another_thread_and_loop(app: Aether) -> None:
+    """The SDK's runner or a worker may run on its own loop: calls go to the app's loop."""
+    import asyncio
+
+    session = AetherSession("worker-7", app, session_settings={"limit": 2})
+    assert session.session_settings.limit == 2
+
+    def elsewhere() -> list[Any]:
+        async def work() -> list[Any]:
+            await session.add_items([{"role": "user", "content": f"line {n}"} for n in range(3)])
+            popped = await session.pop_item()
+            assert popped == {"role": "user", "content": "line 2"}
+            return await session.get_items()
+
+        return asyncio.run(work())  # a new loop in another thread
+
+    items = await asyncio.to_thread(elsewhere)
+    assert items == [{"role": "user", "content": "line 0"}, {"role": "user", "content": "line 1"}]
+    assert await session.get_items(limit=1) == [{"role": "user", "content": "line 1"}]
+    with pytest.raises(InvalidOperationError, match="session_settings"):
+        AetherSession("s-4", app, session_settings={"limit": "many"})
+
+
+def test_a_session_whose_loop_has_ended_says_so(redis_home: Path) -> None:
+    import asyncio
+
+    settings = Settings(
+        home=redis_home,
+        namespace=f"oa{uuid.uuid4().hex[:10]}",
+        embedding=EmbeddingSettings(provider="none"),
+    )
+
+    async def made() -> AetherSession:
+        async with Aether.open(settings) as opened:
+            return AetherSession("late", opened)
+
+    session = asyncio.run(made())
+    with pytest.raises(InvalidOperationError, match="no longer running"):
+        asyncio.run(session.get_items())
+
+
+class _DaemonModel:
+    """What the namespace's daemon embeds with: the local model's name, its own vectors."""
+
+    model_name = "all-MiniLM-L6-v2"
+    dims = 384
+
+    async def embed_many(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * 383 for _ in texts]
+
+
+async def test_the_integrations_embed_through_a_running_daemon(redis_home: Path) -> None:
+    """With a daemon, the first write does not load the model in the caller's process."""
+    import asyncio
+
+    from aether.integrations.langgraph import AetherStore
+    from aether.runtime.embedding_service import DaemonEmbedder, serve
+    from aether.runtime.health import Health
+    from aether.runtime.lease import DaemonLease, Holder, keep_alive
+
+    settings = Settings(home=redis_home, namespace=f"oa{uuid.uuid4().hex[:10]}")
+    async with Aether.open(settings) as app:
+        assert app.memory.embedder is not None
+        asker = app.memory.embedder.inner
+        assert isinstance(asker, DaemonEmbedder)
+        stop = asyncio.Event()
+        lease = DaemonLease(app.client, app.keys, Holder.this_process())
+        await lease.acquire()
+        tasks = [
+            asyncio.create_task(keep_alive(lease, Health(ready=True), stop)),
+            asyncio.create_task(serve(app.client, app.keys, _DaemonModel(), stop)),
+        ]
+        try:
+            while not await app.client.exists(app.keys.daemon_health()):
+                await asyncio.sleep(0.05)
+            await AetherSession("sdk", app).add_items([{"role": "user", "content": "hi there"}])
+            await AetherStore(app).aput(("users",), "u1", {"text": "likes green tea"})
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+            await lease.release()
+        assert asker.served_by_daemon >= 2  # the session's memory and the store's item

@@ -8,6 +8,10 @@ are messages of an aether chat session of the agent's namespace::
         session = AetherSession("user-42", app)
         result = await Runner.run(agent, "What did I order last week?", session=session)
 
+It can be used from any event loop or thread (the SDK's runner, a worker's own
+``asyncio.run``): its calls run on the loop ``Aether.open`` runs on, as the LangGraph
+adapters' do. Vectors come from the namespace's running daemon when there is one.
+
 So the items are the agent's memory: a user or assistant text is also logged to the
 daily log, tagged with the session, in the same journaled change (search, the context
 and maintenance find it); a tool call is an assistant message with its call and the
@@ -24,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
-from agents.memory.session_settings import resolve_session_limit
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from aether.errors import InvalidOperationError
+from aether.integrations.loop import LoopBound
 from aether.integrations.readable import readable
 from aether.memory.tiers.chat import ChatSessions
 from aether.messages import ChatMessage, FunctionCall, ToolCallPart
@@ -134,7 +139,12 @@ class AetherSession:
         session_id: the chat session (an aether session id: letters, digits, ``-_.:``).
         app: the namespace's parts (``Aether`` from ``Aether.open``).
         remember: also log user and assistant texts to the daily log (searchable memory).
-        session_settings: the SDK's settings (``limit``: how many items to read).
+        session_settings: the SDK's settings (``limit``: how many items to read), as a
+            ``SessionSettings`` or a dict, as the SDK's own sessions take them.
+
+    Raises:
+        InvalidOperationError: a bad session id or settings, or made outside a running
+            event loop.
     """
 
     def __init__(
@@ -143,17 +153,28 @@ class AetherSession:
         app: Parts,
         *,
         remember: bool = True,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         from aether.ids import check_id
 
         self.session_id = check_id(session_id, "session id")
-        self.session_settings = session_settings or SessionSettings()
+        try:
+            self.session_settings = (
+                SessionSettings()
+                if session_settings is None
+                else coerce_session_settings(session_settings)
+            )
+        except (TypeError, ValueError) as e:
+            raise InvalidOperationError(f"invalid session_settings: {e}") from e
+        self._bridge = LoopBound("AetherSession")
         self.chats = ChatSessions(app.memory)
         self.remember = remember
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items in order (the latest ``limit`` when given)."""
+        return await self._bridge.call(self._get_items(limit))
+
+    async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
         wanted = resolve_session_limit(limit, self.session_settings)
         if wanted is not None and wanted <= 0:
             return []
@@ -164,11 +185,13 @@ class AetherSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Add items in order, in one journaled change."""
         drafts = [item_message(item) for item in items]
-        await self.chats.append_messages(self.session_id, drafts, remember=self.remember)
+        await self._bridge.call(
+            self.chats.append_messages(self.session_id, drafts, remember=self.remember)
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item (and the memory logged from it)."""
-        message = await self.chats.pop_last(self.session_id)
+        message = await self._bridge.call(self.chats.pop_last(self.session_id))
         if message is None:
             return None
         items = message_items(message)
@@ -176,4 +199,4 @@ class AetherSession:
 
     async def clear_session(self) -> None:
         """Remove every item of the session (journaled; memories logged from it stay)."""
-        await self.chats.clear(self.session_id)
+        await self._bridge.call(self.chats.clear(self.session_id))

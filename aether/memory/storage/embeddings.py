@@ -56,6 +56,11 @@ def _local_vectorizer() -> Any:
 
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
+    log.info(
+        "loading the embedding model in this process (once; a running daemon of the "
+        "namespace answers instead when there is one)",
+        model=LocalEmbedder.model_name,
+    )
     return HFTextVectorizer(model=local_model_path())
 
 
