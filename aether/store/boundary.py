@@ -104,6 +104,23 @@ class AetherRedis(Redis):
         super().__init__(*args, **kwargs)
         pack_with_hiredis(self.connection_pool)
 
+    @classmethod
+    def bounded(cls, template: Redis, size: int, timeout: float) -> AetherRedis:
+        """A client with ``template``'s connection settings over an :class:`AetherPool`.
+
+        ``template`` is an unconnected client made the usual way (``Redis(...)`` or
+        ``Redis.from_url``), so the connections keep redis-py's defaults (its retry on a
+        timed-out read among them); it is not used afterwards.
+        """
+        model = template.connection_pool
+        pool = AetherPool(
+            connection_class=model.connection_class,
+            max_connections=size,
+            timeout=timeout,
+            **model.connection_kwargs,
+        )
+        return cls.from_pool(pool)  # type: ignore[return-value]
+
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         """Run one command (see redis-py's ``Redis.execute_command``)."""
         try:

@@ -13,7 +13,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 from redis.asyncio import Redis
-from redis.asyncio.connection import UnixDomainSocketConnection
 from redis.exceptions import RedisError, ResponseError
 
 from aether.codec import command
@@ -21,7 +20,7 @@ from aether.config import Settings
 from aether.errors import ConfigError, IncompatibleServerError, ServerError, StoreError
 from aether.server.compat import verify_server
 from aether.server.embedded import EmbeddedRedis
-from aether.store.boundary import AetherPool, AetherRedis
+from aether.store.boundary import AetherRedis
 from aether.store.cluster import each_primary, open_slot_client
 from aether.store.functions import loaded_version
 
@@ -86,13 +85,11 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
         where = describe_url(url)
         if settings.redis_cluster:
             return await _connect_cluster(url, settings.namespace, where)
-        pool = AetherPool.from_url(
-            url,
-            decode_responses=False,
-            max_connections=settings.redis_pool_size,
-            timeout=settings.redis_pool_timeout_s,
+        client: Redis = AetherRedis.bounded(
+            Redis.from_url(url, decode_responses=False),
+            settings.redis_pool_size,
+            settings.redis_pool_timeout_s,
         )
-        client: Redis = AetherRedis.from_pool(pool)
     else:
         server = EmbeddedRedis(settings)
         if start:
@@ -103,15 +100,14 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
                 raise ServerError("the embedded Redis is not running: run 'aether redis start'")
         endpoint = status.endpoint
         where = f"unix://{endpoint.unix_socket}"
-        client = AetherRedis.from_pool(
-            AetherPool(
-                connection_class=UnixDomainSocketConnection,
-                path=str(endpoint.unix_socket),
+        client = AetherRedis.bounded(
+            Redis(
+                unix_socket_path=str(endpoint.unix_socket),
                 password=endpoint.password,
                 decode_responses=False,
-                max_connections=settings.redis_pool_size,
-                timeout=settings.redis_pool_timeout_s,
-            )
+            ),
+            settings.redis_pool_size,
+            settings.redis_pool_timeout_s,
         )
     try:
         await verify_server(client, where)
