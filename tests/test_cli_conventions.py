@@ -245,3 +245,79 @@ def test_times_for_people_are_in_the_operators_zone(agent: Agent) -> None:
     shown = agent("memory", "day").stdout
     assert f"{local:%Y-%m-%d %H:%M} IST" in shown, shown
     assert json.loads(agent("memory", "day", "--json").stdout)[0] == entry  # JSON unchanged
+
+
+def test_ctrl_c_during_an_import_says_what_was_done_and_how_to_finish(
+    agent: Agent, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from aether.testing.model import ScriptedOpenAI
+
+    writing = threading.Event()
+
+    def slowly(texts: list[str]) -> None:  # each batch's vectors take a while
+        writing.set()
+        time.sleep(0.3)
+
+    lines = 3_000
+    path = tmp_path / "notes.jsonl"
+    with path.open("w") as out:
+        for n in range(lines):
+            note = {"kind": "longterm", "content": f"harbour note {n}", "tags": ["bulk"]}
+            out.write(json.dumps(note) + "\n")
+    with ScriptedOpenAI(dims=16, on_embed=slowly) as server:
+        env = {
+            **agent.env,
+            "AETHER_EMBEDDING__PROVIDER": "openai",
+            "AETHER_EMBEDDING__BASE_URL": server.base_url,
+            "AETHER_EMBEDDING__API_KEY": "test",
+            "AETHER_EMBEDDING__MODEL": "scripted",
+            "AETHER_EMBEDDING__DIMS": "16",
+        }
+        importing = subprocess.Popen(
+            [sys.executable, "-m", "aether", "memory", "import", str(path)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert writing.wait(60), "the import never reached its writes"
+        time.sleep(1.0)  # a few batches in
+        importing.send_signal(signal.SIGINT)
+        out, err = importing.communicate(timeout=60)
+        assert importing.returncode == 130, (out, err)
+        assert err.startswith("error: interrupted (Ctrl-C)") and len(err.splitlines()) == 1
+        assert "run the same `aether memory import` again to finish" in err
+        server.on_embed = None
+        again = subprocess.run(
+            [sys.executable, "-m", "aether", "--json", "memory", "import", str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["imported"] + report["duplicates"] == lines and report["duplicates"] > 0
+    assert report["checkpoint"]  # a records import takes a checkpoint first, too
+
+
+def test_every_error_is_one_lowercase_error_line(agent: Agent) -> None:
+    import socket
+
+    usage = agent("erase", "--no-such-option")
+    assert usage.code == 64 and "error: No such option" in usage.stderr
+    assert "Error:" not in usage.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        taken = agent("console", "--port", str(port))
+    assert taken.code == 1 and taken.stderr.startswith("error: port")
+    assert "is in use" in taken.stderr and "console at" not in taken.stderr
+    assert len(taken.stderr.strip().splitlines()) == 1

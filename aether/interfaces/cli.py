@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from aether.interfaces.common import (
+    EXIT_ERROR,
     EXIT_OK,
     EXIT_USAGE,
     AppState,
@@ -296,16 +297,22 @@ def _choices(param: Any) -> list[str] | None:
 
 
 def _usage_error(error: click_errors.UsageError, as_json: bool) -> NoReturn:
+    """The usage line, where to find help, then ``error: ...`` as every other error."""
     if as_json:
         print(json.dumps({"error": {"code": "usage", "message": error.format_message()}}))
-    else:
-        error.show()
-    sys.exit(EXIT_USAGE)
+        sys.exit(EXIT_USAGE)
+    ctx = error.ctx
+    if ctx is not None:
+        typer.echo(ctx.get_usage(), err=True)
+        typer.echo(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n", err=True)
+    _error_exit(error.format_message(), as_json, "usage", EXIT_USAGE)
 
 
-def _error_exit(message: str, as_json: bool, kind: str = "error") -> NoReturn:
+def _error_exit(
+    message: str, as_json: bool, kind: str = "error", code: int = EXIT_ERROR
+) -> NoReturn:
     try:
-        fail(message, as_json, kind=kind)
+        fail(message, as_json, code, kind)
     except typer.Exit as done:
         sys.exit(done.exit_code)
 

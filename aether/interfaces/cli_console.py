@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 from typing import Annotated
 
@@ -37,6 +39,7 @@ def console(
         token, generated = console_token(settings)
     except ConfigError as e:
         fail(str(e), False, kind="config")
+    listener = _bind(cfg.host, cfg.port)
     if generated:
         print(
             f"console token (shown once; kept in {settings.home / 'console.token'}): {token}",
@@ -57,6 +60,34 @@ def console(
                 build_app(agent, token), host=cfg.host, port=cfg.port, log_level="warning"
             )
             settle_heap()  # a long-lived server, as the daemon is
-            await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve(sockets=[listener])
 
-    run(ctx, body)
+    try:
+        run(ctx, body)
+    finally:
+        listener.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The console's listening socket, bound before anything is printed.
+
+    A port in use is one ``error:`` line and exit 1, not an address followed by the
+    server's own error.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as e:
+        listener.close()
+        reason = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+        fail(
+            f"port {port} on {host} {reason}: another console or program listens there; "
+            "choose another with --port (or AETHER_CONSOLE__PORT)",
+            False,
+            kind="config",
+        )
+    listener.listen(128)
+    listener.set_inheritable(True)
+    return listener

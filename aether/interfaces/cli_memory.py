@@ -364,8 +364,9 @@ def import_(
 
     Every line is validated before anything is written: a bad line refuses the whole
     file, naming the line. A whole-memory export (aether memory export) restores every
-    key this namespace lacks and adds to its collections what they lack (a checkpoint is
-    taken first); a file of records skips exact duplicates.
+    key this namespace lacks and adds to its collections what they lack; a file of
+    records skips exact duplicates. Either takes a checkpoint first. Ctrl-C stops it:
+    what was imported stays, and running it again finishes it.
     """
     args = arguments(
         ctx,
@@ -374,7 +375,16 @@ def import_(
         skip_invalid=skip_invalid,
         on_duplicate=on_duplicate.value,
     )
-    report = call(ctx, transfer_ops.memory_import, args, progress="importing")
+    report = call(
+        ctx,
+        transfer_ops.memory_import,
+        args,
+        progress="importing",
+        resume=(
+            "what was imported stays; run the same `aether memory import` again to finish "
+            "(it skips what is already here)"
+        ),
+    )
     if report.get("format"):
         summary = (
             f"imported {report['read']} keys: {report['created']} created, "
@@ -386,6 +396,7 @@ def import_(
             f"imported {report['imported']} of {report['read']} ({report['duplicates']} "
             f"duplicates, {report['invalid']} invalid lines skipped, {report['duplicate_ids']} "
             "repeated ids)"
+            + (f"; checkpoint before it: {report['checkpoint']}" if report["checkpoint"] else "")
         )
     emit(report, wants_json(ctx, json_), lambda: print(summary))
 

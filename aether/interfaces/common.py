@@ -31,6 +31,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_NO_RESULTS = 2
 EXIT_USAGE = 64  # EX_USAGE (sysexits.h): 2 stays "the query ran and found nothing"
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 T = TypeVar("T")
 M = TypeVar("M", bound="BaseModel")
@@ -101,8 +102,16 @@ def fail(
     raise typer.Exit(code)
 
 
-def run(ctx: typer.Context, work: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command body; an AetherError becomes one line and exit 1."""
+def run(
+    ctx: typer.Context,
+    work: Callable[[], Awaitable[T]],
+    interrupted: Callable[[], str] | None = None,
+) -> T:
+    """Run an async command body; an AetherError becomes one line and exit 1.
+
+    Ctrl-C becomes one line and exit 130: ``interrupted`` says what was done and how to
+    finish (by default: the work stopped where it was; each change is whole or absent).
+    """
     import asyncio
 
     from aether.errors import AetherError, error_code
@@ -111,6 +120,12 @@ def run(ctx: typer.Context, work: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(_call(work))
     except AetherError as e:
         fail(str(e), state(ctx).json, kind=error_code(e)[0])
+    except KeyboardInterrupt:
+        said = interrupted() if interrupted is not None else INTERRUPTED
+        fail(f"interrupted (Ctrl-C): {said}", state(ctx).json, EXIT_INTERRUPTED, "interrupted")
+
+
+INTERRUPTED = "stopped where it was; every change already made is whole, none is half-made"
 
 
 async def _call(work: Callable[[], Awaitable[T]]) -> T:
@@ -169,6 +184,7 @@ def call(
     *,
     llm: bool = False,
     progress: str | None = None,
+    resume: str | None = None,
 ) -> T:
     """Run one operation for a command, as the CLI: every command's one way to the parts.
 
@@ -179,17 +195,18 @@ def call(
         llm: run it with the configured model.
         progress: a label: the operation's progress is drawn as a bar on stderr (never
             with ``--json``).
+        resume: how to finish after a Ctrl-C (with how far it got, from the progress).
 
-    An ``AetherError`` becomes one line (or JSON) and exit 1.
+    An ``AetherError`` becomes one line (or JSON) and exit 1; Ctrl-C one line and 130.
     """
-    return _call_operation(ctx, op, args, llm=llm, zone=False, progress=progress)[0]
+    return _call_operation(ctx, op, args, llm=llm, zone=False, progress=progress, resume=resume)[0]
 
 
 def call_in_zone(
     ctx: typer.Context, op: Operation[M, T], args: M, *, llm: bool = False
 ) -> tuple[T, ZoneInfo]:
     """:func:`call`, and the operator's time zone (for the times a command prints)."""
-    result, zone = _call_operation(ctx, op, args, llm=llm, zone=True, progress=None)
+    result, zone = _call_operation(ctx, op, args, llm=llm, zone=True, progress=None, resume=None)
     return result, zone or _UTC
 
 
@@ -201,9 +218,19 @@ def _call_operation(
     llm: bool,
     zone: bool,
     progress: str | None,
+    resume: str | None,
 ) -> tuple[T, ZoneInfo | None]:
     """Run ``op`` as the CLI; with ``zone``, also read the operator's time zone."""
     st = state(ctx)
+    reached: list[float | None] = [None, None]  # done, total: for an interruption's line
+
+    def interrupted() -> str:
+        done, total = reached
+        where = ""
+        if done is not None and progress:
+            where = f"{progress} reached {done:,.0f}" + (f" of {total:,.0f}" if total else "")
+            where += "; "
+        return where + (resume or INTERRUPTED)
 
     async def body() -> tuple[T, ZoneInfo | None]:
         from aether.operations import Caller
@@ -216,6 +243,7 @@ def _call_operation(
                 with progress_bar(progress or "", hidden=hidden) as bar:
 
                     def advance(done: float, total: float | None, stage: str | None) -> None:
+                        reached[:] = [done, total if total is not None else reached[1]]
                         if stage is not None:
                             bar.describe(stage)
                         if total is not None:
@@ -231,7 +259,7 @@ def _call_operation(
             if model is not None:
                 await model.aclose()
 
-    return run(ctx, body)
+    return run(ctx, body, interrupted)
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], object] | None = None) -> None:

@@ -132,10 +132,13 @@ class ImportReport:
     invalid: int = 0
     invalid_lines: list[dict[str, int | str]] = field(default_factory=list)
     duplicate_ids: int = 0
+    checkpoint: str | None = None
+    """The checkpoint taken before anything was written (``None``: nothing to write)."""
 
     def to_dict(self) -> dict[str, object]:
         """The report as JSON-ready data (stable key order)."""
         return {
+            "checkpoint": self.checkpoint,
             "read": self.read,
             "imported": self.imported,
             "duplicates": self.duplicates,
@@ -425,6 +428,7 @@ def with_read_report(report: ImportReport, read: ReadResult) -> ImportReport:
         invalid=len(read.invalid),
         invalid_lines=[{"line": n, "reason": r} for n, r in read.invalid[:MAX_REPORTED]],
         duplicate_ids=dropped_ids,
+        checkpoint=report.checkpoint,
     )
 
 

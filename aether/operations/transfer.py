@@ -6,6 +6,7 @@ not MCP tools (``mcp=False``): a remote client must not reach that filesystem.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,8 +87,8 @@ async def memory_import(parts: Parts, caller: Caller, args: ImportArgs) -> dict[
 
     Every line is validated before anything is written: a bad line refuses the whole
     file, naming the line. A whole-memory export restores every key this namespace lacks
-    and adds to its collections what they lack (a checkpoint is taken first); a file of
-    records skips exact duplicates.
+    and adds to its collections what they lack; a file of records skips exact
+    duplicates. Either takes a checkpoint first.
 
     Raises:
         InvalidOperationError: a bad line, an unreadable file, or ``skip_invalid`` with
@@ -110,5 +111,12 @@ async def memory_import(parts: Parts, caller: Caller, args: ImportArgs) -> dict[
         return done.to_dict()
     policy = ImportPolicy("skip" if args.skip_invalid else "refuse", args.on_duplicate)
     read = read_file(layer, args.path, policy)
+    checkpoint = None
+    if read.records:  # like every destructive action: a checkpoint first
+        taken = await parts.checkpoints.create(
+            label="before memory import", reason="pre-import", actor=caller.actor
+        )
+        checkpoint = taken.id
     report = await import_records(layer, read.records, caller.counter(len(read.records)))
+    report = dataclasses.replace(report, checkpoint=checkpoint)
     return with_read_report(report, read).to_dict()

@@ -84,8 +84,10 @@ class ScriptedOpenAI:
         responder: Responder | None = None,
         extractor: Responder | None = None,
         port: int = 0,
+        on_embed: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.dims = dims
+        self.on_embed = on_embed
         self.replies = list(replies or [])
         self.responder = responder
         self.extractor = extractor or (
@@ -104,6 +106,8 @@ class ScriptedOpenAI:
                 outer.requests.append({"path": self.path, "body": body})
                 if self.path.endswith("/embeddings"):
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    if outer.on_embed is not None:
+                        outer.on_embed(texts)  # a test watches (or slows) the embedding
                     payload: dict[str, Any] | None = {
                         "object": "list",
                         "model": body["model"],
