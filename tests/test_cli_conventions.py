@@ -321,3 +321,29 @@ def test_every_error_is_one_lowercase_error_line(agent: Agent) -> None:
     assert taken.code == 1 and taken.stderr.startswith("error: port")
     assert "is in use" in taken.stderr and "console at" not in taken.stderr
     assert len(taken.stderr.strip().splitlines()) == 1
+
+
+def test_an_erasure_is_counted_alike_in_its_dry_run_run_and_log(agent: Agent) -> None:
+    for text in ("Olga Ivanova called about INV-7731", "Olga Ivanova prefers email"):
+        assert agent("memory", "log", text).code == 0
+    assert agent("remember", "Olga Ivanova lives in Riga").code == 0
+    planned = agent("erase", "Olga Ivanova", "--dry-run")
+    said = planned.stdout.strip().splitlines()[-1].removeprefix("would erase: ")
+    assert said.startswith("5 items removed, 0 collections redacted"), planned.stdout
+    done = agent("erase", "Olga Ivanova", "--yes")
+    run_line = done.stdout.strip().splitlines()[-1]
+    assert done.code == 0 and f": {said}, " in run_line and "journal entries redacted" in run_line
+    run_said = run_line.split(": ", 1)[1].split("; files")[0]
+    log = agent("erase", "--log").stdout.strip().splitlines()
+    assert len(log) == 1 and run_said in log[0]
+    assert re.match(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} \w+  ", log[0]), log[0]  # its time first
+
+
+def test_search_explains_itself_for_people_and_programs(agent: Agent) -> None:
+    assert agent("memory", "log", "deployed v2 to the NAS in the attic").code == 0
+    shown = agent("memory", "search", "what did we deploy to the NAS?", "--explain")
+    header = shown.stdout.splitlines()[0].split()
+    assert shown.code == 0 and ["text#", "vector#", "similarity", "coverage"] == header[2:6]
+    assert "passes" in shown.stdout
+    found = json.loads(agent("memory", "search", "deploy NAS", "--json").stdout)
+    assert found[0]["signals"]["text_rank"] == 1 and found[0]["signals"]["floor"] == "passes"

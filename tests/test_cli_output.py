@@ -64,7 +64,7 @@ BELIEF = [
 # a change of the public interface, to be made on purpose
 SHAPES: list[tuple[tuple[str, ...], list[str]]] = [
     (("memory", "day"), sorted([*MEMORY, "day", "hash", "session"])),
-    (("memory", "search", "NAS"), sorted([*MEMORY, "relevance", "session"])),
+    (("memory", "search", "NAS"), sorted([*MEMORY, "relevance", "session", "signals"])),
     (("memory", "longterm", "list"), sorted([*MEMORY, "hash", "sources"])),
     (("belief", "list"), BELIEF),
     (("task", "list"), TASK),

@@ -31,7 +31,7 @@ from aether.errors import ConfigError
 from aether.identity.bootstrap import default_identity_dir
 from aether.interfaces.console import build_app, console_token
 from aether.memory.tiers.daily import DailyLog
-from aether.operations import REGISTRY, Caller
+from aether.operations import REGISTRY, Caller, erasure
 from aether.testing.model import ScriptedOpenAI, completion
 from tests.conftest import dump_state, run_cli
 
@@ -723,10 +723,11 @@ async def test_the_erasures_page_lists_and_verifies(
     csrf = await _login(http)
     assert "no erasure yet" in (await http.get("/erasures")).text
     await DailyLog(agent.memory).log("Quentavia Holloway called about the lease")
-    await agent.eraser().erase(subject="Quentavia Holloway")
+    report = await agent.eraser().erase(subject="Quentavia Holloway")
     page = await http.get("/erasures")
     assert page.status_code == 200 and "Quentavia" not in page.text
-    assert "state removed" in page.text and "clean" in page.text
+    said = erasure.describe_counts(report.counts)  # the CLI's words for the same counts
+    assert said.startswith("1 item removed") and said in page.text and "clean" in page.text
     forged = await http.post("/erasures/verify", data={"text": "Quentavia Holloway"})
     assert forged.status_code == 403
     clean = await http.post("/erasures/verify", data={"text": "Quentavia Holloway", "csrf": csrf})

@@ -16,6 +16,7 @@ __all__ = [
     "ErasurePlan",
     "ErasureReport",
     "Sighting",
+    "describe_counts",
     "excerpt",
     "holding_string",
     "salted_hash",
@@ -112,6 +113,33 @@ class ErasureReport:
             "resumed": self.resumed,
             "phase_s": {k: round(v, 3) for k, v in self.phase_s.items()},
         }
+
+
+COUNTED: tuple[tuple[str, str, str, str], ...] = (
+    ("state_removed", "item", "items", "removed"),
+    ("state_redacted", "collection", "collections", "redacted"),
+    ("journal_entries", "journal entry", "journal entries", "redacted"),
+    ("stream_entries", "stream entry", "stream entries", "redacted"),
+    ("checkpoint_labels", "checkpoint label", "checkpoint labels", "redacted"),
+    ("other_keys", "other key", "other keys", "rewritten"),
+    ("mirror_points", "mirror point", "mirror points", "removed"),
+)
+"""What an erasure counts, as people read it: the one model of the dry run (its first two),
+the run, ``erase --log`` and the console. ``items`` in the counts (the memory documents
+among the removed keys, for the hooks) is not shown: ``state_removed`` is what goes."""
+
+
+def describe_counts(counts: dict[str, int]) -> str:
+    """``5 items removed, 0 collections redacted, 5 journal entries redacted``.
+
+    The state's two counts always; the others when an erasure touched them.
+    """
+    said = []
+    for at, (name, one, many, done) in enumerate(COUNTED):
+        n = int(counts.get(name, 0))
+        if n or at < 2:
+            said.append(f"{n:,} {one if n == 1 else many} {done}")
+    return ", ".join(said)
 
 
 def salted_hash(subject: str, salt: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 import typer
 
@@ -17,10 +18,11 @@ from aether.interfaces.common import (
     about,
     arguments,
     call,
+    call_in_zone,
     confirm,
     emit,
     fail,
-    plural,
+    local_time,
     wants_json,
 )
 from aether.operations import erasure as ops
@@ -34,13 +36,6 @@ def _print_resolved(result: dict[str, Any]) -> None:
         print(f"erasing {resolved['text']!r} and its aliases: {', '.join(resolved['aliases'])}")
     for warning in resolved["warnings"]:
         print(f"warning: {warning}")
-
-
-def _counts_line(counts: dict[str, int]) -> str:
-    return (
-        f"{plural(counts.get('state_removed', 0), 'item')} removed, "
-        f"{plural(counts.get('state_redacted', 0), 'collection')} redacted"
-    )
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
@@ -60,15 +55,13 @@ def _print_plan(plan: dict[str, Any]) -> None:
         print(f"also rewritten ({len(plan['elsewhere'])}): history, streams, caches, files")
         for place in plan["elsewhere"]:
             print(f"  {place['store']}: {place['place']}  {place['detail']}".rstrip())
-    print(f"would erase: {_counts_line(plan['counts'])}")
+    print(f"would erase: {ops.describe_counts(plan['counts'])}")
 
 
 def _print_report(report: dict[str, Any]) -> None:
     _print_resolved(report)
-    counts = report["counts"]
     print(
-        f"erasure {report['id']}: {_counts_line(counts)}, "
-        f"{plural(counts.get('journal_entries', 0), 'journal entry')} redacted; "
+        f"erasure {report['id']}: {ops.describe_counts(report['counts'])}; "
         f"files: {report['files']}; checkpoint before it: {report['checkpoint']}"
     )
 
@@ -120,10 +113,10 @@ def erase(
             kind="usage",
         )
     if log:
-        found_log = call(ctx, ops.erase_log, ops.LogArgs())
+        found_log, zone = call_in_zone(ctx, ops.erase_log, ops.LogArgs())
         records = found_log.erasures
         pending = found_log.pending
-        emit(records, as_json, lambda: _print_log(records, pending))
+        emit(records, as_json, lambda: _print_log(records, zone, pending))
         return
     if verify is not None:
         found = call(ctx, ops.erase_verify, arguments(ctx, ops.VerifyArgs, text=verify))
@@ -155,13 +148,15 @@ def erase(
             )
             if not as_json:
                 _print_plan(plan)
-            question = f"Erase {plural(plan['total'], 'item')} and every trace of them?"
+            question = f"Erase: {ops.describe_counts(plan['counts'])}, and every trace of it?"
         confirm(question, yes, as_json)
     report = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item))
     emit(report, as_json, lambda: _print_report(report))
 
 
-def _print_log(records: list[dict[str, Any]], pending: dict[str, Any] | None = None) -> None:
+def _print_log(
+    records: list[dict[str, Any]], zone: ZoneInfo, pending: dict[str, Any] | None = None
+) -> None:
     if pending is not None:
         print(
             f"erasure {pending['id']} is pending (phase {pending['phase']}, writes "
@@ -171,10 +166,10 @@ def _print_log(records: list[dict[str, Any]], pending: dict[str, Any] | None = N
         print("no erasures")
         return
     for r in records:
-        counts = r["counts"]
         print(
-            f"{r['id']}  by {r['actor']}  sha256 {r['text_hash'][:16]}…  "
-            f"{_counts_line(counts)}  files: {r['files']}"
+            f"{local_time(r['at'] / 1000, zone)}  {r['id']}  by {r['actor']}  "
+            f"sha256 {r['text_hash'][:16]}…  {ops.describe_counts(r['counts'])}  "
+            f"files: {r['files']}"
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
@@ -299,6 +299,14 @@ def search(
         bool,
         typer.Option("--include-inactive", help="Also superseded, forgotten or pruned memories."),
     ] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Show why each result is there: its text and vector ranks, similarity, "
+            "coverage, match and recency (--json always carries them, as 'signals').",
+        ),
+    ] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors + recency); exit 2 when nothing relevant is found.
@@ -321,15 +329,37 @@ def search(
         since=since_at.timestamp() if since_at else None,
         limit=limit,
         include_inactive=include_inactive,
+        explain=explain or as_json,
     )
     found, zone = call_in_zone(ctx, ops.memory_search, args)
     hits = [{k: v for k, v in hit.items() if k != "key"} for hit in found.results]
     columns: list[Column[Mapping[str, object]]] = [
         Column("relevance", lambda h: f"{h['relevance']:.3f}", justify="right"),
         Column("kind", lambda h: h.get("kind")),
+        *(_SIGNAL_COLUMNS if explain else []),
         *memory_columns(zone),
     ]
-    emit_table(hits, wants_json(ctx, json_), columns, empty=f"nothing found for {query!r}")
+    emit_table(hits, as_json, columns, empty=f"nothing found for {query!r}")
+
+
+def _signal(name: str, shown: Callable[[Any], str]) -> Callable[[Mapping[str, object]], str]:
+    def cell(hit: Mapping[str, object]) -> str:
+        signals = hit.get("signals")
+        value = signals.get(name) if isinstance(signals, dict) else None
+        return "-" if value is None else shown(value)
+
+    return cell
+
+
+_SIGNAL_COLUMNS: list[Column[Mapping[str, object]]] = [
+    Column("text#", _signal("text_rank", lambda v: str(int(v))), justify="right"),
+    Column("vector#", _signal("vector_rank", lambda v: str(int(v))), justify="right"),
+    Column("similarity", _signal("similarity", lambda v: f"{float(v):.3f}"), justify="right"),
+    Column("coverage", _signal("coverage", lambda v: f"{float(v):.2f}"), justify="right"),
+    Column("match", _signal("match", lambda v: f"{float(v):.3f}"), justify="right"),
+    Column("recency", _signal("recency", lambda v: f"{float(v):+.3f}"), justify="right"),
+    Column("floor", _signal("floor", str)),
+]
 
 
 @app.command()

@@ -11,12 +11,12 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from aether.checkpoints.erasure import pending_view
-from aether.checkpoints.erasure_model import MAX_SUBJECT
+from aether.checkpoints.erasure_model import MAX_SUBJECT, describe_counts
 from aether.memory.knowledge.revision import Revisions
 from aether.operations.base import Caller, operation
 from aether.operations.parts import Parts
 
-__all__ = ["erase", "erase_log", "erase_resume", "erase_verify"]
+__all__ = ["describe_counts", "erase", "erase_log", "erase_resume", "erase_verify"]
 
 
 class EraseArgs(BaseModel):

@@ -97,6 +97,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
     sessions = Sessions(token)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["pretty"] = to_json
+    templates.env.filters["erased"] = erasure.describe_counts  # as the CLI says it
     caller = Caller("console")
 
     async def zone() -> ZoneInfo:
