@@ -6,7 +6,7 @@ never import the runtime: data flows one way.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Required, runtime_checkable
+from typing import Any, NotRequired, Protocol, Required, runtime_checkable
 
 from typing_extensions import TypedDict
 
@@ -27,11 +27,17 @@ class FunctionCall(TypedDict):
 
 
 class ToolCallPart(TypedDict):
-    """A tool call as it appears in an assistant message."""
+    """A tool call as it appears in an assistant message.
+
+    ``id`` is the model's (what its result answers, as the chat API wants); ``call`` is
+    aether's own, unique per call: a model may repeat its ids (``call_0`` every turn), so
+    the console, the ledger and approvals key a call by ``call``. Never sent to a model.
+    """
 
     id: str
     type: str
     function: FunctionCall
+    call: NotRequired[str]
 
 
 class ChatMessage(TypedDict, total=False):
@@ -51,6 +57,8 @@ class ChatMessage(TypedDict, total=False):
     ref: str
     tool_calls: list[ToolCallPart]
     tool_call_id: str
+    call: str
+    """A tool result's: aether's id of the call it answers (see :class:`ToolCallPart`)."""
     memory: str
     item: dict[str, Any]
 

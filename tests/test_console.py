@@ -779,3 +779,45 @@ async def test_a_belief_is_replaced_from_its_page(
     assert sorted(held) == ["Marta lives in Braga", "Marta works at Initech"]
     empty = await http.post(f"/beliefs/{old}/replace", data={"csrf": csrf, "content": ""})
     assert empty.status_code == 400
+
+
+async def test_a_model_that_repeats_its_call_ids_gets_each_call_kept_apart(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    """Two turns whose calls are both ``call_0``: two calls in the page, the ledger, the context."""
+    from aether.runtime.agent import AgentRuntime
+    from aether.runtime.llm import LLMClient
+
+    http, agent = console
+    await DailyLog(agent.memory).log("kestrels nest on the tower")
+    await DailyLog(agent.memory).log("pelicans fish at the pier")
+    replies = [
+        completion(tool_calls=[("call_0", "memory_search", {"query": "kestrels"})]),
+        completion("first done"),
+        completion(tool_calls=[("call_0", "memory_search", {"query": "pelicans"})]),
+        completion("second done"),
+    ]
+    with ScriptedOpenAI(replies=replies) as server:
+        llm = LLMClient(server.base_url, "scripted", max_retries=0)
+        runtime = AgentRuntime(agent, session="repeats", llm=llm, ledger=agent.ledger())
+        await runtime.step("look for kestrels")
+        await runtime.step("look for pelicans")
+        await llm.aclose()
+        second_request = server.chat_requests()[-1]["messages"]
+    results = [m for m in second_request if m.get("role") == "tool"]
+    calls = [c for m in second_request for c in m.get("tool_calls") or []]
+    assert [c["id"] for c in calls] == ["call_0", "call_0"] and all("call" not in c for c in calls)
+    assert "kestrels" in results[0]["content"] and "pelicans" in results[1]["content"]
+    messages = await runtime.chats.messages("repeats")
+    stored = [c for m in messages for c in m.get("tool_calls") or []]
+    own = [c["call"] for c in stored]
+    assert len(set(own)) == 2 and {c["id"] for c in stored} == {"call_0"}
+    answered = [m["call"] for m in messages if m["role"] == "tool"]
+    assert answered == own
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    page = (await http.get("/conversation?session=repeats", headers=bearer)).text
+    assert page.count('id="call-') == 2 and all(f'id="call-{c}"' in page for c in own)
+    assert all(f'href="#call-{c}"' in page for c in own)
+    for c in own:
+        ledger = (await http.get(f"/ledger?call={c}", headers=bearer)).text
+        assert ledger.count("memory_search: ok") == 1

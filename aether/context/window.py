@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from aether.messages import ChatMessage
+from aether.messages import ChatMessage, ToolCallPart
 from aether.tokens import count_message, truncate_to_tokens
 
 Unit = list[ChatMessage]
@@ -22,10 +22,15 @@ def units(messages: list[ChatMessage]) -> list[Unit]:
     """Group stored messages into units, in order.
 
     A tool result is attached to the assistant message that called it wherever it sits
-    (results stored in the same change share a time); a result whose call is not in
+    (results stored in the same change share a time), matched by aether's call id; a
+    result whose call is not in
     ``messages``, or a call missing a result, cannot be sent and is left out.
     """
-    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+    # by aether's own call id: a model's ids may repeat (``call_0`` every turn); messages
+    # stored before aether had its own pair by the model's
+    results = {
+        m.get("call") or m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"
+    }
     out: list[Unit] = []
     for message in messages:
         role = message.get("role")
@@ -33,7 +38,7 @@ def units(messages: list[ChatMessage]) -> list[Unit]:
             continue
         calls = message.get("tool_calls") or []
         if role == "assistant" and calls:
-            found = [results.get(call.get("id")) for call in calls]
+            found = [results.get(call.get("call") or call.get("id")) for call in calls]
             if any(r is None for r in found):
                 continue
             out.append([message, *[r for r in found if r is not None]])
@@ -81,7 +86,10 @@ def render(message: ChatMessage, zone: ZoneInfo, clip_tokens: int | None = None)
         content = f"{time_stamp(float(message.get('timestamp', 0)), zone)} {content}"
     out: ChatMessage = {"role": role, "content": content}
     if role == "assistant" and message.get("tool_calls"):
-        out["tool_calls"] = message["tool_calls"]
+        out["tool_calls"] = [  # what the API reads: aether's own ``call`` id stays home
+            ToolCallPart(id=c["id"], type=c.get("type", "function"), function=c["function"])
+            for c in message["tool_calls"]
+        ]
         out["content"] = content or None
     if role == "tool":
         out["tool_call_id"] = message["tool_call_id"]

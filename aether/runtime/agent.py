@@ -346,7 +346,9 @@ class AgentRuntime(OnParts):
             )
         parts = [call.as_message_part() for call in calls]
         results = [
-            ChatMessage(role="tool", tool_call_id=r.call_id, content=r.output, name=r.name)
+            ChatMessage(
+                role="tool", tool_call_id=r.call_id, call=r.call, content=r.output, name=r.name
+            )
             for r in runs
         ]
         await self.chats.append_tool_exchange(
@@ -363,6 +365,7 @@ class AgentRuntime(OnParts):
             duration_ms=run.duration_ms,
             detail={
                 "tool": run.name,
+                "call": run.call,
                 "call_id": run.call_id,
                 "server": run.server,
                 "arguments": _clipped(run.arguments),

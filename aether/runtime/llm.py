@@ -18,6 +18,7 @@ import structlog
 
 from aether.config import Settings
 from aether.errors import LLMError, LLMNotConfiguredError
+from aether.ids import new_id
 from aether.messages import ChatMessage, FunctionCall, ToolCallPart, ToolSchema
 
 if TYPE_CHECKING:  # the SDK is imported by the first client made (a CLI read needs none)
@@ -33,13 +34,16 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+    call: str = field(default_factory=new_id)
+    """aether's own id of this call (the model's ``id`` may repeat)."""
 
     def as_message_part(self) -> ToolCallPart:
-        """The call as it appears in an assistant message."""
+        """The call as it appears in an assistant message (with aether's ``call`` id)."""
         return ToolCallPart(
             id=self.id,
             type="function",
             function=FunctionCall(name=self.name, arguments=self.arguments),
+            call=self.call,
         )
 
 

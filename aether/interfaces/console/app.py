@@ -180,10 +180,10 @@ def build_app(agent: Aether, token: str) -> Starlette:
         if any(m.get("tool_calls") for m in messages):  # only a thread with calls asks
             calls = (await run(ledger.ledger_list, kind="tool_call", limit=500)).entries
         details = [e.get("detail") or {} for e in calls]
-        approvals_by_call = {
-            str(d["call_id"]): d["approval"]
+        approvals_by_call = {  # by aether's own call id (a model's may repeat)
+            str(d.get("call") or d["call_id"]): d["approval"]
             for d in details
-            if d.get("call_id") and d.get("approval")
+            if (d.get("call") or d.get("call_id")) and d.get("approval")
         }
         status = await daemon_status(agent.client, agent.keys, agent.settings)
         return await page(
@@ -416,7 +416,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         days = (await run(ledger.ledger_days, days=14)).days
         entries = (await run(ledger.ledger_list, limit=100 if not call else 1000)).entries
         if call:
-            entries = [e for e in entries if (e.get("detail") or {}).get("call_id") == call]
+            entries = [e for e in entries if _call_of(e.get("detail") or {}) == call]
         priced = any(d.cost_usd for d in days)
         charts = {
             "tokens per day": chart(
@@ -624,6 +624,12 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard)])
+
+
+def _call_of(detail: dict[str, Any]) -> str | None:
+    """The id a ledger entry's tool call is known by: aether's, or the model's in older ones."""
+    found = detail.get("call") or detail.get("call_id")
+    return str(found) if found else None
 
 
 def _plain(status: int, message: str) -> Response:

@@ -124,6 +124,7 @@ class ChatSessions:
                 ts,
                 tool_call_id=r["tool_call_id"],
                 name=r.get("name"),
+                call=r.get("call"),
             )
             for r in results
         ]

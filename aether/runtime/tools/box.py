@@ -85,6 +85,8 @@ class ToolRun:
     changes: list[dict[str, object]] = field(default_factory=list)
     approval: dict[str, object] | None = None
     server: str = "aether"
+    call: str = ""
+    """aether's own id of the call (``ToolCall.call``); ``call_id`` is the model's."""
 
 
 def check_arguments(schema: Mapping[str, object], arguments: ToolArguments) -> None:

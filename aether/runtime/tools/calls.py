@@ -102,6 +102,11 @@ class ToolCaller:
 
     async def run(self, call: ToolCall, policy: Policy, guard: TurnGuard) -> ToolRun:
         """One call, through the guard, the policy and (if asked) the operator."""
+        run = await self._run(call, policy, guard)
+        run.call = call.call
+        return run
+
+    async def _run(self, call: ToolCall, policy: Policy, guard: TurnGuard) -> ToolRun:
         refused = guard.refuse(call)
         if refused is not None:
             return _not_run(call, refused, "stopped", None)
