@@ -343,7 +343,7 @@ def test_search_explains_itself_for_people_and_programs(agent: Agent) -> None:
     assert agent("memory", "log", "deployed v2 to the NAS in the attic").code == 0
     shown = agent("memory", "search", "what did we deploy to the NAS?", "--explain")
     header = shown.stdout.splitlines()[0].split()
-    assert shown.code == 0 and ["text#", "vector#", "similarity", "coverage"] == header[2:6]
+    assert shown.code == 0 and header[2:6] == ["text#", "vector#", "similarity", "coverage"]
     assert "passes" in shown.stdout
     found = json.loads(agent("memory", "search", "deploy NAS", "--json").stdout)
     assert found[0]["signals"]["text_rank"] == 1 and found[0]["signals"]["floor"] == "passes"
