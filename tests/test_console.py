@@ -821,3 +821,65 @@ async def test_a_model_that_repeats_its_call_ids_gets_each_call_kept_apart(
     for c in own:
         ledger = (await http.get(f"/ledger?call={c}", headers=bearer)).text
         assert ledger.count("memory_search: ok") == 1
+
+
+async def test_lists_are_paged_and_every_page_names_its_namespace(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    from datetime import UTC, datetime
+
+    from aether.registry.model import new_entry
+
+    http, agent = console
+    bearer = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/html"}
+    day = datetime(2026, 11, 20, tzinfo=UTC)
+    daily = DailyLog(agent.memory)
+    for n in range(70):  # out of order: the timeline sorts by time, not by writing
+        await daily.log(f"harbour note {n:03d}", timestamp=day.timestamp() + 60 * ((n * 37) % 70))
+    first = (await http.get("/memory?day=2026-11-20", headers=bearer)).text
+    assert first.count("<li") - first.count('<li class="inactive"') >= 30
+    assert 'id="timeline-pager"' in first and "1–30 of 70" in first
+    assert 'href="/memory?day=2026-11-20&amp;page=2"' in first
+    third = (await http.get("/memory?day=2026-11-20&page=3", headers=bearer)).text
+    assert "61–70 of 70" in third and "harbour note" in third
+    shown = re.findall(r"harbour note (\d{3})", third)
+    in_time = sorted(range(70), key=lambda n: (n * 37) % 70)[60:]
+    assert [int(n) for n in shown] == in_time
+    bad = await http.get("/memory?page=zero", headers=bearer)
+    assert bad.status_code == 400
+    learner = agent.beliefs()
+    for n in range(45):
+        await learner.remember(f"Guest{n:02d} stays in room {100 + n}")
+    total = len(await learner.select("active"))
+    assert total > 40
+    beliefs_page = (await http.get("/beliefs", headers=bearer)).text
+    assert beliefs_page.count('<tr class="belief">') == 40 and f"1–40 of {total}" in beliefs_page
+    second = (await http.get("/beliefs?page=2", headers=bearer)).text
+    assert second.count('<tr class="belief">') == total - 40
+    for n in range(45):
+        await agent.ledger().append(new_entry("action", summary=f"ledger action {n:02d}"))
+    newest = (await http.get("/ledger", headers=bearer)).text
+    assert newest.count("ledger action") == 40 and "ledger action 44" in newest
+    older = re.search(r'href="/ledger\?before=([0-9.e+]+)"', newest)
+    assert older is not None
+    rest = (await http.get(f"/ledger?before={older.group(1)}", headers=bearer)).text
+    assert rest.count("ledger action") == 5 and "ledger action 00" in rest
+    for path in ("/", "/memory", "/beliefs", "/ledger", "/checkpoints", "/beliefs/01NOSUCH"):
+        shown = (await http.get(path, headers=bearer)).text
+        assert (
+            f'id="namespace" title="the namespace these pages show">{agent.settings.namespace}<'
+            in shown
+        ), path
+
+
+async def test_nothing_to_undo_and_a_wrong_token_are_said_as_such(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, _ = console
+    bearer = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/html"}
+    page = await http.get("/checkpoints/undo", headers=bearer)
+    assert page.status_code == 409 and "nothing to undo" in page.text
+    assert "malformed" not in page.text and "checkpoints page" in page.text
+    csrf = await _login(http)
+    posted = await http.post("/checkpoints/undo", data={"csrf": csrf})
+    assert posted.status_code == 409 and "nothing to undo" in posted.text

@@ -211,8 +211,9 @@ async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: 
         async with httpx.AsyncClient() as http:
             denied = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert denied.status_code == 401 and denied.json()["code"] == "unauthorized"
+            assert "bearer token required" in denied.json()["message"]
             wrong = await http.post(url, json={}, headers={"Authorization": "Bearer nope"})
-            assert wrong.status_code == 401
+            assert wrong.status_code == 401 and "token is wrong" in wrong.json()["message"]
         import httpx2
 
         headers = {"Authorization": "Bearer s3cret"}

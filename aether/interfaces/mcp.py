@@ -201,8 +201,14 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
-            await _refuse(send, 401, "unauthorized", "bearer token required")
+        given = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(given, self.expected):
+            why = (
+                "the bearer token is wrong (AETHER_MCP__TOKEN of the daemon)"
+                if given.startswith(b"Bearer ") and given[7:].strip()
+                else "bearer token required: send Authorization: Bearer <AETHER_MCP__TOKEN>"
+            )
+            await _refuse(send, 401, "unauthorized", why)
             return
         declared = headers.get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:

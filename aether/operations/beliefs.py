@@ -32,6 +32,7 @@ class BeliefListArgs(BaseModel):
 
     status: BeliefStatus | Literal["all"] = Field(default="active", description="Which beliefs.")
     limit: int = Field(default=200, ge=1, le=2000, description="At most this many.")
+    offset: int = Field(default=0, ge=0, description="Skip this many first (a page).")
 
 
 class BeliefList(BaseModel):
@@ -39,6 +40,7 @@ class BeliefList(BaseModel):
 
     beliefs: list[dict[str, Any]]
     questions: list[dict[str, Any]] = Field(description="beliefs too uncertain to rely on")
+    total: int = Field(default=0, description="the beliefs of that status in all")
 
 
 @operation(read_only=True, agent=False)
@@ -51,14 +53,15 @@ async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> Bel
     now = caller.clock()
     every = await beliefs.select(None, now)  # one pass over the beliefs for both lists
     found = [b for b in every if args.status == "all" or b.get("status") == args.status]
-    shown = [_shown(b, beliefs.effective(b, now)) for b in found[: args.limit]]
+    page = found[args.offset : args.offset + args.limit]
+    shown = [_shown(b, beliefs.effective(b, now)) for b in page]
     uncertain = parts.settings.beliefs.uncertain_at
     questions = [
         _shown(b, beliefs.effective(b, now))
         for b in every
         if b.get("status") == "active" and beliefs.effective(b, now) < uncertain
     ]
-    return BeliefList(beliefs=shown, questions=questions)
+    return BeliefList(beliefs=shown, questions=questions, total=len(found))
 
 
 class BeliefIdArgs(BaseModel):

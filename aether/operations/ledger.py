@@ -27,6 +27,9 @@ class LedgerListArgs(BaseModel):
     limit: int = Field(
         default=100, ge=LEDGER_LIMIT.low, le=LEDGER_LIMIT.high, description="The newest this many."
     )
+    before: float | None = Field(
+        default=None, ge=0, description="Only entries older than this (epoch seconds): a page."
+    )
 
 
 class LedgerEntries(BaseModel):
@@ -41,7 +44,9 @@ async def ledger_list(parts: Parts, caller: Caller, args: LedgerListArgs) -> Led
 
     Model calls (tokens, cost), tool calls (outcome, approval, files changed), actions.
     """
-    entries = await parts.ledger().entries(kind=args.kind, since=args.since, limit=args.limit)
+    entries = await parts.ledger().entries(
+        kind=args.kind, since=args.since, limit=args.limit, before=args.before
+    )
     return LedgerEntries(entries=[e.to_dict() for e in entries])
 
 

@@ -486,6 +486,10 @@ class DayArgs(BaseModel):
     """Arguments of ``memory_day``."""
 
     day: date = Field(description="The day (YYYY-MM-DD, UTC).")
+    offset: int = Field(default=0, ge=0, description="Skip this many of the day's entries.")
+    limit: int | None = Field(
+        default=None, ge=1, le=1000, description="At most this many (default: the whole day)."
+    )
 
 
 class DayEntries(BaseModel):
@@ -493,13 +497,19 @@ class DayEntries(BaseModel):
 
     day: date
     entries: list[dict[str, Any]]
+    total: int = Field(default=0, description="the day's entries in all")
 
 
 @operation(read_only=True, agent=False)
 async def memory_day(parts: Parts, caller: Caller, args: DayArgs) -> DayEntries:
-    """One day's daily-log entries in order: the memory's timeline of that day."""
-    docs = await DailyLog(parts.memory).list_day(args.day)
-    return DayEntries(day=args.day, entries=[public(d) for d in docs])
+    """One day's daily-log entries in order: the memory's timeline of that day (or a page)."""
+    daily = DailyLog(parts.memory)
+    if args.limit is None and not args.offset:
+        docs = await daily.list_day(args.day)
+        total = len(docs)
+    else:
+        docs, total = await daily.page_day(args.day, args.offset, args.limit or 1000)
+    return DayEntries(day=args.day, entries=[public(d) for d in docs], total=total)
 
 
 class Notes(BaseModel):

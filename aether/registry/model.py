@@ -120,9 +120,13 @@ class AgentLedger(Protocol):
         ...
 
     async def entries(
-        self, kind: str | None = None, since: float | None = None, limit: int = 100
+        self,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+        before: float | None = None,
     ) -> list[LedgerEntry]:
-        """Entries, newest first."""
+        """Entries, newest first (``before``: only older than that time, a page)."""
         ...
 
     async def totals(self, since: float | None = None) -> dict[str, float]:

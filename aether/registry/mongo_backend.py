@@ -152,15 +152,23 @@ class MongoAgentLedger:
 
     @translated
     async def entries(
-        self, kind: str | None = None, since: float | None = None, limit: int = 100
+        self,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+        before: float | None = None,
     ) -> list[LedgerEntry]:
-        """Entries, newest first."""
+        """Entries, newest first (``before``: only older than that time, a page)."""
         await self.backend.ready()
         query: dict[str, Any] = {}
         if kind is not None:
             query["kind"] = kind
-        if since is not None:
-            query["at"] = {"$gte": since}
+        if since is not None or before is not None:
+            query["at"] = {}
+            if since is not None:
+                query["at"]["$gte"] = since
+            if before is not None:
+                query["at"]["$lt"] = before
         cursor = self.backend.ledger.find(query, sort=[("at", -1), ("_id", -1)], limit=limit)
         return [LedgerEntry(**{k: v for k, v in d.items() if k != "_id"}) async for d in cursor]
 

@@ -104,18 +104,27 @@ class RedisAgentLedger:
         return entry
 
     async def entries(
-        self, kind: str | None = None, since: float | None = None, limit: int = 100
+        self,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+        before: float | None = None,
     ) -> list[LedgerEntry]:
-        """Entries, newest first."""
+        """Entries, newest first (``before``: only older than that time, a page)."""
         low = f"{int(since * 1000)}-0" if since is not None else "-"
         out: list[LedgerEntry] = []
-        high = "+"
+        # the stream's ids are the server's clock, an entry's ``at`` the writer's: read a
+        # little past ``before`` and decide by ``at``
+        high = f"{round(before * 1000) + 5000}" if before is not None else "+"
         while len(out) < limit:
             page = await self.client.xrevrange(self.keys.ledger(), max=high, min=low, count=500)
             if not page:
                 break
             for entry_id, fields in page:
                 entry = LedgerEntry(**json.loads(byte_map(fields)[b"e"]))
+                if before is not None and entry.at >= before:
+                    high = f"({text(entry_id)}"
+                    continue
                 if kind is None or entry.kind == kind:
                     out.append(entry)
                 high = f"({text(entry_id)}"

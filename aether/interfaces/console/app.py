@@ -14,6 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from aether.app import Aether
-from aether.errors import AetherError, describe, error_code
+from aether.errors import AetherError, NotFoundError, describe, error_code
 from aether.identity.prompt import operator_zone
 from aether.interfaces.console.auth import COOKIE, Sessions
 from aether.interfaces.console.changes import PAGE_SIZE, items_of, summary_of
@@ -83,6 +84,7 @@ HINTS = {
     "invalid": "The address or a field of the form is malformed.",
     "ambiguous": "Give more characters of the id.",
     "busy": "Another rollback, undo or erasure is running; try again in a moment.",
+    "nothing_to_do": "Nothing changed. The checkpoints page lists what can be rolled back.",
     "unavailable": "Redis cannot be reached: is the embedded server up (aether redis status)?",
     "error": "Unexpected: the console's log has the details.",
 }
@@ -90,6 +92,10 @@ HINTS = {
 
 class BadRequest(Exception):
     """A request the console refuses (400) with a message for the page."""
+
+
+class NothingToDo(Exception):
+    """A well-formed request there is nothing for (409): e.g. an undo without a rollback."""
 
 
 def build_app(agent: Aether, token: str) -> Starlette:
@@ -132,6 +138,8 @@ def build_app(agent: Aether, token: str) -> Starlette:
                 "when": lambda at: when(at, tz),
                 "ago": relative,
                 "zone": str(tz),
+                "namespace": agent.settings.namespace,
+                "page_link": lambda number: _with_page(request, number),
                 **context,
             },
         )
@@ -265,8 +273,14 @@ def build_app(agent: Aether, token: str) -> Starlette:
                 explain=True,
             )
         the_day = day or datetime.now(await zone()).date().isoformat()
+        number = page_number(request)
         try:
-            timeline = await run(memory.memory_day, day=date.fromisoformat(the_day))
+            timeline = await run(
+                memory.memory_day,
+                day=date.fromisoformat(the_day),
+                offset=(number - 1) * TIMELINE_PAGE,
+                limit=TIMELINE_PAGE,
+            )
         except ValueError:
             raise BadRequest("day is YYYY-MM-DD") from None
         cfg = agent.settings.memory
@@ -282,6 +296,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
             found=found.results if found is not None else None,
             day=the_day,
             timeline=timeline.entries,
+            pager=Pager(number, TIMELINE_PAGE, timeline.total),
             floor={"min_similarity": cfg.min_similarity, "min_coverage": cfg.min_coverage},
         )
 
@@ -293,14 +308,22 @@ def build_app(agent: Aether, token: str) -> Starlette:
 
     async def beliefs_page(request: Request) -> Response:
         status = query(request, "status", 16) or "active"
-        listed = await run(beliefs.belief_list, status=status)
+        number = page_number(request)
+        listed = await run(
+            beliefs.belief_list,
+            status=status,
+            offset=(number - 1) * BELIEFS_PAGE,
+            limit=BELIEFS_PAGE,
+        )
         return await page(
             request,
             "beliefs.html",
             status=status,
             statuses=[*BELIEF_STATUSES, "all"],
             beliefs=listed.beliefs,
-            questions=listed.questions,
+            pager=Pager(number, BELIEFS_PAGE, listed.total),
+            questions=listed.questions[:QUESTIONS_SHOWN],
+            more_questions=max(0, len(listed.questions) - QUESTIONS_SHOWN),
             half_life=agent.settings.beliefs.half_life_days,
         )
 
@@ -396,7 +419,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
     async def undo_confirmation(request: Request) -> Response:
         done = (await run(checkpoints.checkpoint_rollbacks)).rollbacks
         if not done:
-            raise BadRequest("nothing to undo: no rollback has been made")
+            raise NothingToDo("nothing to undo: no rollback has been made")
         diff = await run(checkpoints.checkpoint_diff, id=done[0]["pre_checkpoint"])
         return await page(
             request,
@@ -408,15 +431,27 @@ def build_app(agent: Aether, token: str) -> Starlette:
         )
 
     async def checkpoint_undo(request: Request) -> Response:
-        result = await run(checkpoints.checkpoint_undo)
+        try:
+            result = await run(checkpoints.checkpoint_undo)
+        except NotFoundError as e:  # no rollback, or it was undone already
+            raise NothingToDo(str(e)) from e
         return await done_page(request, "Undone", result)
 
     async def ledger_page(request: Request) -> Response:
         call = query(request, "call", 128)
+        try:
+            before = float(query(request, "before", 32) or 0) or None
+        except ValueError:
+            raise BadRequest("before is epoch seconds") from None
         days = (await run(ledger.ledger_days, days=14)).days
-        entries = (await run(ledger.ledger_list, limit=100 if not call else 1000)).entries
         if call:
+            entries = (await run(ledger.ledger_list, limit=1000)).entries
             entries = [e for e in entries if _call_of(e.get("detail") or {}) == call]
+            older = None
+        else:
+            entries = (await run(ledger.ledger_list, limit=LEDGER_PAGE + 1, before=before)).entries
+            older = entries[LEDGER_PAGE - 1]["at"] if len(entries) > LEDGER_PAGE else None
+            entries = entries[:LEDGER_PAGE]
         priced = any(d.cost_usd for d in days)
         charts = {
             "tokens per day": chart(
@@ -434,6 +469,8 @@ def build_app(agent: Aether, token: str) -> Starlette:
             entries=entries,
             priced=priced,
             call=call,
+            older=older,
+            newest=before is None,
             model=agent.settings.llm.model,
         )
 
@@ -549,6 +586,8 @@ def build_app(agent: Aether, token: str) -> Starlette:
                 return await call_next(request)
             except BadRequest as e:
                 return failed(request, 400, "invalid", str(e))
+            except NothingToDo as e:
+                return failed(request, 409, "nothing_to_do", str(e))
             except AetherError as e:
                 code, _ = error_code(e)
                 status = {"not_found": 404, "invalid": 400, "ambiguous": 400, "busy": 409}.get(
@@ -577,6 +616,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
                 "path": request.url.path,
                 "csrf": getattr(request.state, "csrf", ""),
                 "zone": "",
+                "namespace": agent.settings.namespace,
                 "status": status,
                 "code": code,
                 "message": message,
@@ -624,6 +664,60 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard)])
+
+
+TIMELINE_PAGE = 30
+"""Entries per page of the memory timeline (a page stays within three screens)."""
+BELIEFS_PAGE = 40
+"""Beliefs per page."""
+LEDGER_PAGE = 40
+"""Ledger entries per page."""
+QUESTIONS_SHOWN = 20
+"""Open questions listed under the beliefs (the rest counted)."""
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Where a page is in a list: its number (from 1), its size, the list's length."""
+
+    number: int
+    size: int
+    total: int
+
+    @property
+    def pages(self) -> int:
+        """How many pages the list has (at least one)."""
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def first(self) -> int:
+        """The position (from 1) of the page's first item."""
+        return min(self.total, (self.number - 1) * self.size + 1)
+
+    @property
+    def last(self) -> int:
+        """The position of the page's last item."""
+        return min(self.total, self.number * self.size)
+
+
+def page_number(request: Request) -> int:
+    """The ``page`` query parameter (1 when absent).
+
+    Raises:
+        BadRequest: not a whole number from 1 to 1,000,000.
+    """
+    raw = request.query_params.get("page", "1").strip() or "1"
+    if not raw.isdigit() or not 1 <= int(raw) <= 1_000_000:
+        raise BadRequest("page is a whole number from 1")
+    return int(raw)
+
+
+def _with_page(request: Request, number: int) -> str:
+    """This page's address with ``page`` set to ``number`` (its other parameters kept)."""
+    from urllib.parse import urlencode
+
+    params = {k: v for k, v in request.query_params.items() if k != "page"}
+    return f"{request.url.path}?{urlencode({**params, 'page': number})}"
 
 
 def _call_of(detail: dict[str, Any]) -> str | None:

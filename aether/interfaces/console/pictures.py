@@ -98,6 +98,10 @@ class Bar:
     height: float
 
 
+PLOT_TOP = 22.0
+"""The plot's top edge in a chart: above it only the unit's label."""
+
+
 @dataclass
 class Chart:
     """A bar chart with its scale: bars, the value axis's ticks, the unit, the plot's box.
@@ -108,6 +112,7 @@ class Chart:
         unit: what the values count (``tokens``, ``USD``...).
         left: where the plot starts (the axis's labels are left of it).
         bottom: the baseline's y.
+        top: the highest bar's top: the unit's label sits above it, clear of the top tick.
     """
 
     bars: list[Bar]
@@ -116,6 +121,7 @@ class Chart:
     left: float
     bottom: float
     width: float
+    top: float = PLOT_TOP
 
 
 def _nice(top: float) -> float:
@@ -150,9 +156,9 @@ def chart(
     slot = plot / max(1, len(values))
     out = []
     for i, (label, value) in enumerate(values):
-        h = (bottom - 8) * value / top
+        h = (bottom - PLOT_TOP) * value / top
         out.append(
             Bar(label, value, round(left + i * slot + 2, 1), round(bottom - h, 1), slot - 4, h)
         )
-    ticks = [(round(bottom - (bottom - 8) * f, 1), _tick(top * f)) for f in (0.0, 0.5, 1.0)]
+    ticks = [(round(bottom - (bottom - PLOT_TOP) * f, 1), _tick(top * f)) for f in (0.0, 0.5, 1.0)]
     return Chart(out, ticks, unit, left, bottom, float(width))

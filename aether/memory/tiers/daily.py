@@ -112,6 +112,34 @@ class DailyLog:
         found = [d for d in docs if d is not None]
         return sorted(found, key=lambda d: float(d.get("timestamp") or 0.0))
 
+    async def page_day(self, day: date, offset: int, limit: int) -> tuple[list[MemoryDoc], int]:
+        """``limit`` entries of a day from ``offset`` on, chronological, and the day's count.
+
+        The full-text index sorts and counts the day's entries by their time, so a page
+        costs the same on a day of ten entries and on one of a hundred thousand; without
+        the index (a fresh namespace, whose index waits for its first write) the day's
+        list is read whole.
+        """
+        if not await self.layer.indexed():
+            docs = await self.list_day(day)
+            return docs[offset : offset + limit], len(docs)
+        from redisvl.query import FilterQuery
+        from redisvl.query.filter import Num, Tag
+
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
+        query = FilterQuery(
+            filter_expression=(Tag("kind") == "daily")
+            & (Num("timestamp") >= start)
+            & (Num("timestamp") < start + 86_400),
+            return_fields=["id"],
+            num_results=limit,
+            sort_by="timestamp",
+        )
+        query.paging(offset, limit)
+        found = await self.layer.text_index().search(query.query, query_params=query.params)
+        read = await self.layer.get_docs([row.id for row in found.docs])
+        return [d for d in read if d is not None], int(found.total)
+
     async def recent(self, days: int, today: date | None = None) -> list[MemoryDoc]:
         """Entries of the last ``days`` days (``today``, default now, included), oldest first."""
         today = today or datetime.now(UTC).date()
