@@ -550,6 +550,59 @@ def test_the_console_in_a_browser(running: tuple[dict[str, str], str], browser: 
         )
         assert wide <= 0, (path, wide)
     assert len(list(SHOTS.glob("*.png"))) >= 10
+    _a_busy_day_stays_usable(env, base, browser)
+
+
+def _a_busy_day_stays_usable(env: dict[str, str], base: str, browser: Any) -> None:
+    """3,000 notes in a day: each list is a page of at most three screens, loaded quickly."""
+    from selenium.webdriver.common.by import By
+
+    lines = [
+        json.dumps({"kind": "daily", "content": f"busy note {n}: the pump " + "cycles " * 12})
+        for n in range(3000)
+    ]
+    bulk = ROOT / "build" / "console-busy.jsonl"
+    bulk.write_text("\n".join(lines) + "\n")
+    assert run_cli(env, "memory", "import", str(bulk), timeout=300).returncode == 0
+    for n in range(42):  # long beliefs: the table's headers must not break mid-word
+        said = f"Harbour crane {n:02d} was repainted " + "in a long and careful way " * 6
+        assert run_cli(env, "remember", said).returncode == 0
+    namespace = env["AETHER_NAMESPACE"]
+    for path in ("/memory", "/beliefs?status=all", "/ledger"):
+        browser.get(base + path)
+        took = browser.execute_script(
+            "var t = performance.getEntriesByType('navigation')[0];"
+            "return t.responseEnd - t.requestStart;"
+        )
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        assert height <= 3 * 900, (path, height)
+        assert took < 3000, (path, took)  # 13 s before the lists were paged
+        assert browser.find_element(By.ID, "namespace").text == namespace
+    browser.get(base + "/memory")
+    pager = browser.find_element(By.ID, "timeline-pager").text
+    total = int(re.search(r"of (\d+) ·", pager).group(1))  # type: ignore[union-attr]
+    assert pager.startswith("1–30 of") and total > 3000, pager
+    browser.get(base + "/beliefs?status=all")
+    for header in browser.find_elements(By.CSS_SELECTOR, "table.beliefs th"):
+        assert header.rect["height"] < 32, (header.text, header.rect)  # one line each
+    lines = browser.execute_script(  # a status ("superseded") on one line, never cut
+        "return Array.from(document.querySelectorAll('table.beliefs td:nth-child(3)'))"
+        ".map(td => { var r = document.createRange(); r.selectNodeContents(td);"
+        " return r.getClientRects().length; });"
+    )
+    assert lines and set(lines) == {1}, lines
+    _shot(browser, "beliefs-busy")
+    browser.get(base + "/ledger")
+    unit = browser.find_element(By.CSS_SELECTOR, "svg .axis.unit").rect
+    for tick in browser.find_elements(By.CSS_SELECTOR, "svg .axis.tick"):
+        box = tick.rect
+        apart = (
+            box["y"] >= unit["y"] + unit["height"]
+            or box["x"] >= unit["x"] + unit["width"]
+            or box["y"] + box["height"] <= unit["y"]
+        )
+        assert apart, (tick.text, box, unit)
+    _shot(browser, "ledger-busy")
 
 
 async def test_approvals_are_answered_from_the_console(
