@@ -347,3 +347,28 @@ def test_search_explains_itself_for_people_and_programs(agent: Agent) -> None:
     assert "passes" in shown.stdout
     found = json.loads(agent("memory", "search", "deploy NAS", "--json").stdout)
     assert found[0]["signals"]["text_rank"] == 1 and found[0]["signals"]["floor"] == "passes"
+
+
+def test_send_reads_stdin_up_to_the_inbox_limit(agent: Agent) -> None:
+    import subprocess
+    import sys
+
+    too_big = subprocess.run(
+        [sys.executable, "-m", "aether", "send", "-"],
+        input="x" * (1024 * 1024 + 1),
+        env=agent.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert too_big.returncode == 1 and "over 1048576 bytes" in too_big.stderr
+    assert "nothing was sent" in too_big.stderr
+    empty = subprocess.run(
+        [sys.executable, "-m", "aether", "send", "-"],
+        input="  \n",
+        env=agent.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert empty.returncode == 1 and "the message is empty" in empty.stderr

@@ -201,6 +201,21 @@ def test_the_readme_scripted_model_exercises_tools_approvals_and_learning(
         while not (ws / "two.txt").exists() and time.monotonic() < deadline:
             time.sleep(0.3)
         assert (ws / "two.txt").read_text() == "2"
+        # a message from stdin ('-'), larger than a command line could carry
+        import subprocess
+        import sys
+
+        long = "please read this: " + "the harbour report line. " * 6000  # ~150 KB
+        piped = subprocess.run(
+            [sys.executable, "-m", "aether", "send", "-", "--timeout", "60"],
+            input=long,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert piped.returncode == 0, piped.stderr
+        assert "I heard" in piped.stdout or "harbour" in piped.stdout, piped.stdout[:300]
         # what it is told, it learns (the program's extraction is aether's own)
         told = _cli(env, "send", "I live in Lisbon and my cat is called Miso.")
         assert told.returncode == 0, told.stderr
