@@ -370,9 +370,15 @@ class WholeProduct(RuleBasedStateMachine):
         """A LangGraph store item is put (or replaced)."""
         self.counted("store")
         text = self.unique(word)
-        self.run(self.store.aput(("sim", "user"), slot, {"text": f"prefers the {text}"}))
+        value = {"text": f"prefers the {text}", "slot": slot}
+        self.run(self.store.aput(("sim", "user"), slot, value))
         self.expected.store[slot] = text
         self.wrote()
+        # the filter is applied in the query: the one item of this slot is found
+        found = self.run(
+            self.store.asearch(("sim",), query=f"prefers the {text}", filter={"slot": slot})
+        )
+        assert [(h.key, h.value["text"]) for h in found] == [(slot, value["text"])]
 
     @rule(word=st.sampled_from(WORDS))
     def sdk_turn(self, word: str) -> None:
@@ -400,7 +406,9 @@ class WholeProduct(RuleBasedStateMachine):
         )
         status = self.op("approvals_list", status="pending")
         assert request.id in [a["id"] for a in status["approvals"]]
-        decided = self.op("approvals_approve", id=request.id[:12])
+        short = status["prefixes"][request.id]  # what `approvals list` shows, among older ones
+        assert len(short) < len(request.id)
+        decided = self.op("approvals_approve", id=short)
         assert decided["status"] == "approved" and decided["id"] == request.id
         waited = self.run(approvals.wait(request.id))
         assert waited.status == "approved"
