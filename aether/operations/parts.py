@@ -76,6 +76,7 @@ class Parts:
         self._services: RegistryAndLedger | None = None
         self._actor = actor
         self._index_ready = False
+        self._indexes_deferred = False
 
     # Each part is built on first use: a command that takes a checkpoint never imports
     # the search engine, and every part is still built once per object.
@@ -85,9 +86,12 @@ class Parts:
         """The memory layer (daily log, long-term, beliefs' storage, embedder)."""
         from aether.memory.storage.layer import MemoryLayer
 
-        return MemoryLayer.open(
+        layer = MemoryLayer.open(
             self.settings, self.client, actor=self._actor, wrap_local=self._wrap_local
         )
+        if self._indexes_deferred:  # ``ready`` found a fresh namespace
+            layer.defer_indexes(lambda: self.search.ensure_index())
+        return layer
 
     @cached_property
     def search(self) -> MemorySearch:
@@ -168,22 +172,26 @@ class Parts:
                 await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
             if not await self._indexes_current():
                 if await self._fresh():  # opening it to read (or be refused) writes nothing
-                    self.memory.defer_indexes(self.search.ensure_index)
+                    self._indexes_deferred = True
+                    if "memory" in self.__dict__:  # already built: tell it now
+                        self.memory.defer_indexes(lambda: self.search.ensure_index())
                 else:
                     await self.search.ensure_index()
             self._index_ready = True
 
     async def _fresh(self) -> bool:
-        """Whether nothing was ever written to the namespace (no journal, no index).
+        """Whether no memory was ever written to the namespace (its index never made).
 
-        In a cluster the index follows the shard: it is always ensured at once.
+        Every memory write goes through the memory layer's store, whose first write makes
+        the index: without its schema key no memory document exists to index, whatever
+        else (an identity, a checkpoint) was written. In a cluster the index follows the
+        shard: it is always ensured at once.
         """
         from aether.store.cluster import SlotRedis
 
         if isinstance(self.client, SlotRedis):
             return False
-        keys = self.keys
-        return not await self.client.exists(keys.journal(), keys.memory_index_schema())
+        return not await self.client.exists(self.keys.memory_index_schema())
 
     async def _indexes_current(self) -> bool:
         """Whether both indexes are already as wanted (checked without the search engine).

@@ -54,7 +54,7 @@ def files_holding(folder: Path, needle: Needle) -> list[Path]:
                 tail = b""
                 while block := f.read(CHUNK):
                     window = tail + block
-                    if needle.in_raw(window) and needle.in_text(window.decode("utf-8", "replace")):
+                    if needle.in_raw(window):  # the quick test, then the whole one
                         found.append(path)
                         break
                     tail = window[-overlap:]
