@@ -84,7 +84,7 @@ async def connect(settings: Settings, *, start: bool = True) -> Redis:
         url = settings.redis_url.get_secret_value()
         where = describe_url(url)
         if settings.redis_cluster:
-            return await _connect_cluster(url, settings.namespace, where)
+            return await _connect_cluster(url, settings, where)
         client: Redis = AetherRedis.bounded(
             Redis.from_url(url, decode_responses=False),
             settings.redis_pool_size,
@@ -126,7 +126,7 @@ _PREPARED_CLUSTERS: set[str] = set()
 of agents in one process prepares its cluster once)."""
 
 
-async def _connect_cluster(url: str, namespace: str, where: str) -> Redis:
+async def _connect_cluster(url: str, settings: Settings, where: str) -> Redis:
     """A client on the shard owning the namespace's slot; the library on every primary."""
 
     async def prepare(node: Redis) -> None:
@@ -137,7 +137,9 @@ async def _connect_cluster(url: str, namespace: str, where: str) -> Redis:
         if url not in _PREPARED_CLUSTERS:
             await each_primary(url, prepare)
             _PREPARED_CLUSTERS.add(url)
-        client = await open_slot_client(url, namespace)
+        client = await open_slot_client(
+            url, settings.namespace, settings.redis_pool_size, settings.redis_pool_timeout_s
+        )
     except RedisError as e:
         raise ServerError(f"cannot use the Redis Cluster at {where}: {e}") from e
     return client

@@ -43,7 +43,7 @@ from redis.exceptions import AskError, MovedError
 
 from aether.codec import text
 from aether.errors import AetherError, BusyError, ConfigError, UnavailableError
-from aether.store.boundary import AetherPipeline, AetherRedis
+from aether.store.boundary import AetherPipeline, AetherPool, AetherRedis
 from aether.store.packing import pack_with_hiredis
 
 log = structlog.get_logger(__name__)
@@ -124,10 +124,21 @@ class SlotRedis(AetherRedis):
         host: the owner's host.
         port: the owner's port.
         slot: the agent's hash slot.
+        pool_size: connections to the owner at most; more calls wait (``AetherPool``).
+        pool_timeout: how long a call waits for one.
     """
 
-    def __init__(self, url: str, host: str, port: int, slot: int) -> None:
-        super().__init__(connection_pool=ConnectionPool.from_url(node_url(url, host, port)))
+    def __init__(
+        self,
+        url: str,
+        host: str,
+        port: int,
+        slot: int,
+        pool_size: int = 64,
+        pool_timeout: float = 30.0,
+    ) -> None:
+        self.pool_size, self.pool_timeout = pool_size, pool_timeout
+        super().__init__(connection_pool=self._pool((host, port), url))
         self.url = url
         self.slot = slot
         self.owner_address = (host, port)
@@ -153,6 +164,12 @@ class SlotRedis(AetherRedis):
         if f"[{self.slot}->-" in myself or f"[{self.slot}-<-" in myself:
             raise BusyError(MIGRATING)
 
+    def _pool(self, address: tuple[str, int], url: str) -> ConnectionPool:
+        """A bounded pool to one node (calls wait for a free connection)."""
+        return AetherPool.from_url(
+            node_url(url, *address), max_connections=self.pool_size, timeout=self.pool_timeout
+        )
+
     async def follow(self, moved: MovedError) -> None:
         """Reconnect to the slot's new owner, named by a ``MOVED`` reply."""
         address = (str(moved.host), int(moved.port))
@@ -161,8 +178,7 @@ class SlotRedis(AetherRedis):
                 return  # another call already followed it
             log.info("hash slot moved", slot=moved.slot_id, to=f"{address[0]}:{address[1]}")
             self._retired.append(self.connection_pool)
-            pool = ConnectionPool.from_url(node_url(self.url, *address))
-            self.connection_pool = pack_with_hiredis(pool)
+            self.connection_pool = pack_with_hiredis(self._pool(address, self.url))
             self.owner_address = address
         for name, listener in list(self._listeners.items()):
             try:
@@ -216,8 +232,10 @@ class SlotRedis(AetherRedis):
         await super().aclose(close_connection_pool)
 
 
-async def open_slot_client(url: str, namespace: str) -> SlotRedis:
-    """A client on the primary that owns ``namespace``'s hash slot.
+async def open_slot_client(
+    url: str, namespace: str, pool_size: int = 64, pool_timeout: float = 30.0
+) -> SlotRedis:
+    """A client on the primary that owns ``namespace``'s hash slot (a bounded pool).
 
     Raises:
         ConfigError: the namespace has no hash tag.
@@ -230,7 +248,8 @@ async def open_slot_client(url: str, namespace: str) -> SlotRedis:
         owner = cluster.get_node_from_key(tag)
         if owner is None:
             raise UnavailableError(f"no primary of the cluster serves the slot of {tag}")
-        return SlotRedis(url, owner.host, int(owner.port), cluster.keyslot(tag))
+        slot = cluster.keyslot(tag)
+        return SlotRedis(url, owner.host, int(owner.port), slot, pool_size, pool_timeout)
     finally:
         await cluster.aclose()
 
