@@ -94,25 +94,15 @@ def _replay(value: Value, op: list[bytes]) -> Value:
     return Value("zset", scores) if scores else ABSENT
 
 
-async def value_at_checkpoint(
-    client: Redis, keys: Keyspace, now: Value, undo: list[list[bytes]]
-) -> Value:
-    """A key's value at a checkpoint, from its value now and its inverses in undo order.
-
-    Args:
-        client: the namespace's client (a scratch key decodes DUMP images).
-        keys: the namespace's keyspace.
-        now: the key's value now.
-        undo: the key's inverse ops after the checkpoint, newest change first, each
-            change's ops in their application order (the order a rollback applies them).
-    """
-    return (await values_at_checkpoint(client, keys, [now], [undo]))[0]
-
-
 async def values_at_checkpoint(
     client: Redis, keys: Keyspace, nows: Sequence[Value], undos: Sequence[list[list[bytes]]]
 ) -> list[Value]:
-    """:func:`value_at_checkpoint` of many keys, their images decoded together."""
+    """Keys' values at a checkpoint, from their values now and their inverses in undo order.
+
+    Each key's ``undo`` is its inverse ops after the checkpoint, newest change first, each
+    change's ops in their application order (the order a rollback applies them); their
+    images (a scratch key decodes DUMP payloads) are decoded together.
+    """
     starts: list[Value] = []
     rests: list[list[list[bytes]]] = []
     images: dict[int, bytes] = {}  # position -> the DUMP payload its replay starts from

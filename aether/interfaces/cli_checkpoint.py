@@ -6,9 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aether.checkpoints.manager import Checkpoints
 from aether.interfaces.common import (
-    AppState,
     JsonOpt,
     arguments,
     call,
@@ -30,13 +28,6 @@ app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
 archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
 
 IdArg = Annotated[str, typer.Argument(help="Checkpoint id or a unique prefix (>= 6 chars).")]
-
-
-def _manager(st: AppState, client: object) -> Checkpoints:
-    from redis.asyncio import Redis
-
-    assert isinstance(client, Redis)
-    return Checkpoints.from_settings(client, st.keys, st.settings)
 
 
 @app.command()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -16,7 +15,6 @@ import typer
 from aether.errors import InvalidOperationError
 from aether.interfaces.common import (
     EXIT_USAGE,
-    AppState,
     JsonOpt,
     about,
     arguments,
@@ -28,12 +26,10 @@ from aether.interfaces.common import (
     group,
     local_time,
     nothing_found,
-    open_aether,
     state,
     wants_json,
 )
 from aether.interfaces.tables import Column, emit_table
-from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import (
     Kind,
     Source,
@@ -61,13 +57,6 @@ class DuplicatePolicy(StrEnum):
 
 
 TagsOpt = Annotated[list[str] | None, typer.Option("--tag", "--tags", help="A tag (repeat).")]
-
-
-@asynccontextmanager
-async def memory(st: AppState) -> AsyncIterator[MemoryLayer]:
-    """The memory layer of the invocation's namespace (its search index ensured)."""
-    async with open_aether(st) as agent:
-        yield agent.memory
 
 
 def read_stdin(ctx: typer.Context, limit: int) -> str:
