@@ -61,10 +61,10 @@ from locomo import (
     judged,
     llm_judge,
     llm_judged,
-    percentile,
     rerank_floor_table,
     reranked,
 )
+from percentiles import percentile
 
 from aether.config import Settings
 from aether.memory.retrieval.fusion import passes_floor

@@ -23,7 +23,8 @@ import time
 from typing import Any
 
 import httpx
-from memory import PrecomputedEmbedder, percentile, quiesce, sentence
+from memory import PrecomputedEmbedder, quiesce, sentence
+from percentiles import percentile
 
 from aether.app import Aether
 from aether.config import Settings

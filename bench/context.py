@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from locomo import DEFAULT, questions, turns
+from percentiles import percentile
 
 from aether.app import Aether
 from aether.config import ContextSettings, Settings
@@ -44,11 +45,6 @@ from aether.tokens import count_tokens
 
 def normal(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def replay(rt: AgentRuntime, sample: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from context import percentile
+from percentiles import percentile
 from redis.crc import key_slot
 
 from aether.app import Aether

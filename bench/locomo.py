@@ -41,6 +41,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
 
+from percentiles import percentile
+
 from aether.config import MemorySettings, Settings
 from aether.memory.retrieval.fusion import passes_floor
 from aether.memory.retrieval.llm_judge import LLMJudge
@@ -157,12 +159,6 @@ def ceiling(found: list[Any], evidence: set[Any], k: int = 10) -> float:
     never among them (the candidates, not their order, are what falls short).
     """
     return min(k, len(evidence & set(found))) / len(evidence)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile of ``values``, in ms, rounded."""
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
 async def by_limit(

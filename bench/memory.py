@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from percentiles import percentile
 from redis.asyncio import Redis
 
 from aether.app import Aether
@@ -90,11 +91,6 @@ class PrecomputedEmbedder:
 
     async def embed(self, text: str) -> list[float]:
         return (await self.embed_many([text]))[0]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[max(0, int(len(ordered) * q) - 1)], 2)
 
 
 async def quiesce(client: Redis) -> None:
