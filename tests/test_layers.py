@@ -9,6 +9,7 @@ argument typed by a protocol of its own layer (``aether.messages.TextModel``,
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "aether"
@@ -52,9 +53,17 @@ RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 
 def _unit(module: str) -> str:
-    """``aether.memory.retrieval.search`` -> ``memory``; ``aether`` -> ``__init__``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    """The layer unit a module belongs to: the longest of :data:`LAYERS` it is in.
+
+    ``aether.memory.retrieval.search`` -> ``memory.retrieval``; ``aether.memory.erasure``
+    -> ``memory``; ``aether.store.journal`` -> ``store``; ``aether`` -> ``__init__``.
+    """
+    parts = module.split(".")[1:]
+    for size in range(len(parts), 0, -1):
+        name = ".".join(parts[:size])
+        if name in RANK:
+            return name
+    return parts[0] if parts else "__init__"
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -168,3 +177,29 @@ def test_memory_has_no_import_circles() -> None:
 def test_the_circle_check_sees_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_memory_modules_are_placed_in_their_sub_layers() -> None:
+    """Memory's inner order is enforced: storage below tiers below retrieval below knowledge."""
+    assert _unit("aether.memory.storage.layer") == "memory.storage"
+    assert _unit("aether.memory.retrieval.search") == "memory.retrieval"
+    assert _unit("aether.memory.knowledge.beliefs") == "memory.knowledge"
+    assert _unit("aether.memory.erasure") == "memory"
+    assert _unit("aether") == "__init__"
+    assert RANK[_unit("aether.memory.knowledge.learner")] > RANK["memory.retrieval"]
+    assert RANK[_unit("aether.memory.retrieval.candidates")] > RANK["memory.tiers"]
+
+
+LAYOUT_PATH = re.compile(r"(?<![\w/.])((?:aether|compose|docs|identity|bench|tests)/[\w/.]*)")
+
+
+def test_the_layout_names_what_exists_and_every_package() -> None:
+    """docs/layout.md is true: each path it names exists, and it names every package."""
+    root = PACKAGE.parent
+    layout = (root / "docs" / "layout.md").read_text()
+    named = {m.rstrip(".") for m in LAYOUT_PATH.findall(layout)}
+    missing = sorted(path for path in named if not (root / path).exists())
+    assert missing == [], f"docs/layout.md names what does not exist: {missing}"
+    packages = {f"{p.parent.relative_to(root).as_posix()}/" for p in PACKAGE.rglob("__init__.py")}
+    unnamed = sorted(packages - named)
+    assert unnamed == [], f"docs/layout.md does not name these packages: {unnamed}"
