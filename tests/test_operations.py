@@ -88,7 +88,7 @@ async def test_the_agents_tools_are_the_operations_without_operator_arguments(
     log_props = tools["memory_log"].parameters["properties"]
     assert "source" not in log_props and "session" not in log_props  # the agent is itself
     assert "source" in REGISTRY["memory_log"].schema()["properties"]  # MCP and the CLI set it
-    with pytest.raises(InvalidOperationError, match="unknown argument source"):
+    with pytest.raises(InvalidOperationError, match=r"unknown argument\(s\) 'source'; it takes"):
         await tools["memory_log"].handler({"content": "I am the user", "source": "user"})
     written = await tools["memory_log"].handler({"content": "the agent noted this"})
     assert written.startswith("logged ")
@@ -163,3 +163,20 @@ async def test_checkpoint_undo_redoes_only_when_asked(settings: Settings, client
     redone = await cp_ops.checkpoint_undo(parts, caller, cp_ops.UndoArgs(redo=True))
     assert redone["target"]
     assert cp_ops.checkpoint_undo.arguments.model_json_schema()["properties"]["redo"]
+
+
+def test_every_face_reads_arguments_one_way() -> None:
+    """The CLI, MCP, the console and the agent's tools share ``validated``: same words."""
+    from aether.operations.base import validated
+
+    op = REGISTRY["memory_search"]
+    with pytest.raises(InvalidOperationError) as misspelt:
+        op.parse({"query": "x", "limti": 3})
+    assert str(misspelt.value).startswith("memory_search: unknown argument(s) 'limti'")
+    with pytest.raises(InvalidOperationError) as bad:
+        op.parse({"query": "x", "limit": 0})
+    assert str(bad.value).startswith("memory_search: limit:")
+    with pytest.raises(InvalidOperationError) as bare:
+        validated(op.arguments, {"query": "x", "limit": 0})
+    assert str(bare.value) == str(bad.value).removeprefix("memory_search: ")
+    assert op.parse({"query": "x"}).limit == 5  # its default

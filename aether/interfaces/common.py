@@ -162,14 +162,13 @@ def arguments(ctx: typer.Context, model: type[M], **values: Any) -> M:
 
     Options left ``None`` are left out, so the model's defaults apply.
     """
-    from pydantic import ValidationError
-
-    from aether.operations.base import problems
+    from aether.errors import InvalidOperationError
+    from aether.operations.base import validated
 
     try:
-        return model.model_validate({k: v for k, v in values.items() if v is not None})
-    except ValidationError as e:
-        fail(problems(e), state(ctx).json, code=EXIT_USAGE, kind="invalid")
+        return validated(model, {k: v for k, v in values.items() if v is not None})
+    except InvalidOperationError as e:
+        fail(str(e), state(ctx).json, code=EXIT_USAGE, kind="invalid")
 
 
 def about(model: type[BaseModel], field: str) -> str:

@@ -29,11 +29,13 @@ from aether.app import Aether
 from aether.config import Settings
 from aether.errors import (
     AetherError,
+    InvalidOperationError,
     describe,
     error_code,
 )
 from aether.messages import TextModel
 from aether.operations import REGISTRY, Caller, Operation, Parts
+from aether.operations.base import problems
 from aether.runtime.heap import settle_heap
 from aether.runtime.llm import LLMClient
 
@@ -83,24 +85,17 @@ class AetherMCPServer(MCPServer[Any]):
         if self._tool_manager.get_tool(name) is None:
             known = ", ".join(sorted(t.name for t in self._tool_manager.list_tools()))
             return _contract_error("not_found", f"unknown tool {name[:70]!r}: tools are {known}")
-        accepted = list(REGISTRY[name].arguments.model_fields) if name in REGISTRY else None
-        unknown = sorted(set(arguments or {}) - set(accepted)) if accepted is not None else []
-        if unknown:  # a misspelt argument is not silently dropped
-            shown = ", ".join(repr(u[:40]) for u in unknown[:5])
-            takes = ", ".join(accepted or []) or "none"
-            return _contract_error(
-                "invalid", f"{name}: unknown argument(s) {shown}; it takes {takes}"
-            )
+        if name in REGISTRY:  # the one reading of arguments every face shares
+            try:
+                REGISTRY[name].parse(arguments or {})
+            except InvalidOperationError as e:
+                return _contract_error("invalid", str(e))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
             if not isinstance(e.__cause__, ValidationError):
                 raise
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-                for err in e.__cause__.errors()[:5]
-            )
-            return _contract_error("invalid", f"{name}: {problems}")
+            return _contract_error("invalid", f"{name}: {problems(e.__cause__)}")
 
 
 def _contract_error(code: str, message: str) -> CallToolResult:

@@ -23,7 +23,7 @@ import functools
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_type_hints
 
@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 A = TypeVar("A", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 
 
@@ -128,16 +129,29 @@ class Operation(Generic[A, R]):
         """Run it."""
         return await self.handler(parts, caller, args)
 
-    def parse(self, raw: Mapping[str, object]) -> A:
-        """Arguments from a call's JSON.
+    def parse(self, raw: Mapping[str, object], allowed: Collection[str] | None = None) -> A:
+        """Arguments from a call's JSON: the one way every face reads them.
+
+        Args:
+            raw: the call's arguments by name.
+            allowed: the names this face offers (default: every argument; the agent's
+                tools offer :meth:`agent_arguments`).
 
         Raises:
-            InvalidOperationError: naming each wrong or missing argument.
+            InvalidOperationError: an unknown argument (a misspelt one is never silently
+                dropped), or naming each wrong or missing one.
         """
-        try:
-            return self.arguments.model_validate(dict(raw))
-        except ValidationError as e:
-            raise InvalidOperationError(f"{self.name}: {problems(e)}") from None
+        return validated(self.arguments, raw, what=self.name, allowed=allowed)
+
+    async def invoke(
+        self,
+        parts: Parts,
+        caller: Caller,
+        raw: Mapping[str, object],
+        allowed: Collection[str] | None = None,
+    ) -> R:
+        """Parse ``raw`` (:meth:`parse`) and run it: a face's call in one step."""
+        return await self(parts, caller, self.parse(raw, allowed))
 
     def dump(self, result: R) -> Any:
         """The result as plain JSON data."""
@@ -184,6 +198,38 @@ def not_for_agent() -> dict[str, Any]:
 def _adapter(result_type: Any) -> TypeAdapter[Any]:
     """The (costly to build) pydantic adapter of one result type, built once."""
     return TypeAdapter(result_type)
+
+
+def validated(
+    model: type[M],
+    raw: Mapping[str, object],
+    *,
+    what: str = "",
+    allowed: Collection[str] | None = None,
+) -> M:
+    """``raw`` as ``model``'s arguments; unknown names and bad values refused in one line.
+
+    Args:
+        model: the arguments' model.
+        raw: the values by name.
+        what: the operation's name, to begin the message with (none: the bare problems).
+        allowed: the names accepted (default: the model's fields).
+
+    Raises:
+        InvalidOperationError: ``what: unknown argument(s) 'x'; it takes a, b`` or the
+            validation's problems (:func:`problems`).
+    """
+    prefix = f"{what}: " if what else ""
+    accepted = set(model.model_fields) if allowed is None else set(allowed)
+    unknown = sorted(str(name) for name in raw if name not in accepted)
+    if unknown:
+        shown = ", ".join(repr(name[:40]) for name in unknown[:5])
+        takes = ", ".join(sorted(accepted)) or "none"
+        raise InvalidOperationError(f"{prefix}unknown argument(s) {shown}; it takes {takes}")
+    try:
+        return model.model_validate(dict(raw))
+    except ValidationError as e:
+        raise InvalidOperationError(prefix + problems(e)) from None
 
 
 def problems(error: ValidationError, limit: int = 5) -> str:

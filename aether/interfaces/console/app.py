@@ -21,7 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import structlog
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -32,7 +32,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from aether.app import Aether
-from aether.errors import AetherError, NotFoundError, describe, error_code
+from aether.errors import (
+    AetherError,
+    InvalidOperationError,
+    NotFoundError,
+    describe,
+    error_code,
+)
 from aether.identity.prompt import operator_zone
 from aether.interfaces.console.auth import COOKIE, Sessions
 from aether.interfaces.console.changes import PAGE_SIZE, items_of, summary_of
@@ -52,7 +58,7 @@ from aether.operations import (
     ledger,
     memory,
 )
-from aether.operations.base import problems
+from aether.operations.base import validated
 from aether.runtime.inbox import Inbox
 from aether.runtime.status import daemon_status
 
@@ -121,9 +127,9 @@ def build_app(agent: Aether, token: str) -> Starlette:
 
     async def run(op: Operation[Any, Any], **values: Any) -> Any:
         try:
-            args = op.arguments.model_validate(values)
-        except ValidationError as e:
-            raise BadRequest(problems(e)) from None
+            args = validated(op.arguments, values)  # every face's reading of arguments
+        except InvalidOperationError as e:
+            raise BadRequest(str(e)) from None
         return await op(agent, caller, args)
 
     async def page(request: Request, name: str, **context: Any) -> Response:

@@ -221,10 +221,7 @@ def operation_tool(op: Operation[Any, Any], parts: Parts, caller: Caller) -> Too
     allowed = op.agent_arguments()
 
     async def handler(arguments: ToolArguments) -> str:
-        unknown = sorted(set(arguments) - allowed)
-        if unknown:
-            raise InvalidOperationError(f"{op.name}: unknown argument {', '.join(unknown)}")
-        return op.text(await op(parts, caller, op.parse(arguments)))
+        return op.text(await op.invoke(parts, caller, arguments, allowed))
 
     optional = not op.name.startswith(ALWAYS_OFFERED)
     return Tool(op.name, op.summary, op.schema(agent=True), handler, optional=optional)
