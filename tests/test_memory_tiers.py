@@ -214,3 +214,12 @@ async def test_chat_list_shows_when_each_session_last_spoke(
     human = (await asyncio.to_thread(run_cli, env, "memory", "chat", "list")).stdout
     row = next(line for line in human.splitlines() if line.startswith("work"))
     assert WHEN.strftime("%Y-%m-%d") in row  # a time, not "-"
+
+
+def test_one_status_vocabulary_decides_what_holds() -> None:
+    """Absent means active; the legacy ``invalidated`` reads as superseded (never active)."""
+    from aether.memory.storage.status import Status, belief_status, is_active
+
+    assert is_active(None) and is_active("") and is_active(Status.ACTIVE)
+    assert not is_active("superseded") and not is_active("invalidated")
+    assert belief_status("invalidated") == Status.SUPERSEDED

@@ -24,7 +24,7 @@ from aether.interfaces.common import (
 )
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.storage.records import MemoryDoc
-from aether.memory.storage.status import BeliefStatus
+from aether.memory.storage.status import BeliefStatus, Status
 from aether.operations import beliefs as belief_ops
 from aether.operations import memory as memory_ops
 from aether.operations import ranges
@@ -76,7 +76,7 @@ def belief_list(
     ctx: typer.Context,
     status: Annotated[
         Literal[BeliefStatus, "all"], typer.Option("--status", help="Which beliefs.")
-    ] = "active",
+    ] = Status.ACTIVE.value,
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=2000, help=about(BeliefListArgs, "limit"))
     ] = 200,
@@ -168,6 +168,6 @@ def belief_stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
 
 def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Open questions: beliefs held with confidence under 0.5."""
-    found = call(ctx, belief_ops.belief_list, BeliefListArgs(status="active"))
+    found = call(ctx, belief_ops.belief_list, BeliefListArgs(status=Status.ACTIVE.value))
     columns = [*BELIEF_COLUMNS[:2], Column("open question", lambda b: f"{b['content']}?")]
     emit_table(found.questions, wants_json(ctx, json_), columns, empty="no open questions")

@@ -34,6 +34,7 @@ from aether.memory.storage.records import (
     Kind,
     Source,
 )
+from aether.memory.storage.status import belief_status, is_active
 from aether.operations import memory as ops
 from aether.operations import ranges
 from aether.operations import transfer as transfer_ops
@@ -129,7 +130,7 @@ def _content(doc: Mapping[str, object]) -> str:
     """A memory's text, marked when it no longer holds (``superseded``, ``forgotten``...)."""
     status = doc.get("status")
     text = str(doc["content"])
-    return f"({status}) {text}" if status and status != "active" else text
+    return text if is_active(status) else f"({belief_status(status)}) {text}"
 
 
 @app.command("log")

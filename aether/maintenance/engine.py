@@ -36,7 +36,7 @@ from aether.memory.knowledge.learner import ConversationLearner
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
-from aether.memory.storage.status import INACTIVE
+from aether.memory.storage.status import INACTIVE, Status
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import build_memory
 from aether.memory.tiers.memory_index import count_ops
@@ -391,7 +391,7 @@ class MaintenanceEngine:
         beliefs = Beliefs(self.layer, self.belief_settings, search=self.search)
         when = (now or datetime.now(UTC)).timestamp()
         limit = self.belief_settings.prune_below
-        active = await beliefs.select("active", when)
+        active = await beliefs.select(Status.ACTIVE, when)
         doomed = [b["id"] for b in active if b["effective_confidence"] < limit]
         if dry_run or not doomed:
             step.changed, step.items = len(doomed), doomed

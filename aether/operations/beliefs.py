@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from aether.memory.knowledge.beliefs import Reflection
 from aether.memory.storage.records import public
-from aether.memory.storage.status import BeliefStatus
+from aether.memory.storage.status import BeliefStatus, Status, is_active
 from aether.operations import ranges
 from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
@@ -30,7 +30,9 @@ __all__ = [
 class BeliefListArgs(BaseModel):
     """Arguments of ``belief_list``."""
 
-    status: BeliefStatus | Literal["all"] = Field(default="active", description="Which beliefs.")
+    status: BeliefStatus | Literal["all"] = Field(
+        default=Status.ACTIVE.value, description="Which beliefs."
+    )
     limit: int = Field(default=200, ge=1, le=2000, description="At most this many.")
     offset: int = Field(default=0, ge=0, description="Skip this many first (a page).")
 
@@ -59,7 +61,7 @@ async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> Bel
     questions = [
         _shown(b, beliefs.effective(b, now))
         for b in every
-        if b.get("status") == "active" and beliefs.effective(b, now) < uncertain
+        if is_active(b.get("status")) and beliefs.effective(b, now) < uncertain
     ]
     return BeliefList(beliefs=shown, questions=questions, total=len(found))
 

@@ -44,7 +44,7 @@ from aether.interfaces.console.auth import COOKIE, Sessions
 from aether.interfaces.console.changes import PAGE_SIZE, items_of, summary_of
 from aether.interfaces.console.pictures import chart, graph_picture
 from aether.interfaces.console.times import ago, stamp
-from aether.memory.storage.status import BELIEF_STATUSES
+from aether.memory.storage.status import BELIEF_STATUSES, Status
 from aether.operations import (
     Caller,
     Operation,
@@ -313,7 +313,7 @@ def build_app(agent: Aether, token: str) -> Starlette:
         return await page(request, "memory_item.html", item=found)
 
     async def beliefs_page(request: Request) -> Response:
-        status = query(request, "status", 16) or "active"
+        status = query(request, "status", 16) or Status.ACTIVE.value
         number = page_number(request)
         listed = await run(
             beliefs.belief_list,

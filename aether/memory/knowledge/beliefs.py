@@ -55,7 +55,7 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.text import STOPWORDS, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import DailyEntry, MemoryDoc, base_record
-from aether.memory.storage.status import BELIEF_STATUSES, INACTIVE, Status, matches
+from aether.memory.storage.status import BELIEF_STATUSES, INACTIVE, Status, is_active, matches
 from aether.memory.storage.vectors import refilter
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.memory_index import count_ops
@@ -360,7 +360,7 @@ class Beliefs:
         return sorted(found)
 
     async def select(
-        self, status: str | None = "active", now: float | None = None
+        self, status: str | None = Status.ACTIVE, now: float | None = None
     ) -> list[MemoryDoc]:
         """Beliefs (of one status, or all with ``None``), highest effective confidence first.
 
@@ -393,7 +393,7 @@ class Beliefs:
         """Open questions: active beliefs whose effective confidence is under 0.5."""
         return [
             b
-            for b in await self.select("active", now)
+            for b in await self.select(Status.ACTIVE, now)
             if b["effective_confidence"] < self.settings.uncertain_at
         ]
 
@@ -403,7 +403,7 @@ class Beliefs:
         """The most similar active beliefs, with their similarity (cosine, or lexical)."""
         if not await self.layer.indexed():
             return []
-        active = (Tag("kind") == "belief") & (Tag("status") == "active")
+        active = (Tag("kind") == "belief") & (Tag("status") == Status.ACTIVE.value)
         try:
             if vector is not None:
                 scored = await self.layer.nearest(vector, active, limit)
@@ -427,7 +427,7 @@ class Beliefs:
         docs = await self.layer.get_docs([k for k, _ in scored], BELIEF_FIELDS)
         out = []
         for (_, sim), doc in zip(scored, docs, strict=True):
-            if doc is None or doc.get("status") != "active":
+            if doc is None or not is_active(doc.get("status")):
                 continue
             out.append(
                 (
@@ -589,7 +589,7 @@ class Beliefs:
             return []
         query = FilterQuery(
             filter_expression=(Tag("kind") == "belief")
-            & (Tag("status") == "active")
+            & (Tag("status") == Status.ACTIVE.value)
             & (Tag("slots") == slot),
             num_results=limit,
         )
@@ -600,7 +600,7 @@ class Beliefs:
             log.warning("belief slot search failed", error=str(e))
             return []
         docs = await self.layer.get_docs([row.id for row in rows.docs], BELIEF_FIELDS)
-        return [d for d in docs if d is not None and d.get("status") == "active"]
+        return [d for d in docs if d is not None and is_active(d.get("status"))]
 
     async def _decide(
         self,
@@ -696,7 +696,7 @@ class Beliefs:
                 "type": kind,
                 "confidence": self.settings.initial_confidence,
                 "reinforced_at": now,
-                "status": "active",
+                "status": Status.ACTIVE.value,
                 "evidence": [evidence],
                 "supersedes": supersedes,
                 "superseded_by": None,
@@ -829,7 +829,7 @@ class Beliefs:
         m.json_set(key, status, "$.status")
         if self.layer.embedder is not None:
             refilter(m, self.keys, key, status=status)
-        if doc.get("status") == "active":  # the memory index counts active beliefs
+        if is_active(doc.get("status")):  # the memory index counts active beliefs
             count_ops(m, self.keys, [{"kind": "belief", "tags": doc.get("tags", [])}], sign=-1)
 
     async def _reinforce(
@@ -866,7 +866,7 @@ class Beliefs:
             InvalidOperationError: the belief is not active.
         """
         doc = await self.get(id_or_prefix)
-        if doc.get("status") != "active":
+        if not is_active(doc.get("status")):
             raise InvalidOperationError(f"belief {doc['id']} is {doc.get('status')}, not active")
         when = now or time.time()
         m = Mutation()
@@ -881,7 +881,9 @@ class Beliefs:
         if not 0 <= limit <= 1:
             raise InvalidOperationError("the threshold is a confidence between 0 and 1")
         when = now or time.time()
-        doomed = [b for b in await self.select("active", when) if b["effective_confidence"] < limit]
+        doomed = [
+            b for b in await self.select(Status.ACTIVE, when) if b["effective_confidence"] < limit
+        ]
         for start in range(0, len(doomed), 200):
             m = Mutation()
             for doc in doomed[start : start + 200]:
@@ -895,7 +897,7 @@ class Beliefs:
     async def reflect(self, now: float | None = None) -> Reflection:
         """Near-duplicate clusters and stale beliefs (a report; nothing changes)."""
         when = now or time.time()
-        active = await self.select("active", when)
+        active = await self.select(Status.ACTIVE, when)
         clusters: list[list[str]] = []
         seen: set[str] = set()
         for doc in active:
@@ -916,7 +918,7 @@ class Beliefs:
     async def stats(self, now: float | None = None) -> dict[str, object]:
         """Counts by status and type, mean effective confidence, open questions."""
         every = await self.select(None, now)
-        active = [b for b in every if b.get("status") == "active"]
+        active = [b for b in every if is_active(b.get("status"))]
         by_status = {s: sum(1 for b in every if matches(b.get("status"), s)) for s in STATUSES}
         by_type = {t: sum(1 for b in active if b.get("type") == t) for t in TYPES}
         mean = sum(b["effective_confidence"] for b in active) / len(active) if active else 0.0

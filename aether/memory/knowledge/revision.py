@@ -30,7 +30,7 @@ from aether.memory.knowledge.extraction import clauses
 from aether.memory.knowledge.facts import Claim, describe, parse, split_compound
 from aether.memory.knowledge.graph import Graph
 from aether.memory.retrieval.text import query_tokens
-from aether.memory.storage.status import INACTIVE, Status
+from aether.memory.storage.status import INACTIVE, Status, is_active
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Mutation
 
@@ -241,7 +241,7 @@ class Revisions:
         m = Mutation()
         beliefs = [t.key for t in found if t.kind == "belief"]
         for doc in await self.layer.get_docs(beliefs, BELIEF_FIELDS):
-            if doc is not None and doc.get("status") == "active":
+            if doc is not None and is_active(doc.get("status")):
                 self.beliefs._status_ops(m, doc, Status.FORGOTTEN)
                 self.beliefs._event(m, doc["id"], "forget", when, about=about.strip())
         others = [t.key for t in found if t.kind != "belief"]
@@ -339,7 +339,7 @@ class Revisions:
         beliefs = [t for t in found if t.kind == "belief"]
         docs = await self.layer.get_docs([t.key for t in beliefs], BELIEF_FIELDS)
         for doc in docs:
-            if doc is not None and doc.get("status") == "active":
+            if doc is not None and is_active(doc.get("status")):
                 self.beliefs.retire(m, doc, by, now, [by])
         others = [t.key for t in found if t.kind != "belief"]
         await self.beliefs.mark(m, others, Status.SUPERSEDED, by)

@@ -15,7 +15,15 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-__all__ = ["BELIEF_STATUSES", "INACTIVE", "BeliefStatus", "Status", "belief_status", "matches"]
+__all__ = [
+    "BELIEF_STATUSES",
+    "INACTIVE",
+    "BeliefStatus",
+    "Status",
+    "belief_status",
+    "is_active",
+    "matches",
+]
 
 
 class Status(StrEnum):
@@ -41,6 +49,11 @@ def belief_status(stored: object) -> str:
     """The status a stored value means (the legacy ``invalidated`` reads as superseded)."""
     value = str(stored or Status.ACTIVE)
     return Status.SUPERSEDED.value if value == LEGACY_SUPERSEDED else value
+
+
+def is_active(stored: object) -> bool:
+    """Whether a stored status (absent included) means the memory still holds."""
+    return belief_status(stored) == Status.ACTIVE
 
 
 def matches(stored: object, wanted: str) -> bool:

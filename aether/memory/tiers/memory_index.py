@@ -20,6 +20,7 @@ from aether.codec import text
 from aether.keys import Keyspace
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MEMORY_KINDS, MemoryDoc, MemoryRecord, memory_prefixes
+from aether.memory.storage.status import is_active
 from aether.store.state import Mutation
 from aether.tokens import count_tokens
 
@@ -129,9 +130,7 @@ class MemoryIndex:
                 keys[start : start + 500], ("kind", "tags", "timestamp", "status")
             )
             # beliefs count while active, as the incremental counters do
-            docs += [
-                d for d in batch if d and d.get("kind") and d.get("status", "active") == "active"
-            ]
+            docs += [d for d in batch if d and d.get("kind") and is_active(d.get("status"))]
             if progress is not None:
                 progress(len(batch))
         return docs
