@@ -127,7 +127,9 @@ async def test_an_old_namespace_migrates_once_journaled(
     layer = MemoryLayer.open(settings, client)
     assert settings.memory.vector_datatype == "float16"  # the default
     old = await _old_layout(layer, 450)  # more than one batch
-    assert await migrate_vectors(layer, checkpoints) == 450
+    told: list[tuple[int, int]] = []  # the storage layer tells; the caller shows it
+    moved = await migrate_vectors(layer, checkpoints, progress=lambda *at: told.append(at))
+    assert moved == 450 and told[-1] == (450, 450) and len(told) > 1
     assert await client.get(keys.memory_layout()) == b"readings-float16"
     assert await client.execute_command("JSON.TYPE", old[0], "$.embedding") == [[]]
     assert len(await client.hget(keys.vector(old[0]), "embedding") or b"") == 384 * 2

@@ -150,7 +150,9 @@ class Parts:
 
         return Approvals(self.client, self.keys)
 
-    async def ready(self, *, migrate: bool = True) -> None:
+    async def ready(
+        self, *, migrate: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> None:
         """Ensure the search indexes (once per object; idempotent in Redis).
 
         A fresh namespace's indexes are made by its first write instead
@@ -164,12 +166,15 @@ class Parts:
                 the MCP server over stdio) passes ``False``: a read never writes, and a look
                 between a rollback and its undo never blocks the undo. The daemon
                 migrates at its start.
+            progress: told (moved, total) while vectors migrate (the daemon logs it).
         """
         if not self._index_ready:
             if migrate:
                 from aether.memory.storage.vector_layout import migrate_vectors
 
-                await migrate_vectors(self.memory, self.checkpoints, self.memory.store.actor)
+                await migrate_vectors(
+                    self.memory, self.checkpoints, self.memory.store.actor, progress
+                )
             if not await self._indexes_current():
                 if await self._fresh():  # opening it to read (or be refused) writes nothing
                     self._indexes_deferred = True

@@ -51,6 +51,19 @@ HttpFactory = Callable[[Parts, LLMClient | None], HttpServer]
 """Builds the MCP-over-HTTP server for the agent's parts (the interfaces layer has it)."""
 
 
+def _migration_progress() -> Callable[[int, int], None]:
+    """Log a vector migration's progress at start-up, about every tenth of it."""
+    said = [-1]
+
+    def told(moved: int, total: int) -> None:
+        tenth = moved * 10 // max(1, total)
+        if tenth != said[0]:
+            said[0] = tenth
+            log.info("moving vectors to their layout", moved=moved, total=total)
+
+    return told
+
+
 async def run_agent(
     settings: Settings,
     stop: asyncio.Event,
@@ -111,7 +124,7 @@ async def _serve(
     await daemon.finish_interrupted()  # before the identity and the indexes are touched
     identity = await parts.identity.ensure(identity_dir)
     # writes wait on a stuck erasure's hold: start without migrating, degraded
-    await parts.ready(migrate=health.erasure is None)
+    await parts.ready(migrate=health.erasure is None, progress=_migration_progress())
     layer = parts.memory
 
     async def recover() -> None:

@@ -16,13 +16,10 @@ without memories is left without a marker (its first start writes nothing).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, cast
 
 import structlog
-from rich.console import Console
-from rich.progress import Progress
 
 from aether.codec import text
 from aether.memory.storage import vectors
@@ -63,14 +60,6 @@ async def _without_passages(layer: MemoryLayer, keys: list[str]) -> list[str]:
             if isinstance(length, int) and length > WINDOW_CHARS and not has:
                 out.append(key)
     return out
-
-
-@contextmanager
-def _bar(total: int, what: str) -> Iterator[Progress]:
-    console = Console(stderr=True)
-    with Progress(console=console, disable=not console.is_terminal, transient=True) as bar:
-        bar.add_task(what, total=total)
-        yield bar
 
 
 async def _keys_with(
@@ -128,7 +117,10 @@ async def _other_datatype(layer: MemoryLayer) -> list[str]:
 
 
 async def migrate_vectors(
-    layer: MemoryLayer, checkpoints: Checkpointer | None = None, actor: str = "aether"
+    layer: MemoryLayer,
+    checkpoints: Checkpointer | None = None,
+    actor: str = "aether",
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Bring the namespace's vectors to the configured layout; returns how many moved.
 
@@ -136,6 +128,8 @@ async def migrate_vectors(
         layer: the memory layer (its settings name the datatype).
         checkpoints: when given, a checkpoint is taken before anything moves.
         actor: who the journal says migrated.
+        progress: told (moved, total) after each batch; the caller shows it (this layer
+            draws nothing).
     """
     keys = layer.keys
     datatype = layer.settings.vector_datatype
@@ -155,21 +149,28 @@ async def migrate_vectors(
         )
     if total:
         log.info("moving vectors to compact hashes", vectors=total, layout=wanted)
-    with _bar(total, f"moving {total} vectors to {wanted}") as bar:
-        for start in range(0, len(in_documents), BATCH):
-            batch = in_documents[start : start + BATCH]
-            await layer.store.apply(
-                await _from_documents(layer, batch), "memory.migrate_vectors", actor
-            )
-            bar.advance(bar.task_ids[0], len(batch))
-        for start in range(0, len(in_hashes), BATCH):
-            batch = in_hashes[start : start + BATCH]
-            await layer.store.apply(await _reencode(layer, batch), "memory.migrate_vectors", actor)
-            bar.advance(bar.task_ids[0], len(batch))
-        for start in range(0, len(long_ones), BATCH):
-            batch = long_ones[start : start + BATCH]
-            await layer.store.apply(await _as_passages(layer, batch), "memory.passages", actor)
-            bar.advance(bar.task_ids[0], len(batch))
+    moved = 0
+
+    def advance(count: int) -> None:
+        nonlocal moved
+        moved += count
+        if progress is not None:
+            progress(moved, total)
+
+    for start in range(0, len(in_documents), BATCH):
+        batch = in_documents[start : start + BATCH]
+        await layer.store.apply(
+            await _from_documents(layer, batch), "memory.migrate_vectors", actor
+        )
+        advance(len(batch))
+    for start in range(0, len(in_hashes), BATCH):
+        batch = in_hashes[start : start + BATCH]
+        await layer.store.apply(await _reencode(layer, batch), "memory.migrate_vectors", actor)
+        advance(len(batch))
+    for start in range(0, len(long_ones), BATCH):
+        batch = long_ones[start : start + BATCH]
+        await layer.store.apply(await _as_passages(layer, batch), "memory.passages", actor)
+        advance(len(batch))
     await layer.store.apply(Mutation().set(keys.memory_layout(), wanted), "memory.layout", actor)
     return total
 
