@@ -349,9 +349,9 @@ def memory_line(memory: ScoredMemory, max_tokens: int, query: Sequence[str] = ()
 def render_memories(chosen: list[ScoredMemory], max_tokens: int, query: Sequence[str] = ()) -> str:
     """The chosen memories as a timeline: each day written once, days and memories in time.
 
-    A date on every line cost about seven tokens a memory, and a context's memories fall
-    on a few days (LoCoMo: 30 memories on 10 days); written once per day, the same
-    memories take about a tenth fewer tokens. Time order, not score order, because the
+    A date on every line costs about seven tokens a memory, and a context's memories fall
+    on a few days: each day is written once (docs/decisions/0005-figures-behind-the-rules.md
+    has what that saves). Time order, not score order, because the
     memories are chosen by score already, and in time order the model reads a later
     statement after the earlier one it replaces, as the history reads.
     """

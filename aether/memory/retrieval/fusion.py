@@ -66,8 +66,8 @@ of a list from its middle: with 5, rank 1 scores 1.0, rank 5 0.6 and rank 20 0.2
 
 SIMILARITY_SPREAD = 0.11
 """How far one query's cosine similarities spread across a collection (their standard
-deviation) with all-MiniLM-L6-v2: 0.113 over LoCoMo's turns and 0.118 over BEAM's long
-messages, so a property of the model rather than of either collection."""
+deviation) with all-MiniLM-L6-v2: a property of the model rather than of a collection
+(docs/decisions/0005-figures-behind-the-rules.md)."""
 
 _EXPECTED_MAX = (0.0, 0.0, 0.5642, 0.8463, 1.0294, 1.1630, 1.2672)
 """The expected maximum of n independent standard normal draws, n = 0..6."""

@@ -28,9 +28,8 @@ that measure or count the same thing, and between near-duplicates also bare numb
 names), each holds one the other does not: 65 % and 78 % disagree, 65 % and "60 calls"
 are about different things; a bare number counts what the other sentence's number
 counts when its own sentence names that too. These are properties of the two texts and
-the query alone, not of any dataset (docs/decisions/0004-retrieval-scoring.md: updated
-statement first 0.70 -> 0.80 on BEAM, with about as many results marked earlier per query
-as before).
+the query alone, not of any dataset (what it changed is in
+docs/decisions/0005-figures-behind-the-rules.md).
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ def judged_text(tokens: Sequence[str], content: str) -> str:
     window; cut at its head, the part that answers is often lost. Its windows (cut as
     its vectors read it, :func:`~aether.memory.storage.readings.windows`) each fit, and
     the one that holds most of the query's meaningful words is the one to judge (the
-    first of equals). Measured on BEAM: the same recall as the head, at half the time.
+    first of equals; docs/decisions/0005-figures-behind-the-rules.md).
     """
     return best_passage(tokens, content)[0]
 

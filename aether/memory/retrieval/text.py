@@ -108,8 +108,7 @@ def best_passage(query: Sequence[str], text: str) -> tuple[str, float]:
     equals wins. Coverage of the whole of a long text counts words wherever they lie:
     a 4,000-character reply holds a few of any question's words by its length alone, a
     statement that answers holds them together. So a long memory covers the query as
-    well as its best passage does (BEAM dev recall@10 +0.010, information extraction
-    +0.025; LoCoMo's turns are one passage each and unchanged).
+    well as its best passage does (docs/decisions/0005-figures-behind-the-rules.md).
 
     Args:
         query: the query's meaningful words (the :func:`query_tokens`).
