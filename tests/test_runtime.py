@@ -299,6 +299,34 @@ async def test_bad_tool_calls_become_error_results(
         rt.register_tool(Tool("huge", "too big", huge, shout))
 
 
+async def test_a_tool_that_keeps_failing_becomes_a_known_failure_pattern(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    """Each failed call is a failure memory; the third alike is a pattern every context shows."""
+    from aether.memory.tiers.decisions import FailureMemory
+
+    wired_settings = configured(settings, server, window_tokens=8192)
+    rt = await open_runtime(wired_settings, client)
+
+    async def shout(args: dict[str, Any]) -> str:
+        raise RuntimeError("shouting is broken")
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    rt.register_tool(Tool("shout", "Shout a text.", schema, shout))
+    failures = FailureMemory(rt.layer)
+    for turn in range(3):
+        result = await rt.step("BROKEN TOOLS now")
+        assert [r.outcome for r in result.tool_runs] == ["error", "error", "error"]
+        shouted = [p for p in await failures.patterns(min_count=1) if "shout" in str(p["key"])]
+        assert shouted and shouted[0]["count"] == turn + 1
+    known = await failures.patterns()  # seen three times: detected
+    assert any("shouting_is_broken" in str(p["key"]) for p in known)
+    wired = Aether(wired_settings, client)
+    ctx = await wired.context.assemble("shout the greeting", 4000, session="conv")
+    shown = ctx.graph.text
+    assert "Known failure patterns" in shown and "shouting is broken" in shown
+
+
 class BrokenCheckpoints(Checkpoints):
     async def create(self, *args: Any, **kwargs: Any) -> Any:
         raise CheckpointError("disk full")

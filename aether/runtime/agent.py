@@ -12,6 +12,7 @@ calling the model (a conversation held elsewhere, a replay).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,12 +25,13 @@ from aether.config import ModelWindow
 from aether.context.assembly import AssembledContext, Budgets, Section
 from aether.context.compression import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from aether.context.session import EnforceReport, SessionWindow
-from aether.errors import InvalidOperationError
+from aether.errors import AetherError, InvalidOperationError
 from aether.identity.profile import Identity
 from aether.identity.prompt import operator_zone
 from aether.ids import check_id
 from aether.memory.knowledge.archetypes import archetype
 from aether.memory.tiers.chat import ChatSessions
+from aether.memory.tiers.decisions import FailureMemory
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.toolcache import ToolSchemaCache
 from aether.messages import ChatMessage, ToolSchema
@@ -45,6 +47,9 @@ from aether.runtime.tools.workspace import workspace_tools
 from aether.tokens import count_message, count_tool_schemas
 
 log = structlog.get_logger(__name__)
+
+FAILED_OUTCOMES = frozenset({"error", "unavailable"})
+"""How a tool call ends when it failed (a denial or a stop is a decision, not a failure)."""
 
 
 @dataclass
@@ -354,6 +359,27 @@ class AgentRuntime(OnParts):
         await self.chats.append_tool_exchange(
             self.session, content, parts, results, timestamp=self.clock()
         )
+        await self._record_failures(runs)
+
+    async def _record_failures(self, runs: list[ToolRun]) -> None:
+        """A tool call that failed is a failure of memory: repeated, it becomes a pattern.
+
+        A pattern seen three times reaches every later context ("Known failure patterns"),
+        so the agent learns which calls keep failing. Denials and stops are the operator's
+        or the turn's decisions, not failures.
+        """
+        failures = FailureMemory(self.layer)
+        for run in runs:
+            if run.outcome not in FAILED_OUTCOMES:
+                continue
+            try:
+                await failures.record(
+                    f"{run.name}: {run.output}",
+                    context=json.dumps(_clipped(run.arguments), default=str)[:1000],
+                    now=self.clock(),
+                )
+            except AetherError as e:  # the turn goes on; the ledger has the call
+                log.warning("a tool failure was not recorded", tool=run.name, error=str(e))
 
     async def _ledger_tool(self, run: ToolRun) -> None:
         """A ``tool_call`` entry: what ran where, how it ended, who allowed it, what changed."""
