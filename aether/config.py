@@ -338,7 +338,11 @@ RENAMED: dict[str, tuple[str, str]] = {
 }
 """Settings of older releases (flat) and where they live now (group, field). Their old
 environment names (``AETHER_EMBEDDINGS``, ``AETHER_LLM_MODEL``...) and flat keys in the
-TOML file or in code are still read, after the new ones, with a deprecation notice."""
+TOML file or in code are still read, after the new ones, with a deprecation notice, until
+the release :data:`RENAMED_UNTIL` removes them."""
+
+RENAMED_UNTIL = "0.3.0"
+"""The release that stops reading the old names of :data:`RENAMED`."""
 
 
 def deprecated_in_use(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:

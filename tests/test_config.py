@@ -172,6 +172,7 @@ def test_an_old_environment_name_gets_a_deprecation_notice(tmp_path: Path) -> No
     shown = json.loads(done.stdout)
     assert shown["embedding"]["provider"] == "none" and shown["llm"]["model"] == "m"
     assert "AETHER_EMBEDDINGS is deprecated: use AETHER_EMBEDDING__PROVIDER" in done.stderr
+    assert "read until aether 0.3.0" in done.stderr  # the shim names the release that ends it
     assert "AETHER_LLM_MODEL is deprecated: use AETHER_LLM__MODEL" in done.stderr
     new = {k: v for k, v in env.items() if k not in ("AETHER_EMBEDDINGS", "AETHER_LLM_MODEL")}
     quiet = subprocess.run(

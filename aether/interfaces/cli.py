@@ -350,7 +350,7 @@ def root(
     """Build the settings once and configure logging."""
     import structlog
 
-    from aether.config import deprecated_in_use, load_settings
+    from aether.config import RENAMED_UNTIL, deprecated_in_use, load_settings
     from aether.errors import AetherError
     from aether.logging import configure_logging
 
@@ -366,7 +366,7 @@ def root(
     )
     for old, new in deprecated_in_use():
         structlog.get_logger("aether.config").warning(
-            f"{old} is deprecated: use {new} (the old name is read until a later release)"
+            f"{old} is deprecated: use {new} (the old name is read until aether {RENAMED_UNTIL})"
         )
     ctx.obj = AppState(settings=settings, json=json_ or json_requested.get())
 

@@ -2,9 +2,10 @@
 
 A belief is a JSON document ``ns:belief:<id>`` in the memory index: a statement, its
 type (fact or insight), a base confidence with the time it was last reinforced, a status
-(active, invalidated, forgotten, pruned), the daily entries it rests on (evidence) and
-what it supersedes. Effective confidence halves every 30 days since the last
-reinforcement; it is computed at read time, so there is no background job.
+(active, superseded, forgotten, pruned: ``aether.memory.storage.status``), the daily
+entries it rests on (evidence) and what it supersedes. Effective confidence halves every
+30 days since the last reinforcement; it is computed at read time, so there is no
+background job.
 
 ``remember(text)`` logs the text, extracts beliefs from it (LLM, or each clause that
 states something, a compound clause cut into one per attribute by

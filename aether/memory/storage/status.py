@@ -7,7 +7,8 @@ belief that contradicted it, a note or entry by the belief that changed what it 
 inactive ones is recalled by default: they stay for history and rollback.
 
 ``invalidated`` is what a replaced belief was called before this vocabulary was one; it
-is still read (as :attr:`Status.SUPERSEDED`) and never written.
+is still read (as :attr:`Status.SUPERSEDED`) and never written, until the release
+:data:`LEGACY_UNTIL`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Status(StrEnum):
 
 
 LEGACY_SUPERSEDED = "invalidated"
+LEGACY_UNTIL = "0.3.0"
+"""The release that stops reading :data:`LEGACY_SUPERSEDED`."""
 INACTIVE: frozenset[str] = frozenset(
     {Status.SUPERSEDED, Status.FORGOTTEN, Status.PRUNED, LEGACY_SUPERSEDED}
 )
