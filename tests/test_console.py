@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ from aether.interfaces.console import build_app, console_token
 from aether.memory.tiers.daily import DailyLog
 from aether.operations import REGISTRY, Caller, erasure
 from aether.testing.model import ScriptedOpenAI, completion
-from tests.conftest import dump_state, run_cli
+from tests.conftest import dump_state, free_port, run_cli
 
 TOKEN = "console-test-token-0123456789"
 ROOT = Path(__file__).resolve().parents[1]
@@ -319,12 +318,6 @@ def test_the_console_refuses_a_wide_host_without_a_token(
 # ---------------------------------------------------------------- in a real browser
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -359,7 +352,7 @@ def running(cli_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[dict[str,
         return completion(json.dumps(found))
 
     with ScriptedOpenAI(responder=reply, extractor=extraction) as model:
-        port = _free_port()
+        port = free_port()
         env = {
             **cli_env,
             "AETHER_EMBEDDING__PROVIDER": "none",

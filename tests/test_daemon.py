@@ -41,7 +41,7 @@ from aether.runtime.daemon import NO_LLM, Daemon
 from aether.runtime.inbox import Inbox
 from aether.runtime.llm import LLMClient
 from aether.testing.model import ScriptedOpenAI, completion, echo, structured
-from tests.conftest import dump_state, run_cli
+from tests.conftest import dump_state, free_port, run_cli
 
 # ---------------------------------------------------------------- in-process parts
 
@@ -262,14 +262,6 @@ def _env(cli_env: dict[str, str], server: ScriptedOpenAI) -> dict[str, str]:
     }
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return run_cli(env, *args, timeout=timeout)
 
@@ -330,7 +322,7 @@ def test_the_daemon_end_to_end(
     model: tuple[ScriptedOpenAI, SlowModel],
 ) -> None:
     server, slow = model
-    mcp_port = _free_port()
+    mcp_port = free_port()
     env = {**_env(cli_env, server), "AETHER_MCP__PORT": str(mcp_port), "AETHER_MCP__TOKEN": "t0k"}
     log = tmp_path / "daemon.log"
     proc = _start(env, log)

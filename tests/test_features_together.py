@@ -20,6 +20,7 @@ from aether.operations import Parts
 from aether.store.client import connect
 from aether.store.redaction import Needle
 from aether.testing.model import ScriptedOpenAI
+from tests.conftest import free_port
 from tests.test_daemon import SlowModel, _cli, _env, _redis_cli, _start
 
 
@@ -114,14 +115,6 @@ def test_erasure_with_the_daemon_running_then_cut_short_while_it_is_down(
             proc.wait(10)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_the_readme_scripted_model_exercises_tools_approvals_and_learning(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -130,7 +123,7 @@ def test_the_readme_scripted_model_exercises_tools_approvals_and_learning(
     import sys
     import time
 
-    port = _free_port()
+    port = free_port()
     program = subprocess.Popen(
         [sys.executable, "-m", "aether.testing.model", "--port", str(port)],
         stdout=subprocess.PIPE,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 from typing import Any
 
@@ -19,6 +18,7 @@ from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.interfaces.mcp import http_app
 from aether.memory.storage.layer import MemoryLayer
+from tests.conftest import free_port
 
 TOOLS = {
     "belief_list",
@@ -180,12 +180,6 @@ def _assert_tools_describe_themselves(tools: list[Any]) -> None:
     assert "memory_remember" in next(t for t in tools if t.name == "memory_log").description
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: Redis) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
@@ -194,7 +188,7 @@ async def test_mcp_over_http_needs_the_bearer_token(settings: Settings, client: 
     )
     await wired.identity.ensure(default_identity_dir())
     assert isinstance(wired.memory, MemoryLayer)
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         http_app(wired, "s3cret"),
         host="127.0.0.1",
@@ -242,7 +236,7 @@ async def test_the_agent_reaches_an_mcp_server_over_streamable_http(
         settings.model_copy(update={"embedding": {"provider": "none"}}), client, actor="mcp"
     )
     await wired.identity.ensure(default_identity_dir())
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         http_app(wired, "s3cret"), host="127.0.0.1", port=port, log_level="warning"
     )

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ from aether.registry.factory import open_registry
 from aether.registry.model import new_entry
 from aether.server.embedded import EmbeddedRedis
 from aether.testing.model import ScriptedOpenAI
-from tests.conftest import PG_DSN, invoke_cli, run_cli
+from tests.conftest import PG_DSN, free_port, invoke_cli, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "compose" / "docker-compose.yml"
@@ -88,12 +87,6 @@ def test_the_compose_file_is_valid_and_complete() -> None:
     assert missing.returncode != 0 and "set REDIS_PASSWORD" in missing.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _shell(command: list[str]) -> str:
     assert command[0] in ("CMD", "CMD-SHELL")
     return command[1] if command[0] == "CMD-SHELL" else " ".join(command[1:])
@@ -103,7 +96,7 @@ def _shell(command: list[str]) -> str:
 def tcp_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
     """An embedded Redis listening on TCP: (port, password)."""
     home = tmp_path_factory.mktemp("compose-redis")
-    port = _free_port()
+    port = free_port()
     server = EmbeddedRedis(Settings(home=home, redis_port=port))
     server.start()
     yield port, server.endpoint().password
@@ -141,7 +134,7 @@ def test_the_compose_wiring_against_local_services(
     )
     wired["AETHER_POSTGRES_DSN"] = wired["AETHER_POSTGRES_DSN"].replace("@postgres:", "@127.0.0.1:")
     del wired["AETHER_MONGO_URL"], wired["AETHER_QDRANT_URL"]  # no MongoDB or Qdrant here
-    mcp_port = _free_port()
+    mcp_port = free_port()
     wired.update(
         {
             "AETHER_HOME": str(tmp_path),

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -25,13 +24,7 @@ from aether.keys import Keyspace
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
-from tests.conftest import run_cli
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.conftest import free_port, run_cli
 
 
 def _aether(
@@ -72,7 +65,7 @@ def test_start_is_idempotent_and_private(own_server: EmbeddedRedis) -> None:
 
 
 def test_optional_tcp_port(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     server = EmbeddedRedis(Settings(home=tmp_path / "h", redis_port=port))
     try:
         ep = server.start().endpoint
@@ -119,7 +112,7 @@ def old_redis() -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("no system redis-server to test the refusal against")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,

@@ -39,12 +39,15 @@ class ApprovalList(BaseModel):
 @operation(read_only=True, agent=False)
 async def approvals_list(parts: Parts, caller: Caller, args: ListArgs) -> ApprovalList:
     """Tool calls the agent asked the operator about (pending ones by default)."""
+    pending = None
     if args.status == "pending":
-        found = (await parts.approvals.pending())[: args.limit]
+        every = await parts.approvals.pending()
+        found, pending = every[: args.limit], [r.id for r in every]
     else:
         status = None if args.status == "all" else args.status
         found = await parts.approvals.list(status, limit=args.limit)
-    return ApprovalList(approvals=found, prefixes=await parts.approvals.prefixes(found))
+    prefixes = await parts.approvals.prefixes(found, pending=pending)
+    return ApprovalList(approvals=found, prefixes=prefixes)
 
 
 class ApproveArgs(BaseModel):

@@ -122,16 +122,27 @@ class Approvals:
         except NotFoundError as e:
             raise NotFoundError(f"no approval request {given!r}") from e
 
-    async def prefixes(self, requests: builtins.list[ApprovalRequest]) -> dict[str, str]:
+    async def prefixes(
+        self,
+        requests: builtins.list[ApprovalRequest],
+        pending: builtins.list[str] | None = None,
+    ) -> dict[str, str]:
         """The shortest prefix :meth:`resolve` takes for each request, by id.
 
         A pending request's is told apart from the other pending ones (matched first);
         a decided one's from every request.
+
+        Args:
+            requests: the requests to name.
+            pending: the ids of every pending request, when the caller has read them.
         """
-        pending = [r.id for r in await self.pending()]
-        everything = texts(await self.client.zrange(self.keys.approvals(), 0, -1))
+        if pending is None:
+            pending = [r.id for r in await self.pending()]
         short = shortest_prefixes([r.id for r in requests if r.id in pending], pending)
         decided = [r.id for r in requests if r.id not in short]
+        if not decided:
+            return short
+        everything = texts(await self.client.zrange(self.keys.approvals(), 0, -1))
         return short | shortest_prefixes(decided, everything)
 
     async def get(self, approval_id: str) -> ApprovalRequest:

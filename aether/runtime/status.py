@@ -106,7 +106,7 @@ async def daemon_status(client: Redis, keys: Keyspace, settings: Settings) -> di
         ]
     approvals = Approvals(client, keys)
     waiting = await approvals.pending()
-    prefixes = await approvals.prefixes(waiting)
+    prefixes = await approvals.prefixes(waiting, pending=[r.id for r in waiting])
     return {
         "state": state,
         "alive": state in ("up", "degraded"),
