@@ -33,6 +33,7 @@ from aether.errors import (
     describe,
     error_code,
 )
+from aether.interfaces.parameters import parameters
 from aether.messages import TextModel
 from aether.operations import REGISTRY, Caller, Operation, Parts
 from aether.operations.base import problems
@@ -145,14 +146,14 @@ def _signature(model: type[BaseModel]) -> inspect.Signature:
     return inspect.Signature(
         [
             inspect.Parameter(
-                name,
+                p.name,
                 inspect.Parameter.KEYWORD_ONLY,
-                annotation=Annotated[
-                    field.rebuild_annotation(), Field(description=field.description)
-                ],
-                default=inspect.Parameter.empty if field.is_required() else field.default,
+                annotation=Annotated[p.constrained, Field(description=p.description)],
+                default=inspect.Parameter.empty
+                if p.required
+                else model.model_fields[p.name].default,
             )
-            for name, field in model.model_fields.items()
+            for p in parameters(model)
         ],
         return_annotation=dict[str, Any],
     )

@@ -39,6 +39,7 @@ __all__ = [
     "NoArgs",
     "Operation",
     "compact_schema",
+    "for_the_cli",
     "not_for_agent",
     "operation",
     "problems",
@@ -172,6 +173,8 @@ class Operation(Generic[A, R]):
         schema: dict[str, Any] = compact_schema(self.arguments.model_json_schema())
         schema.pop("description", None)
         properties: dict[str, Any] = schema.get("properties", {})
+        for prop in properties.values():
+            prop.pop(FOR_THE_CLI, None)
         for name in [n for n, p in properties.items() if p.pop(NOT_FOR_AGENT, False) and agent]:
             del properties[name]
         return schema
@@ -192,6 +195,31 @@ def not_for_agent() -> dict[str, Any]:
     what a model needs; every argument it is shown costs tokens on every call.
     """
     return {NOT_FOR_AGENT: True}
+
+
+FOR_THE_CLI = "x-cli"
+"""A JSON-schema mark carrying how the CLI offers an argument (never shown to a model)."""
+
+
+def for_the_cli(
+    *,
+    argument: str | None = None,
+    flags: tuple[str, ...] = (),
+    metavar: str | None = None,
+    parser: str | None = None,
+    hidden: bool = False,
+) -> dict[str, Any]:
+    """``json_schema_extra`` telling the CLI how to offer an argument (its other faces ignore it).
+
+    Args:
+        argument: offer it as a positional argument with this name (``task_id``).
+        flags: its spellings, when not ``--field-name`` (``("--priority", "-p")``).
+        metavar: the placeholder help shows for its value.
+        parser: the name of the CLI parser that reads its text (``since``: ``7d`` or a time).
+        hidden: the CLI does not offer it (the command sets it, or it is for programs).
+    """
+    hint: dict[str, Any] = {"argument": argument, "flags": list(flags), "metavar": metavar}
+    return {FOR_THE_CLI: hint | {"parser": parser, "hidden": hidden}}
 
 
 @functools.cache

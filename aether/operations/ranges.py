@@ -41,9 +41,12 @@ class Range:
 
         return typer.Option(*decls, min=self.low, max=self.high, help=help)
 
-    def field(self, description: str) -> Any:
-        """A pydantic field in the range: an MCP tool's argument, its bounds in the schema."""
-        return Field(ge=self.low, le=self.high, description=description)
+    def field(self, description: str, *, extra: dict[str, Any] | None = None) -> Any:
+        """A pydantic field in the range: an MCP tool's argument, its bounds in the schema.
+
+        ``extra`` is the field's ``json_schema_extra`` (how the CLI offers it, say).
+        """
+        return Field(ge=self.low, le=self.high, description=description, json_schema_extra=extra)
 
 
 LIMIT = Range(1, 1000)

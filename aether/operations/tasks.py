@@ -18,7 +18,7 @@ from aether.memory.tiers.tasks import (
     parse_due,
     suggestion_order,
 )
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import Caller, NoArgs, for_the_cli, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import PRIORITY
 
@@ -45,9 +45,28 @@ SUGGEST_MAX_TASKS = 50
 MENTION_RELEVANCE = 0.5
 """A memory found for a task's title counts as a mention from this relevance on."""
 
-Title = Annotated[str, Field(description="What is to be done, in a line.")]
-TaskId = Annotated[str, Field(description="The task's id or a unique prefix (4+ chars).")]
-GoalId = Annotated[str, Field(description="The goal's id or a unique prefix (4+ chars).")]
+Title = Annotated[
+    str,
+    Field(
+        description="What is to be done, in a line.",
+        json_schema_extra=for_the_cli(argument="title"),
+    ),
+]
+TaskId = Annotated[
+    str,
+    Field(
+        description="The task's id or a unique prefix (4+ chars).",
+        json_schema_extra=for_the_cli(argument="task_id"),
+    ),
+]
+GoalId = Annotated[
+    str,
+    Field(
+        description="The goal's id or a unique prefix (4+ chars).",
+        json_schema_extra=for_the_cli(argument="goal_id"),
+    ),
+]
+PRIORITY_FLAGS = for_the_cli(flags=("--priority", "-p"))
 Notes = Annotated[str, Field(description="Details, links, context.")]
 
 
@@ -70,7 +89,7 @@ class TaskAddArgs(BaseModel):
     """Arguments of ``task_add``."""
 
     title: Title
-    priority: Annotated[int, PRIORITY.field("1 (highest) to 5 (lowest).")] = 3
+    priority: Annotated[int, PRIORITY.field("1 (highest) to 5 (lowest).", extra=PRIORITY_FLAGS)] = 3
     due: str | None = Field(default=None, description="Due date, YYYY-MM-DD.")
     goal: str | None = Field(default=None, description="The goal it serves (id or prefix).")
     notes: Notes = ""
@@ -133,7 +152,9 @@ class TaskEditArgs(BaseModel):
 
     id: TaskId
     title: str | None = Field(default=None, description="A new title.")
-    priority: Annotated[int | None, PRIORITY.field("A new priority, 1 to 5.")] = None
+    priority: Annotated[
+        int | None, PRIORITY.field("A new priority, 1 to 5.", extra=PRIORITY_FLAGS)
+    ] = None
     due: str | None = Field(default=None, description="A new due date; empty clears it.")
     goal: str | None = Field(default=None, description="A new goal; empty clears it.")
     notes: str | None = Field(default=None, description="New notes.")
@@ -241,7 +262,12 @@ async def _model_ranking(
 class GoalAddArgs(BaseModel):
     """Arguments of ``goal_add``."""
 
-    title: Annotated[str, Field(description="The objective, in a line.")]
+    title: Annotated[
+        str,
+        Field(
+            description="The objective, in a line.", json_schema_extra=for_the_cli(argument="title")
+        ),
+    ]
     notes: Notes = ""
 
 

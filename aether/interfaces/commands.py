@@ -1,0 +1,209 @@
+"""A CLI command built from its operation: options from the arguments model, one renderer.
+
+A command that only runs its operation and prints the result is declared, not written::
+
+    command(task_app, "done", ops.task_done, lambda task, out: out.emit(task, task.id),
+            help="Mark a task done (by id or unique prefix).")
+
+Its options are the model's fields (:mod:`aether.interfaces.parameters`, the reading
+MCP's tools use): a field's description is its option's help, its range the option's
+bounds, its choices the option's choices. A field marked with
+:func:`aether.operations.base.for_the_cli` is offered as its hint says (a positional
+argument, other spellings, a parser). ``--json`` is added to every command.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from zoneinfo import ZoneInfo
+
+import typer
+
+from aether.interfaces.common import (
+    EXIT_USAGE,
+    JsonOpt,
+    arguments,
+    call,
+    call_in_zone,
+    emit,
+    fail,
+    state,
+    wants_json,
+)
+from aether.interfaces.parameters import Parameter, parameters
+from aether.interfaces.tables import Column, emit_table
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from aether.operations import Operation
+
+__all__ = ["PARSERS", "Out", "command", "options"]
+
+T = TypeVar("T")
+Row = TypeVar("Row")
+
+PARSERS: dict[str, Callable[[str], Any]] = {}
+"""The parsers a field's CLI hint may name: the text of an option -> the argument's value.
+
+A parser raises ``InvalidOperationError`` on text it cannot read (a usage error, 64).
+Modules that own a parser register it here at import (``PARSERS["since"] = parse_since``).
+"""
+
+
+@dataclass(frozen=True)
+class Out(Generic[T]):
+    """Where a renderer prints: JSON or for people, in the operator's zone.
+
+    Attributes:
+        json: print JSON (the command's ``--json`` or the root's).
+        zone: the operator's time zone (UTC unless the command reads it).
+        args: the operation's arguments as the command ran it.
+    """
+
+    json: bool
+    zone: ZoneInfo
+    args: Any = None
+
+    def emit(self, data: Any, line: str | Callable[[], object] | None = None) -> None:
+        """``data`` as JSON, or for people ``line`` (a text, or a function that prints)."""
+        if isinstance(line, str):
+            text = line
+            emit(data, self.json, lambda: print(text))
+        else:
+            emit(data, self.json, line)
+
+    def table(
+        self,
+        rows: Sequence[Row],
+        columns: Sequence[Column[Row]],
+        *,
+        data: Any = None,
+        empty: str = "nothing found",
+    ) -> None:
+        """A list: JSON (``data``, else the rows) or a table; none is exit 2 saying ``empty``."""
+        emit_table(rows, self.json, columns, data=data, empty=empty)
+
+
+Renderer = Callable[[T, Out[T]], None]
+
+
+def options(
+    model: type[Any], *, skip: Mapping[str, object] | None = None
+) -> list[inspect.Parameter]:
+    """The typer parameters of an arguments model: one per field the CLI offers."""
+    offered = [p for p in parameters(model) if not p.cli.hidden and p.name not in (skip or {})]
+    positional = [_typer_parameter(p) for p in offered if p.cli.argument is not None]
+    named = [_typer_parameter(p) for p in offered if p.cli.argument is None]
+    return positional + named
+
+
+def _typer_parameter(p: Parameter) -> inspect.Parameter:
+    kind = inspect.Parameter.KEYWORD_ONLY
+    shown = p.annotation
+    if p.cli.parser is not None:  # the parser reads the text: the option takes a string
+        shown = str | None
+    if p.cli.argument is not None:
+        info: Any = typer.Argument(
+            help=p.description, metavar=p.cli.metavar, show_default=not p.required
+        )
+        return inspect.Parameter(
+            p.cli.argument,
+            kind,
+            annotation=Annotated[shown, info],
+            default=inspect.Parameter.empty if p.required else p.default,
+        )
+    flags = p.cli.flags or ("--" + p.name.replace("_", "-"),)
+    parsed = p.cli.parser is not None
+    info = typer.Option(
+        *flags,
+        help=p.description,
+        metavar=p.cli.metavar,
+        min=None if parsed else p.low,
+        max=None if parsed else p.high,
+    )
+    return inspect.Parameter(
+        p.name,
+        kind,
+        annotation=Annotated[shown, info],
+        default=inspect.Parameter.empty if p.required else p.default,
+    )
+
+
+def command(
+    app: typer.Typer,
+    name: str,
+    op: Operation[Any, T],
+    render: Renderer[T],
+    *,
+    help: str,
+    fixed: Mapping[str, object] | None = None,
+    llm: bool = False,
+    zone: bool = False,
+    progress: str | None = None,
+    hidden: bool = False,
+) -> None:
+    """Add the command ``name`` to ``app``: its operation's arguments as options, then render.
+
+    Args:
+        app: the command group.
+        name: the command's name.
+        op: the operation it runs.
+        render: prints the result (:class:`Out` says how: JSON or for people).
+        help: the command's help (its first line is its summary).
+        fixed: arguments the command sets itself (not offered as options).
+        llm: run the operation with the configured model.
+        zone: read the operator's time zone for the renderer (times for people).
+        progress: draw the operation's progress as a bar with this label.
+        hidden: leave it out of help (a compatibility spelling).
+    """
+    model = op.arguments
+    declared = options(model, skip=fixed)
+    names = {p.name: _field_of(model, p.name) for p in declared}
+    parsers = {p.name: p.cli.parser for p in parameters(model) if p.cli.parser and not p.cli.hidden}
+
+    def body(ctx: typer.Context, json_: bool = False, **given: Any) -> None:
+        as_json = wants_json(ctx, json_)
+        raw = {names[k]: v for k, v in given.items()}
+        for field, parser in parsers.items():
+            if raw.get(field) is not None:
+                raw[field] = _parsed(ctx, parser, raw[field])
+        args = arguments(ctx, model, **raw, **(fixed or {}))
+        if zone:
+            result, where = call_in_zone(ctx, op, args, llm=llm)
+        else:
+            result, where = call(ctx, op, args, llm=llm, progress=progress), ZoneInfo("UTC")
+        render(result, Out(as_json, where, args))
+
+    context = inspect.Parameter(
+        "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
+    )
+    as_json = inspect.Parameter(
+        "json_", inspect.Parameter.KEYWORD_ONLY, annotation=JsonOpt, default=False
+    )
+    signature = inspect.Signature([context, *declared, as_json])
+    body.__signature__ = signature  # type: ignore[attr-defined]
+    body.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    body.__name__ = body.__qualname__ = f"{op.name}_command"
+    body.__doc__ = help
+    app.command(name, hidden=hidden)(body)
+
+
+def _field_of(model: type[Any], name: str) -> str:
+    """The field a typer parameter sets (a positional argument may be named otherwise)."""
+    for p in parameters(model):
+        if p.name == name or p.cli.argument == name:
+            return p.name
+    raise KeyError(name)
+
+
+def _parsed(ctx: typer.Context, parser: str, text: Any) -> Any:
+    from aether.errors import InvalidOperationError
+
+    try:
+        return PARSERS[parser](str(text))
+    except InvalidOperationError as e:
+        fail(str(e), state(ctx).json, EXIT_USAGE, "invalid")
