@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 import typer
 
+from aether.interfaces.commands import Out, command
 from aether.interfaces.common import (
     JsonOpt,
     arguments,
     call,
-    call_in_zone,
     confirm,
     emit,
     group,
@@ -19,8 +19,7 @@ from aether.interfaces.common import (
     print_fields,
     wants_json,
 )
-from aether.interfaces.tables import Column, emit_table
-from aether.operations import NoArgs, ranges
+from aether.interfaces.tables import Column
 from aether.operations import archive as archive_ops
 from aether.operations import checkpoints as cp_ops
 
@@ -30,49 +29,53 @@ archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
 IdArg = Annotated[str, typer.Argument(help="Checkpoint id or a unique prefix (>= 6 chars).")]
 
 
-@app.command()
-def create(
-    ctx: typer.Context,
-    label: Annotated[str, typer.Option("--label", "-l", help="A name for it.")] = "",
-    reason: Annotated[str, typer.Option("--reason", help="Why it is taken.")] = "manual",
-    json_: JsonOpt = False,
-) -> None:
-    """Take a checkpoint of the agent's state (O(1), on disk when it returns)."""
-    args = arguments(ctx, cp_ops.CreateArgs, label=label, reason=reason)
-    cp = call(ctx, cp_ops.checkpoint_create, args)
-    emit(cp, wants_json(ctx, json_), lambda: print(cp["id"]))
-
-
-@app.command("list")
-def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """List kept checkpoints, newest first (exit 2 when there are none)."""
-    found, zone = call_in_zone(ctx, cp_ops.checkpoint_list, NoArgs())
+def _checkpoints(found: cp_ops.CheckpointList, out: Out[cp_ops.CheckpointList]) -> None:
     columns: list[Column[dict[str, Any]]] = [
         Column("id", lambda c: c["id"], whole=True),
-        Column("created", lambda c: local_time(c["created_at"], zone), whole=True),
+        Column("created", lambda c: local_time(c["created_at"], out.zone), whole=True),
         Column("reason", lambda c: c["reason"]),
         Column("label", lambda c: c["label"]),
         Column("actor", lambda c: c["actor"]),
     ]
-    cps = found.checkpoints
-    emit_table(cps, wants_json(ctx, json_), columns, empty="no checkpoints yet")
+    out.table(found.checkpoints, columns, empty="no checkpoints yet")
 
 
-@app.command()
-def show(ctx: typer.Context, checkpoint_id: IdArg, json_: JsonOpt = False) -> None:
-    """Show one checkpoint and how many journal entries follow it."""
-    args = arguments(ctx, cp_ops.CheckpointIdArgs, id=checkpoint_id)
-    cp, zone = call_in_zone(ctx, cp_ops.checkpoint_show, args)
+def _checkpoint(cp: dict[str, Any], out: Out[dict[str, Any]]) -> None:
     shown = {
         "id": cp["id"],
         "label": cp["label"],
         "reason": cp["reason"],
         "actor": cp["actor"],
-        "created": local_time(cp["created_at"], zone),
+        "created": local_time(cp["created_at"], out.zone),
         "journal": cp["journal_pos"],
         "since": plural(cp["entries_since"], "journal entry"),
     }
-    emit(cp, wants_json(ctx, json_), lambda: print_fields(shown))
+    out.emit(cp, lambda: print_fields(shown))
+
+
+command(
+    app,
+    "create",
+    cp_ops.checkpoint_create,
+    lambda cp, out: out.emit(cp, cp["id"]),
+    help="Take a checkpoint of the agent's state (O(1), on disk when it returns).",
+)
+command(
+    app,
+    "list",
+    cp_ops.checkpoint_list,
+    _checkpoints,
+    zone=True,
+    help="List kept checkpoints, newest first (exit 2 when there are none).",
+)
+command(
+    app,
+    "show",
+    cp_ops.checkpoint_show,
+    _checkpoint,
+    zone=True,
+    help="Show one checkpoint and how many journal entries follow it.",
+)
 
 
 _SIGNS = {"created": "+", "modified": "~", "deleted": "-"}
@@ -96,19 +99,7 @@ def _print_change(change: dict[str, Any]) -> None:
         print(f"      - {_short(item)}")
 
 
-@app.command()
-def diff(
-    ctx: typer.Context,
-    checkpoint_id: IdArg,
-    keys_only: Annotated[
-        bool, typer.Option("--keys-only", help="Which keys changed, without their values.")
-    ] = False,
-    json_: JsonOpt = False,
-) -> None:
-    """What changed since a checkpoint, by tier: each key, field by field."""
-    args = arguments(ctx, cp_ops.DiffArgs, id=checkpoint_id, keys_only=keys_only)
-    d = call(ctx, cp_ops.checkpoint_diff, args)
-
+def _diff(d: dict[str, Any], out: Out[dict[str, Any]]) -> None:
     def render() -> None:
         cp = d["checkpoint"]
         print(
@@ -125,7 +116,16 @@ def diff(
                 if change["tier"] == tier:
                     _print_change(change)
 
-    emit(d, wants_json(ctx, json_), render)
+    out.emit(d, render)
+
+
+command(
+    app,
+    "diff",
+    cp_ops.checkpoint_diff,
+    _diff,
+    help="What changed since a checkpoint, by tier: each key, field by field.",
+)
 
 
 @app.command()
@@ -155,72 +155,61 @@ def rollback(
     )
 
 
-@app.command()
-def undo(
-    ctx: typer.Context,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="After an undo: reverse it (redo the rollback).")
-    ] = False,
-    json_: JsonOpt = False,
-) -> None:
-    """Reverse the last rollback (a second undo in a row needs --yes: it redoes)."""
-    result = call(ctx, cp_ops.checkpoint_undo, cp_ops.UndoArgs(redo=yes))
-    emit(
-        result,
-        wants_json(ctx, json_),
-        lambda: print(f"undone: state is back at {result['target']}"),
-    )
+def _undone(result: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    out.emit(result, f"undone: state is back at {result['target']}")
 
 
-@app.command()
-def prune(
-    ctx: typer.Context,
-    keep: Annotated[int | None, ranges.KEEP.option("--keep", help="Checkpoints to keep.")] = None,
-    json_: JsonOpt = False,
-) -> None:
-    """Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal."""
-    done = call(ctx, cp_ops.checkpoint_prune, arguments(ctx, cp_ops.PruneArgs, keep=keep))
-    emit(done, wants_json(ctx, json_), lambda: print(f"pruned {len(done.pruned)}"))
-
-
-@archive_app.command()
-def sync(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Copy new journal entries and checkpoints to PostgreSQL (snapshot when due)."""
-    report = call(ctx, archive_ops.archive_sync, NoArgs(), progress="archiving journal entries")
-    emit(
+def _synced(report: archive_ops.Synced, out: Out[archive_ops.Synced]) -> None:
+    snapshot = f", snapshot {report.snapshot}" if report.snapshot else ""
+    out.emit(
         report,
-        wants_json(ctx, json_),
-        lambda: print(
-            f"archived {plural(report.entries, 'entry')}, "
-            f"{plural(report.checkpoints, 'checkpoint')}"
-            + (f", snapshot {report.snapshot}" if report.snapshot else "")
-        ),
+        f"archived {plural(report.entries, 'entry')}, "
+        f"{plural(report.checkpoints, 'checkpoint')}{snapshot}",
     )
 
 
-@archive_app.command()
-def snapshot(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Take a base snapshot of the namespace's state now."""
-    done = call(ctx, archive_ops.archive_snapshot, NoArgs())
-    emit(done, wants_json(ctx, json_), lambda: print(done.snapshot))
-
-
-@archive_app.command()
-def restore(
-    ctx: typer.Context,
-    to: Annotated[str, typer.Option("--to", help="Checkpoint id/prefix or ISO-8601 time.")],
-    json_: JsonOpt = False,
-) -> None:
-    """Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it."""
-    args = arguments(ctx, archive_ops.RestoreArgs, to=to)
-    report = call(
-        ctx, archive_ops.archive_restore, args, progress="restoring keys and journal entries"
-    )
-    emit(
+def _restored(report: archive_ops.Restored, out: Out[archive_ops.Restored]) -> None:
+    out.emit(
         report,
-        wants_json(ctx, json_),
-        lambda: print(
-            f"restored {report.keys_restored} keys from snapshot {report.snapshot}, "
-            f"replayed {plural(report.entries_replayed, 'entry')} up to {report.position}"
-        ),
+        f"restored {report.keys_restored} keys from snapshot {report.snapshot}, "
+        f"replayed {plural(report.entries_replayed, 'entry')} up to {report.position}",
     )
+
+
+command(
+    app,
+    "undo",
+    cp_ops.checkpoint_undo,
+    _undone,
+    help="Reverse the last rollback (a second undo in a row needs --yes: it redoes).",
+)
+command(
+    app,
+    "prune",
+    cp_ops.checkpoint_prune,
+    lambda done, out: out.emit(done, f"pruned {len(done.pruned)}"),
+    help="Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal.",
+)
+command(
+    archive_app,
+    "sync",
+    archive_ops.archive_sync,
+    _synced,
+    progress="archiving journal entries",
+    help="Copy new journal entries and checkpoints to PostgreSQL (snapshot when due).",
+)
+command(
+    archive_app,
+    "snapshot",
+    archive_ops.archive_snapshot,
+    lambda done, out: out.emit(done, done.snapshot),
+    help="Take a base snapshot of the namespace's state now.",
+)
+command(
+    archive_app,
+    "restore",
+    archive_ops.archive_restore,
+    _restored,
+    progress="restoring keys and journal entries",
+    help="Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it.",
+)

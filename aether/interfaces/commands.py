@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from aether.operations import Operation
 
-__all__ = ["PARSERS", "Out", "command", "options"]
+__all__ = ["PARSERS", "Out", "build", "command", "options"]
 
 T = TypeVar("T")
 Row = TypeVar("Row")
@@ -117,6 +117,7 @@ def _typer_parameter(p: Parameter) -> inspect.Parameter:
             default=inspect.Parameter.empty if p.required else p.default,
         )
     flags = p.cli.flags or ("--" + p.name.replace("_", "-"),)
+    default = p.cli.default if p.cli.default is not None else p.default
     parsed = p.cli.parser is not None
     info = typer.Option(
         *flags,
@@ -129,7 +130,7 @@ def _typer_parameter(p: Parameter) -> inspect.Parameter:
         p.name,
         kind,
         annotation=Annotated[shown, info],
-        default=inspect.Parameter.empty if p.required else p.default,
+        default=inspect.Parameter.empty if p.required else default,
     )
 
 
@@ -146,11 +147,27 @@ def command(
     progress: str | None = None,
     hidden: bool = False,
 ) -> None:
-    """Add the command ``name`` to ``app``: its operation's arguments as options, then render.
+    """Add the command ``name`` to ``app``, built by :func:`build`.
+
+    ``hidden`` leaves it out of help (a compatibility spelling).
+    """
+    body = build(op, render, help=help, fixed=fixed, llm=llm, zone=zone, progress=progress)
+    app.command(name, hidden=hidden)(body)
+
+
+def build(
+    op: Operation[Any, T],
+    render: Renderer[T],
+    *,
+    help: str,
+    fixed: Mapping[str, object] | None = None,
+    llm: bool = False,
+    zone: bool = False,
+    progress: str | None = None,
+) -> Callable[..., None]:
+    """A command's function: its operation's arguments as options, then ``render``.
 
     Args:
-        app: the command group.
-        name: the command's name.
         op: the operation it runs.
         render: prints the result (:class:`Out` says how: JSON or for people).
         help: the command's help (its first line is its summary).
@@ -158,7 +175,6 @@ def command(
         llm: run the operation with the configured model.
         zone: read the operator's time zone for the renderer (times for people).
         progress: draw the operation's progress as a bar with this label.
-        hidden: leave it out of help (a compatibility spelling).
     """
     model = op.arguments
     declared = options(model, skip=fixed)
@@ -189,7 +205,7 @@ def command(
     body.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
     body.__name__ = body.__qualname__ = f"{op.name}_command"
     body.__doc__ = help
-    app.command(name, hidden=hidden)(body)
+    return body
 
 
 def _field_of(model: type[Any], name: str) -> str:

@@ -29,6 +29,7 @@ class CliHint:
     metavar: str | None = None
     parser: str | None = None
     hidden: bool = False
+    default: str | None = None
 
     @classmethod
     def of(cls, info: FieldInfo) -> CliHint:
@@ -44,6 +45,7 @@ class CliHint:
             metavar=_text(raw.get("metavar")),
             parser=_text(raw.get("parser")),
             hidden=bool(raw.get("hidden")),
+            default=_text(raw.get("default")),
         )
 
 

@@ -208,6 +208,7 @@ def for_the_cli(
     metavar: str | None = None,
     parser: str | None = None,
     hidden: bool = False,
+    default: str | None = None,
 ) -> dict[str, Any]:
     """``json_schema_extra`` telling the CLI how to offer an argument (its other faces ignore it).
 
@@ -217,9 +218,10 @@ def for_the_cli(
         metavar: the placeholder help shows for its value.
         parser: the name of the CLI parser that reads its text (``since``: ``7d`` or a time).
         hidden: the CLI does not offer it (the command sets it, or it is for programs).
+        default: the CLI's default, where a person's differs from a program's.
     """
     hint: dict[str, Any] = {"argument": argument, "flags": list(flags), "metavar": metavar}
-    return {FOR_THE_CLI: hint | {"parser": parser, "hidden": hidden}}
+    return {FOR_THE_CLI: hint | {"parser": parser, "hidden": hidden, "default": default}}
 
 
 @functools.cache

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from aether.operations.base import Caller, NoArgs, not_for_agent, operation
+from aether.operations.base import Caller, NoArgs, for_the_cli, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import KEEP
 
@@ -23,15 +23,29 @@ __all__ = [
 ]
 
 
+CheckpointId = Annotated[
+    str,
+    Field(
+        description="A checkpoint id or a unique prefix (6+ chars).",
+        json_schema_extra=for_the_cli(argument="checkpoint_id"),
+    ),
+]
+
+
 class CreateArgs(BaseModel):
     """Arguments of ``checkpoint_create``."""
 
-    label: str = Field(default="", max_length=200, description="A name to find it by later.")
+    label: str = Field(
+        default="",
+        max_length=200,
+        description="A name to find it by later.",
+        json_schema_extra=for_the_cli(flags=("--label", "-l")),
+    )
     reason: str | None = Field(
         default=None,
         max_length=200,
         description="Why it is taken (default: who takes it).",
-        json_schema_extra=not_for_agent(),
+        json_schema_extra=not_for_agent() | for_the_cli(default="manual"),
     )
 
 
@@ -61,7 +75,7 @@ async def checkpoint_list(parts: Parts, caller: Caller, args: NoArgs) -> Checkpo
 class RollbackArgs(BaseModel):
     """Arguments of ``checkpoint_rollback``."""
 
-    id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+    id: CheckpointId
 
 
 @operation(read_only=False, agent=False)
@@ -78,7 +92,7 @@ async def checkpoint_rollback(parts: Parts, caller: Caller, args: RollbackArgs) 
 class DiffArgs(BaseModel):
     """Arguments of ``checkpoint_diff``."""
 
-    id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+    id: CheckpointId
     keys_only: bool = Field(default=False, description="Which keys changed, without their values.")
 
 
@@ -95,7 +109,7 @@ async def checkpoint_diff(parts: Parts, caller: Caller, args: DiffArgs) -> dict[
 class CheckpointIdArgs(BaseModel):
     """Arguments of ``checkpoint_show``."""
 
-    id: str = Field(description="A checkpoint id or a unique prefix (6+ chars).")
+    id: CheckpointId
 
 
 @operation(read_only=True, agent=False)
@@ -150,6 +164,7 @@ class UndoArgs(BaseModel):
 
     redo: bool = Field(
         default=False,
+        json_schema_extra=for_the_cli(flags=("--yes", "-y")),
         description="When the last action was itself an undo, reverse it (redo the rollback); "
         "without it a second undo in a row is refused.",
     )
