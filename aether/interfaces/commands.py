@@ -16,8 +16,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from dataclasses import dataclass, replace
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Generic,
+    Literal,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 from zoneinfo import ZoneInfo
 
 import typer
@@ -92,18 +103,51 @@ Renderer = Callable[[T, Out[T]], None]
 
 
 def options(
-    model: type[Any], *, skip: Mapping[str, object] | None = None
+    model: type[Any],
+    *,
+    skip: Mapping[str, object] | None = None,
+    positional: Mapping[str, str] | None = None,
 ) -> list[inspect.Parameter]:
-    """The typer parameters of an arguments model: one per field the CLI offers."""
-    offered = [p for p in parameters(model) if not p.cli.hidden and p.name not in (skip or {})]
-    positional = [_typer_parameter(p) for p in offered if p.cli.argument is not None]
-    named = [_typer_parameter(p) for p in offered if p.cli.argument is None]
-    return positional + named
+    """The typer parameters of an arguments model: one per field the CLI offers.
+
+    Args:
+        model: the arguments model.
+        skip: fields the command sets itself.
+        positional: fields offered as positional arguments, with their names, beside those
+            the fields' hints make positional.
+    """
+    offered = [
+        _as_positional(p, (positional or {}).get(p.name))
+        for p in offered_parameters(model)
+        if p.name not in (skip or {})
+    ]
+    arguments_first = sorted(offered, key=lambda p: p.cli.argument is None)  # a stable sort
+    return [_typer_parameter(p) for p in arguments_first]
+
+
+def offered_parameters(model: type[Any]) -> list[Parameter]:
+    """The parameters of ``model`` the CLI offers (those its hints do not hide)."""
+    return [p for p in parameters(model) if not p.cli.hidden]
+
+
+def _as_positional(p: Parameter, name: str | None) -> Parameter:
+    return p if name is None else replace(p, cli=replace(p.cli, argument=name))
+
+
+def _for_typer(annotation: Any) -> Any:
+    """A type typer reads: a union of choices (``Status | Literal["all"]``) is one choice."""
+    if get_origin(annotation) not in (Union, UnionType):
+        return annotation
+    members = [a for a in get_args(annotation) if a is not type(None)]
+    if len(members) < 2 or any(get_origin(m) is not Literal for m in members):
+        return annotation
+    choices = Literal[tuple(v for m in members for v in get_args(m))]  # type: ignore[valid-type]
+    return choices | None if len(members) < len(get_args(annotation)) else choices
 
 
 def _typer_parameter(p: Parameter) -> inspect.Parameter:
     kind = inspect.Parameter.KEYWORD_ONLY
-    shown = p.annotation
+    shown = _for_typer(p.annotation)
     if p.cli.parser is not None:  # the parser reads the text: the option takes a string
         shown = str | None
     if p.cli.argument is not None:
@@ -142,6 +186,7 @@ def command(
     *,
     help: str,
     fixed: Mapping[str, object] | None = None,
+    positional: Mapping[str, str] | None = None,
     llm: bool = False,
     zone: bool = False,
     progress: str | None = None,
@@ -151,7 +196,16 @@ def command(
 
     ``hidden`` leaves it out of help (a compatibility spelling).
     """
-    body = build(op, render, help=help, fixed=fixed, llm=llm, zone=zone, progress=progress)
+    body = build(
+        op,
+        render,
+        help=help,
+        fixed=fixed,
+        positional=positional,
+        llm=llm,
+        zone=zone,
+        progress=progress,
+    )
     app.command(name, hidden=hidden)(body)
 
 
@@ -161,6 +215,7 @@ def build(
     *,
     help: str,
     fixed: Mapping[str, object] | None = None,
+    positional: Mapping[str, str] | None = None,
     llm: bool = False,
     zone: bool = False,
     progress: str | None = None,
@@ -172,14 +227,16 @@ def build(
         render: prints the result (:class:`Out` says how: JSON or for people).
         help: the command's help (its first line is its summary).
         fixed: arguments the command sets itself (not offered as options).
+        positional: fields this command takes as positional arguments, with their names.
         llm: run the operation with the configured model.
         zone: read the operator's time zone for the renderer (times for people).
         progress: draw the operation's progress as a bar with this label.
     """
     model = op.arguments
-    declared = options(model, skip=fixed)
-    names = {p.name: _field_of(model, p.name) for p in declared}
-    parsers = {p.name: p.cli.parser for p in parameters(model) if p.cli.parser and not p.cli.hidden}
+    declared = options(model, skip=fixed, positional=positional)
+    renamed = {name: field for field, name in (positional or {}).items()}
+    names = {p.name: renamed.get(p.name) or _field_of(model, p.name) for p in declared}
+    parsers = {p.name: p.cli.parser for p in offered_parameters(model) if p.cli.parser}
 
     def body(ctx: typer.Context, json_: bool = False, **given: Any) -> None:
         as_json = wants_json(ctx, json_)

@@ -17,7 +17,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
-from aether.operations.base import Caller, NoArgs, not_for_agent, operation
+from aether.operations.base import Caller, NoArgs, for_the_cli, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import LIMIT, SCORE, TTL_S
 
@@ -53,7 +53,10 @@ __all__ = [
     "scratchpad_set",
 ]
 
-Tags = Annotated[list[str] | None, Field(description="Short labels.")]
+Tags = Annotated[
+    list[str] | None,
+    Field(description="Short labels.", json_schema_extra=for_the_cli(flags=("--tag", "--tags"))),
+]
 MAX_DESCRIPTION = 500
 """The longest description ``memory_replace`` and ``memory_forget`` take."""
 
