@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +28,7 @@ from aether.interfaces.common import (
     state,
     wants_json,
 )
+from aether.interfaces.parsers import parse_since
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.storage.records import (
     Kind,
@@ -79,32 +79,6 @@ def since_option(ctx: typer.Context, value: str | None) -> datetime | None:
         return parse_since(value)
     except InvalidOperationError as e:
         fail(str(e), state(ctx).json, EXIT_USAGE, "invalid")
-
-
-def parse_since(value: str | None) -> datetime | None:
-    """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive).
-
-    Raises:
-        InvalidOperationError: anything else, or more than 100 years back.
-    """
-    if value is None:
-        return None
-    match = re.fullmatch(r"(\d{1,12})([dhm])", value.strip())
-    if match:
-        amount, unit = int(match.group(1)), match.group(2)
-        minutes = amount * {"d": 1440, "h": 60, "m": 1}[unit]
-        if minutes > ranges.SINCE_MAX_DAYS * 1440:
-            raise InvalidOperationError(
-                f"--since {value!r} is too far back: at most {ranges.SINCE_MAX_DAYS} days"
-            )
-        return datetime.now(UTC) - timedelta(minutes=minutes)
-    try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as e:
-        raise InvalidOperationError(
-            f"--since {value!r}: use 7d, 12h, 30m or an ISO-8601 time"
-        ) from e
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _when(timestamp: object, zone: ZoneInfo) -> str | None:

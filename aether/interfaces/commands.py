@@ -45,6 +45,7 @@ from aether.interfaces.common import (
     wants_json,
 )
 from aether.interfaces.parameters import Parameter, parameters
+from aether.interfaces.parsers import PARSERS
 from aether.interfaces.tables import Column, emit_table
 
 if TYPE_CHECKING:
@@ -52,17 +53,10 @@ if TYPE_CHECKING:
 
     from aether.operations import Operation
 
-__all__ = ["PARSERS", "Out", "build", "command", "options"]
+__all__ = ["Out", "build", "command", "options"]
 
 T = TypeVar("T")
 Row = TypeVar("Row")
-
-PARSERS: dict[str, Callable[[str], Any]] = {}
-"""The parsers a field's CLI hint may name: the text of an option -> the argument's value.
-
-A parser raises ``InvalidOperationError`` on text it cannot read (a usage error, 64).
-Modules that own a parser register it here at import (``PARSERS["since"] = parse_since``).
-"""
 
 
 @dataclass(frozen=True)
@@ -162,13 +156,13 @@ def _typer_parameter(p: Parameter) -> inspect.Parameter:
         )
     flags = p.cli.flags or ("--" + p.name.replace("_", "-"),)
     default = p.cli.default if p.cli.default is not None else p.default
-    parsed = p.cli.parser is not None
+    parser = PARSERS[p.cli.parser] if p.cli.parser is not None else None
     info = typer.Option(
         *flags,
-        help=p.description,
-        metavar=p.cli.metavar,
-        min=None if parsed else p.low,
-        max=None if parsed else p.high,
+        help=parser.help if parser else p.description,
+        metavar=parser.metavar if parser else p.cli.metavar,
+        min=None if parser else p.low,
+        max=None if parser else p.high,
     )
     return inspect.Parameter(
         p.name,
@@ -277,6 +271,6 @@ def _parsed(ctx: typer.Context, parser: str, text: Any) -> Any:
     from aether.errors import InvalidOperationError
 
     try:
-        return PARSERS[parser](str(text))
+        return PARSERS[parser].read(str(text))
     except InvalidOperationError as e:
         fail(str(e), state(ctx).json, EXIT_USAGE, "invalid")

@@ -29,7 +29,7 @@ class CliHint:
     metavar: str | None = None
     parser: str | None = None
     hidden: bool = False
-    default: str | None = None
+    default: str | int | float | None = None
 
     @classmethod
     def of(cls, info: FieldInfo) -> CliHint:
@@ -45,12 +45,16 @@ class CliHint:
             metavar=_text(raw.get("metavar")),
             parser=_text(raw.get("parser")),
             hidden=bool(raw.get("hidden")),
-            default=_text(raw.get("default")),
+            default=_scalar(raw.get("default")),
         )
 
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _scalar(value: object) -> str | int | float | None:
+    return value if isinstance(value, str | int | float) else None
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,7 @@ def for_the_cli(
     metavar: str | None = None,
     parser: str | None = None,
     hidden: bool = False,
-    default: str | None = None,
+    default: str | int | float | None = None,
 ) -> dict[str, Any]:
     """``json_schema_extra`` telling the CLI how to offer an argument (its other faces ignore it).
 

@@ -8,11 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import Caller, NoArgs, for_the_cli, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import LEDGER_LIMIT, VERSION
 
 __all__ = ["ledger_days", "ledger_list", "ledger_totals", "tools_list", "tools_show"]
+
+
+SINCE = for_the_cli(parser="since")
 
 
 class LedgerListArgs(BaseModel):
@@ -22,10 +25,17 @@ class LedgerListArgs(BaseModel):
         default=None, description="Only entries of this kind."
     )
     since: float | None = Field(
-        default=None, ge=0, description="Only entries from this time on (epoch seconds)."
+        default=None,
+        ge=0,
+        description="Only entries from this time on (epoch seconds).",
+        json_schema_extra=SINCE,
     )
     limit: int = Field(
-        default=100, ge=LEDGER_LIMIT.low, le=LEDGER_LIMIT.high, description="The newest this many."
+        default=100,
+        ge=LEDGER_LIMIT.low,
+        le=LEDGER_LIMIT.high,
+        description="The newest this many.",
+        json_schema_extra=for_the_cli(default=50),
     )
     before: float | None = Field(
         default=None, ge=0, description="Only entries older than this (epoch seconds): a page."
@@ -108,7 +118,10 @@ class TotalsArgs(BaseModel):
     """Arguments of ``ledger_totals``."""
 
     since: float | None = Field(
-        default=None, ge=0, description="Only from this time on (epoch seconds)."
+        default=None,
+        ge=0,
+        description="Only from this time on (epoch seconds).",
+        json_schema_extra=SINCE,
     )
 
 
@@ -133,7 +146,12 @@ async def tools_list(parts: Parts, caller: Caller, args: NoArgs) -> Tools:
 class ToolArgs(BaseModel):
     """Arguments of ``tools_show``."""
 
-    name: str = Field(min_length=1, max_length=200, description="The tool's name.")
+    name: str = Field(
+        min_length=1,
+        max_length=200,
+        description="The tool's name.",
+        json_schema_extra=for_the_cli(argument="name"),
+    )
     version: int | None = Field(
         default=None, ge=VERSION.low, le=VERSION.high, description="A given version."
     )

@@ -77,7 +77,7 @@ class SearchArgs(BaseModel):
         default=None,
         ge=0,
         description="Only memories from this time on (epoch seconds).",
-        json_schema_extra=not_for_agent(),
+        json_schema_extra=not_for_agent() | for_the_cli(parser="since"),
     )
     include_inactive: bool = Field(
         default=False,
