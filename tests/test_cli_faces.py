@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from aether.interfaces.cli import app
+from aether.interfaces.commands import DECLARED, offered_parameters
 from aether.operations import registry
 
 CALLS = re.compile(r"\b(call|call_in_zone)\(")
@@ -48,7 +49,7 @@ def _commands(group: Any, path: str) -> Iterator[tuple[str, Any]]:
 def every_command() -> dict[str, Callable[..., Any]]:
     """``aether memory log`` -> the function typer calls, for every command."""
     root = typer.main.get_command(app)
-    return {path: command.callback for path, command in _commands(root, "aether")}
+    return {path: inspect.unwrap(command.callback) for path, command in _commands(root, "aether")}
 
 
 def calls_an_operation(fn: Callable[..., Any]) -> bool:
@@ -100,7 +101,38 @@ def test_the_check_sees_a_command_that_talks_to_redis_itself() -> None:
 
 def test_every_operation_is_reachable_from_the_cli_or_mcp() -> None:
     """No operation is orphaned: each is a CLI command's, an MCP tool, or both."""
-    modules = {inspect.getmodule(fn) for fn in every_command().values()}
+    commands = every_command().values()
+    declared = {DECLARED[fn].operation.name for fn in commands if fn in DECLARED}
+    modules = {inspect.getmodule(fn) for fn in commands if fn not in DECLARED}
     sources = "\n".join(inspect.getsource(m) for m in modules if m is not None)
     for name, op in registry().items():
-        assert op.mcp or re.search(rf"\b{name}\b", sources), name
+        assert op.mcp or name in declared or re.search(rf"\b{name}\b", sources), name
+
+
+def test_a_declared_command_offers_exactly_its_models_fields() -> None:
+    """Options, their help and their bounds come from the arguments model, never restated."""
+    root = typer.main.get_command(app)
+    checked = 0
+    for path, command in _commands(root, "aether"):
+        declaration = DECLARED.get(inspect.unwrap(command.callback))
+        if declaration is None:
+            continue
+        checked += 1
+        fields = {p.name: p for p in offered_parameters(declaration.operation.arguments)}
+        offered = set(fields) - set(declaration.fixed)
+        by_name = {v: k for k, v in declaration.positional.items()}
+        seen: dict[str, Any] = {}
+        for param in command.params:
+            if param.name == "json_":
+                continue
+            field = by_name.get(param.name) or next(
+                (f for f, p in fields.items() if p.cli.argument == param.name), param.name
+            )
+            seen[field] = param
+        assert set(seen) == offered, path
+        for field, param in seen.items():
+            if param.param_type_name == "option" and fields[field].cli.parser is None:
+                assert param.help == fields[field].description, (path, field)
+                bounds = (param.min, param.max)
+                assert bounds == (fields[field].low, fields[field].high), (path, field)
+    assert checked > 30

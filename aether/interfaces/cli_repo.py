@@ -3,41 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated
 
-import typer
-
-from aether.interfaces.common import (
-    JsonOpt,
-    about,
-    arguments,
-    call,
-    emit,
-    group,
-    wants_json,
-)
-from aether.interfaces.tables import Column, emit_table
+from aether.interfaces.commands import Out, command
+from aether.interfaces.common import group
+from aether.interfaces.tables import Column
 from aether.memory.knowledge.graph import Entity
-from aether.operations import NoArgs, ranges
 from aether.operations import graph as graph_ops
 from aether.operations import repo as repo_ops
 
 repo_app = group("Repository intelligence: file map, imports, dependents.")
 graph_app = group("The entity graph: find entities, expand around them.")
-FileArg = Annotated[Path, typer.Argument(help="A file of an indexed repository.")]
-
-
-@repo_app.command("index")
-def repo_index(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="The repository's root.")] = Path("."),
-    json_: JsonOpt = False,
-) -> None:
-    """Map a repository's source files; a re-index touches only changed files."""
-    args = arguments(ctx, repo_ops.IndexArgs, path=path)
-    report = call(ctx, repo_ops.repo_index, args, progress="indexing")
-    emit(report, wants_json(ctx, json_), lambda: print(_summary(report)))
 
 
 def _summary(report: repo_ops.Indexed) -> str:
@@ -53,18 +28,6 @@ def _summary(report: repo_ops.Indexed) -> str:
     return summary
 
 
-@repo_app.command("list")
-def repo_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Indexed repositories."""
-    found = call(ctx, repo_ops.repo_list, NoArgs())
-    columns: list[Column[dict[str, str]]] = [
-        Column("repository", lambda r: r["id"], whole=True),
-        Column("files", lambda r: r["files"], justify="right"),
-        Column("root", lambda r: r["root"], whole=True),
-    ]
-    emit_table(found.repos, wants_json(ctx, json_), columns, empty="no indexed repositories")
-
-
 # the columns each query adds after the path (related scores, deps depth, affected tests)
 _QUERY_COLUMNS: dict[str, list[Column[Mapping[str, object]]]] = {
     "related": [Column("score", lambda r: f"{r['score']:.2f}", justify="right")],
@@ -76,35 +39,25 @@ _QUERY_COLUMNS: dict[str, list[Column[Mapping[str, object]]]] = {
 }
 
 
-def _query(ctx: typer.Context, file: Path, what: str, json_: bool) -> None:
-    found = call(ctx, repo_ops.repo_query, arguments(ctx, repo_ops.FileArgs, file=file, what=what))
+def _repos(found: repo_ops.Repos, out: Out[repo_ops.Repos]) -> None:
+    columns: list[Column[dict[str, str]]] = [
+        Column("repository", lambda r: r["id"], whole=True),
+        Column("files", lambda r: r["files"], justify="right"),
+        Column("root", lambda r: r["root"], whole=True),
+    ]
+    out.table(found.repos, columns, empty="no indexed repositories")
+
+
+_EMPTIES = {"related": "no related files", "deps": "no dependencies", "affected": "nothing"}
+
+
+def _rows(found: repo_ops.FileRows, out: Out[repo_ops.FileRows]) -> None:
+    what, file = out.args.what, out.args.file
     columns = [Column[Mapping[str, object]]("path", lambda r: r["path"]), *_QUERY_COLUMNS[what]]
-    empties = {"related": "no related files", "deps": "no dependencies", "affected": "nothing"}
-    emit_table(found.rows, wants_json(ctx, json_), columns, empty=empties[what] + f" for {file}")
+    out.table(found.rows, columns, empty=f"{_EMPTIES[what]} for {file}")
 
 
-@repo_app.command("related")
-def repo_related(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> None:
-    """Files most related to FILE (imports either way, shared imports, same folder)."""
-    _query(ctx, file, "related", json_)
-
-
-@repo_app.command("deps")
-def repo_deps(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> None:
-    """What FILE depends on, transitively."""
-    _query(ctx, file, "deps", json_)
-
-
-@repo_app.command("affected")
-def repo_affected(ctx: typer.Context, file: FileArg, json_: JsonOpt = False) -> None:
-    """What a change to FILE can affect (its importers, transitively; tests marked)."""
-    _query(ctx, file, "affected", json_)
-
-
-@graph_app.command("find")
-def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
-    """Entities whose name or alias starts with a word of QUERY."""
-    found = call(ctx, graph_ops.graph_find, arguments(ctx, graph_ops.FindArgs, query=query))
+def _entities(found: graph_ops.Entities, out: Out[graph_ops.Entities]) -> None:
     columns: list[Column[Entity]] = [
         Column("id", lambda d: d["id"], whole=True),
         Column("type", lambda d: d["type"]),
@@ -112,45 +65,20 @@ def graph_find(ctx: typer.Context, query: str, json_: JsonOpt = False) -> None:
         Column("mentions", lambda d: d.get("mention_count", 0), justify="right"),
         Column("salience", lambda d: f"{d.get('salience', 0):.2f}", justify="right"),
     ]
-    empty = f"no entity matches {query!r}"
-    emit_table(found.entities, wants_json(ctx, json_), columns, empty=empty)
+    out.table(found.entities, columns, empty=f"no entity matches {out.args.query!r}")
 
 
-@graph_app.command("alias")
-def graph_alias(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help=about(graph_ops.AliasArgs, "name"))],
-    alias: Annotated[str, typer.Argument(help=about(graph_ops.AliasArgs, "alias"))],
-    type_: Annotated[
-        str | None, typer.Option("--type", help=about(graph_ops.AliasArgs, "type"))
-    ] = None,
-    json_: JsonOpt = False,
-) -> None:
-    """Record that NAME is also known as ALIAS (search, forget --about and erase use it)."""
-    args = arguments(ctx, graph_ops.AliasArgs, name=name, alias=alias, type=type_)
-    found = call(ctx, graph_ops.graph_alias, args)
-    entity = found.entities[0] if found.entities else None
-    emit(
-        found.model_dump(),
-        wants_json(ctx, json_),
-        lambda: print(
-            f"{entity['type']} {entity['name']}: also {', '.join(entity.get('aliases', []))}"
-            if entity
-            else "recorded"
-        ),
+def _aliased(found: graph_ops.Entities, out: Out[graph_ops.Entities]) -> None:
+    if not found.entities:
+        out.emit(found, "recorded")
+        return
+    entity = found.entities[0]
+    out.emit(
+        found, f"{entity['type']} {entity['name']}: also {', '.join(entity.get('aliases', []))}"
     )
 
 
-@graph_app.command("expand")
-def graph_expand(
-    ctx: typer.Context,
-    query: str,
-    depth: Annotated[int, ranges.DEPTH.option("--depth", help="Hops.")] = 2,
-    json_: JsonOpt = False,
-) -> None:
-    """The relations within DEPTH hops of the entities QUERY finds."""
-    args = arguments(ctx, graph_ops.ExpandArgs, query=query, depth=depth)
-    found = call(ctx, graph_ops.graph_expand, args)
+def _relations(found: graph_ops.Related, out: Out[graph_ops.Related]) -> None:
     columns: list[Column[graph_ops.RelationRow]] = [
         Column("hop", lambda e: e["hop"], justify="right"),
         Column("source", lambda e: e["source"]),
@@ -158,5 +86,55 @@ def graph_expand(
         Column("target", lambda e: e["target"]),
         Column("weight", lambda e: f"{e['weight']:g}", justify="right"),
     ]
-    empty = f"no relations around {query!r}"
-    emit_table(found.relations, wants_json(ctx, json_), columns, empty=empty)
+    out.table(found.relations, columns, empty=f"no relations around {out.args.query!r}")
+
+
+command(
+    repo_app,
+    "index",
+    repo_ops.repo_index,
+    lambda report, out: out.emit(report, _summary(report)),
+    positional={"path": "path"},
+    progress="indexing",
+    help="Map a repository's source files; a re-index touches only changed files.",
+)
+command(repo_app, "list", repo_ops.repo_list, _repos, help="Indexed repositories.")
+for _what, _help in (
+    ("related", "Files most related to FILE (imports either way, shared imports, same folder)."),
+    ("deps", "What FILE depends on, transitively."),
+    ("affected", "What a change to FILE can affect (its importers, transitively; tests marked)."),
+):
+    command(
+        repo_app,
+        _what,
+        repo_ops.repo_query,
+        _rows,
+        positional={"file": "file"},
+        fixed={"what": _what},
+        help=_help,
+    )
+QUERY = {"query": "query"}
+command(
+    graph_app,
+    "find",
+    graph_ops.graph_find,
+    _entities,
+    positional=QUERY,
+    help="Entities whose name or alias starts with a word of QUERY.",
+)
+command(
+    graph_app,
+    "alias",
+    graph_ops.graph_alias,
+    _aliased,
+    positional={"name": "name", "alias": "alias"},
+    help="Record that NAME is also known as ALIAS (search, forget --about and erase use it).",
+)
+command(
+    graph_app,
+    "expand",
+    graph_ops.graph_expand,
+    _relations,
+    positional=QUERY,
+    help="The relations within DEPTH hops of the entities QUERY finds.",
+)

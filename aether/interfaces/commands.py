@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from aether.operations import Operation
 
-__all__ = ["Out", "build", "command", "options"]
+__all__ = ["DECLARED", "Declaration", "Out", "build", "command", "options"]
 
 T = TypeVar("T")
 Row = TypeVar("Row")
@@ -94,6 +94,25 @@ class Out(Generic[T]):
 
 
 Renderer = Callable[[T, Out[T]], None]
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a built command was declared from (for the tests that check the CLI's faces).
+
+    Attributes:
+        operation: the operation it runs.
+        fixed: the arguments it sets itself.
+        positional: the fields it takes as positional arguments, by name.
+    """
+
+    operation: Operation[Any, Any]
+    fixed: Mapping[str, object]
+    positional: Mapping[str, str]
+
+
+DECLARED: dict[Callable[..., None], Declaration] = {}
+"""Every command :func:`build` made -> what it was declared from."""
 
 
 def options(
@@ -256,6 +275,7 @@ def build(
     body.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
     body.__name__ = body.__qualname__ = f"{op.name}_command"
     body.__doc__ = help
+    DECLARED[body] = Declaration(op, dict(fixed or {}), dict(positional or {}))
     return body
 
 
