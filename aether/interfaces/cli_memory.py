@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import typer
 
 from aether.errors import InvalidOperationError
+from aether.interfaces.commands import Out, command
 from aether.interfaces.common import (
     EXIT_USAGE,
     JsonOpt,
@@ -35,10 +36,10 @@ from aether.memory.storage.records import (
     Source,
 )
 from aether.memory.storage.status import belief_status, is_active
+from aether.operations import chat as chat_ops
 from aether.operations import memory as ops
 from aether.operations import ranges
 from aether.operations import transfer as transfer_ops
-from aether.operations.base import NoArgs
 
 app = group("Memory: daily logs, long-term, search, chat, import, export.")
 longterm_app = group("Long-term memory.")
@@ -326,18 +327,6 @@ _SIGNAL_COLUMNS: list[Column[Mapping[str, object]]] = [
 ]
 
 
-@app.command()
-def reindex(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Create the search index (rebuilt when the schema changed) and recount the memory index."""
-    done = call(ctx, transfer_ops.memory_reindex, NoArgs(), progress="indexing memories")
-    summary = ", ".join(f"{kind} {n:,}" for kind, n in sorted(done.counts.items())) or "none"
-    emit(
-        done,
-        wants_json(ctx, json_),
-        lambda: print(f"index {done.index} ready; memories counted: {summary}"),
-    )
-
-
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -395,60 +384,6 @@ def import_(
     emit(report, wants_json(ctx, json_), lambda: print(summary))
 
 
-@app.command()
-def export(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="JSONL file to write (owner-only).")],
-    json_: JsonOpt = False,
-) -> None:
-    """Export the agent's whole memory as JSONL (all or nothing): a backup, or a move.
-
-    Every kind of memory (daily, long-term, beliefs and their history, tasks, goals, chat
-    sessions, the graph, open questions) and the identity; vectors are recomputed on import.
-    """
-    done = call(
-        ctx,
-        transfer_ops.memory_export,
-        arguments(ctx, transfer_ops.ExportArgs, path=path),
-        progress="exporting",
-    )
-    emit(
-        done,
-        wants_json(ctx, json_),
-        lambda: print(f"exported {done.exported} keys of memory to {path}"),
-    )
-
-
-@longterm_app.command("add")
-def longterm_add(
-    ctx: typer.Context,
-    content: Annotated[str, typer.Argument()],
-    tags: TagsOpt = None,
-    score: Annotated[float, ranges.SCORE.option("--score", help="Importance 0-1.")] = 0.5,
-    json_: JsonOpt = False,
-) -> None:
-    """Store a long-term memory."""
-    args = arguments(ctx, ops.NoteArgs, content=content, source="user", tags=tags, score=score)
-    doc = call(ctx, ops.memory_note, args)
-    emit(doc, wants_json(ctx, json_), lambda: print(doc["id"]))
-
-
-@longterm_app.command("list")
-def longterm_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """List long-term memories (exit 2 when there are none)."""
-    found, zone = call_in_zone(ctx, ops.memory_notes, NoArgs())
-    emit_table(
-        found.notes, wants_json(ctx, json_), memory_columns(zone), empty="no long-term memories"
-    )
-
-
-@longterm_app.command("delete")
-def longterm_delete(ctx: typer.Context, memory_id: str) -> None:
-    """Delete one long-term memory (a rollback restores it)."""
-    call(ctx, ops.memory_note_delete, arguments(ctx, ops.NoteIdArgs, id=memory_id))
-    print(f"deleted {memory_id}")
-
-
 @longterm_app.command("flush")
 def longterm_flush(
     ctx: typer.Context,
@@ -458,64 +393,6 @@ def longterm_flush(
     confirm("Delete every long-term memory?", yes, state(ctx).json)
     done = call(ctx, ops.memory_notes_flush, ops.FlushArgs(confirm=True))
     print(f"flushed {done.flushed} long-term memories")
-
-
-@scratch_app.command("set")
-def scratch_set(
-    ctx: typer.Context,
-    pad_id: str,
-    value: str,
-    ttl: Annotated[int | None, ranges.TTL_S.option("--ttl", help="Seconds (default 3600).")] = None,
-) -> None:
-    """Write a scratchpad."""
-    call(ctx, ops.scratchpad_set, arguments(ctx, ops.PadSetArgs, id=pad_id, value=value, ttl_s=ttl))
-
-
-@scratch_app.command("get")
-def scratch_get(ctx: typer.Context, pad_id: str) -> None:
-    """Print a scratchpad (exit 2 when missing or expired)."""
-    pad = call(ctx, ops.scratchpad_get, arguments(ctx, ops.PadArgs, id=pad_id))
-    if pad.value is None:
-        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", state(ctx).json)
-    print(pad.value)
-
-
-@scratch_app.command("delete")
-def scratch_delete(ctx: typer.Context, pad_id: str) -> None:
-    """Delete a scratchpad."""
-    done = call(ctx, ops.scratchpad_delete, arguments(ctx, ops.PadArgs, id=pad_id))
-    if not done.deleted:
-        nothing_found(f"no scratchpad {pad_id!r} (missing or expired)", state(ctx).json)
-
-
-@app.command()
-def episodes(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
-    """The tool calls of a session (exit 2 when none)."""
-    found = call(ctx, ops.memory_episodes, arguments(ctx, ops.SessionArgs, session=session))
-    columns: list[Column[dict[str, Any]]] = [
-        Column("result", lambda r: "ok" if r["success"] else "error"),
-        Column("tool", lambda r: r["tool"]),
-        Column("took", lambda r: f"{r['duration_ms']} ms", justify="right"),
-        Column("output", lambda r: r["output"][:200]),
-    ]
-    emit_table(found.episodes, wants_json(ctx, json_), columns, empty=f"no tool calls in {session}")
-
-
-@chat_app.command("list")
-def chat_list(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Chat sessions, most recent first (exit 2 when none)."""
-    from aether.operations import chat as chat_ops
-    from aether.operations.base import NoArgs
-
-    listed, zone = call_in_zone(ctx, chat_ops.chat_list, NoArgs())
-    sessions = listed.sessions
-    columns: list[Column[dict[str, Any]]] = [
-        Column("session", lambda r: r["id"], whole=True),
-        Column("last message", lambda r: _when(r.get("last_message_at"), zone), whole=True),
-        Column("messages", lambda r: r["messages"], justify="right"),
-        Column("title", lambda r: r.get("title")),
-    ]
-    emit_table(sessions, wants_json(ctx, json_), columns, empty="no chat sessions")
 
 
 @chat_app.command("show")
@@ -547,3 +424,131 @@ def chat_delete(
     confirm(f"Delete chat session {session}?", yes, state(ctx).json)
     call(ctx, chat_ops.chat_delete, arguments(ctx, chat_ops.SessionArgs, session=session))
     print(f"deleted {session}")
+
+
+def _reindexed(done: transfer_ops.Reindexed, out: Out[transfer_ops.Reindexed]) -> None:
+    summary = ", ".join(f"{kind} {n:,}" for kind, n in sorted(done.counts.items())) or "none"
+    out.emit(done, f"index {done.index} ready; memories counted: {summary}")
+
+
+def _notes(found: ops.Notes, out: Out[ops.Notes]) -> None:
+    out.table(found.notes, memory_columns(out.zone), empty="no long-term memories")
+
+
+def _pad(pad: ops.Pad, out: Out[ops.Pad]) -> None:
+    if pad.value is None:
+        nothing_found(f"no scratchpad {pad.id!r} (missing or expired)", out.json)
+    out.emit(pad, pad.value)
+
+
+def _pad_deleted(done: ops.PadDeleted, out: Out[ops.PadDeleted]) -> None:
+    if not done.deleted:
+        nothing_found(f"no scratchpad {out.args.id!r} (missing or expired)", out.json)
+    out.emit(done, lambda: None)
+
+
+def _episodes(found: ops.EpisodeList, out: Out[ops.EpisodeList]) -> None:
+    columns: list[Column[dict[str, Any]]] = [
+        Column("result", lambda r: "ok" if r["success"] else "error"),
+        Column("tool", lambda r: r["tool"]),
+        Column("took", lambda r: f"{r['duration_ms']} ms", justify="right"),
+        Column("output", lambda r: r["output"][:200]),
+    ]
+    out.table(found.episodes, columns, empty=f"no tool calls in {out.args.session}")
+
+
+def _sessions(listed: chat_ops.Sessions, out: Out[chat_ops.Sessions]) -> None:
+    columns: list[Column[dict[str, Any]]] = [
+        Column("session", lambda r: r["id"], whole=True),
+        Column("last message", lambda r: _when(r.get("last_message_at"), out.zone), whole=True),
+        Column("messages", lambda r: r["messages"], justify="right"),
+        Column("title", lambda r: r.get("title")),
+    ]
+    out.table(listed.sessions, columns, empty="no chat sessions")
+
+
+command(
+    app,
+    "reindex",
+    transfer_ops.memory_reindex,
+    _reindexed,
+    progress="indexing memories",
+    help="Create the search index (rebuilt when the schema changed) and recount the memory index.",
+)
+command(
+    app,
+    "export",
+    transfer_ops.memory_export,
+    lambda done, out: out.emit(done, f"exported {done.exported} keys of memory to {out.args.path}"),
+    positional={"path": "path"},
+    progress="exporting",
+    help="Export the agent's whole memory as JSONL (all or nothing): a backup, or a move.\n\n"
+    "Every kind of memory (daily, long-term, beliefs and their history, tasks, goals, chat "
+    "sessions, the graph, open questions) and the identity; vectors are recomputed on import.",
+)
+command(
+    app,
+    "episodes",
+    ops.memory_episodes,
+    _episodes,
+    positional={"session": "session"},
+    help="The tool calls of a session (exit 2 when none).",
+)
+command(
+    longterm_app,
+    "add",
+    ops.memory_note,
+    lambda doc, out: out.emit(doc, doc["id"]),
+    positional={"content": "content"},
+    fixed={"source": "user"},
+    help="Store a long-term memory.",
+)
+command(
+    longterm_app,
+    "list",
+    ops.memory_notes,
+    _notes,
+    zone=True,
+    help="List long-term memories (exit 2 when there are none).",
+)
+command(
+    longterm_app,
+    "delete",
+    ops.memory_note_delete,
+    lambda done, out: out.emit(done, f"deleted {done.deleted}"),
+    positional={"id": "memory_id"},
+    help="Delete one long-term memory (a rollback restores it).",
+)
+PAD = {"id": "pad_id"}
+command(
+    scratch_app,
+    "set",
+    ops.scratchpad_set,
+    lambda pad, out: out.emit(pad, lambda: None),
+    positional={"id": "pad_id", "value": "value"},
+    help="Write a scratchpad.",
+)
+command(
+    scratch_app,
+    "get",
+    ops.scratchpad_get,
+    _pad,
+    positional=PAD,
+    help="Print a scratchpad (exit 2 when missing or expired).",
+)
+command(
+    scratch_app,
+    "delete",
+    ops.scratchpad_delete,
+    _pad_deleted,
+    positional=PAD,
+    help="Delete a scratchpad.",
+)
+command(
+    chat_app,
+    "list",
+    chat_ops.chat_list,
+    _sessions,
+    zone=True,
+    help="Chat sessions, most recent first (exit 2 when none).",
+)

@@ -470,7 +470,12 @@ class PadSetArgs(BaseModel):
 
     id: str = Field(description="The scratchpad's name.")
     value: str = Field(description="The notes to keep (replaces the old ones).")
-    ttl_s: Annotated[int | None, TTL_S.field("Seconds until it expires (default 3600).")] = None
+    ttl_s: Annotated[
+        int | None,
+        TTL_S.field(
+            "Seconds until it expires (default 3600).", extra=for_the_cli(flags=("--ttl",))
+        ),
+    ] = None
 
 
 @operation(read_only=False, brief=lambda r: f"scratchpad {r.id} set")
