@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from aether.interfaces.commands import Out, command
 from aether.interfaces.common import (
     AppState,
     JsonOpt,
@@ -18,7 +19,6 @@ from aether.interfaces.common import (
     state,
     wants_json,
 )
-from aether.operations import NoArgs, ranges
 from aether.operations import identity as identity_ops
 
 app = group("Identity: bootstrap from markdown, show, set, prompt.")
@@ -31,35 +31,14 @@ def identity_dir(st: AppState, given: Path | None = None) -> Path:
     return given or st.settings.identity_dir or default_identity_dir()
 
 
-@app.command()
-def bootstrap(
-    ctx: typer.Context,
-    directory: Annotated[
-        Path | None, typer.Argument(help="Directory with AETHER*.md, Core_Self.md, USER.md.")
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing identity.")] = False,
-    json_: JsonOpt = False,
-) -> None:
-    """Load identity markdown into Redis (all files or none)."""
-    args = arguments(ctx, identity_ops.BootstrapArgs, directory=directory, force=force)
-    done = call(ctx, identity_ops.identity_bootstrap, args)
-    emit(
-        done,
-        wants_json(ctx, json_),
-        lambda: print(
-            f"identity {'replaced' if done.replaced else 'bootstrapped'} from {done.source}: "
-            f"{', '.join(done.files)}"
-        ),
-    )
+def _bootstrapped(done: identity_ops.Bootstrapped, out: Out[identity_ops.Bootstrapped]) -> None:
+    verb = "replaced" if done.replaced else "bootstrapped"
+    out.emit(done, f"identity {verb} from {done.source}: {', '.join(done.files)}")
 
 
-@app.command()
-def show(ctx: typer.Context, json_: JsonOpt = False) -> None:
-    """Show the agent's and the operator's profile (from Redis)."""
-    identity = call(ctx, identity_ops.identity_get, NoArgs())
+def _identity(identity: identity_ops.Identity, out: Out[identity_ops.Identity]) -> None:
     if not identity.bootstrapped:  # the folder's, not yet in Redis: nothing to show
-        message = "no identity in Redis: run 'aether identity bootstrap'"
-        fail(message, state(ctx).json, kind="identity")
+        fail("no identity in Redis: run 'aether identity bootstrap'", out.json, kind="identity")
 
     def render() -> None:
         for title, fields in (("agent", identity.agent), ("user", identity.user)):
@@ -68,8 +47,31 @@ def show(ctx: typer.Context, json_: JsonOpt = False) -> None:
                 print(f"  {key}: {value}")
         print(f"[files] {', '.join(identity.files)}")
 
-    data = {"agent": identity.agent, "user": identity.user, "files": identity.files}
-    emit(data, wants_json(ctx, json_), render)
+    out.emit({"agent": identity.agent, "user": identity.user, "files": identity.files}, render)
+
+
+command(
+    app,
+    "bootstrap",
+    identity_ops.identity_bootstrap,
+    _bootstrapped,
+    positional={"directory": "directory"},
+    help="Load identity markdown into Redis (all files or none).",
+)
+command(
+    app,
+    "show",
+    identity_ops.identity_get,
+    _identity,
+    help="Show the agent's and the operator's profile (from Redis).",
+)
+command(
+    app,
+    "prompt",
+    identity_ops.identity_prompt,
+    lambda built, out: out.emit(built, built.text),
+    help="Print the system prompt built from Redis now.",
+)
 
 
 @app.command("set")
@@ -86,17 +88,3 @@ def set_(
     args = arguments(ctx, identity_ops.FieldArgs, target=target, field=field, value=value)
     done = call(ctx, identity_ops.identity_set, args)
     emit(done, wants_json(ctx, json_), lambda: print(f"{target}.{field} set"))
-
-
-@app.command()
-def prompt(
-    ctx: typer.Context,
-    max_tokens: Annotated[
-        int | None, ranges.MAX_TOKENS.option("--max-tokens", help="Token budget.")
-    ] = None,
-    json_: JsonOpt = False,
-) -> None:
-    """Print the system prompt built from Redis now."""
-    args = arguments(ctx, identity_ops.PromptArgs, max_tokens=max_tokens)
-    built = call(ctx, identity_ops.identity_prompt, args)
-    emit(built, wants_json(ctx, json_), lambda: print(built.text))
