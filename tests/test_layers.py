@@ -203,3 +203,18 @@ def test_the_layout_names_what_exists_and_every_package() -> None:
     packages = {f"{p.parent.relative_to(root).as_posix()}/" for p in PACKAGE.rglob("__init__.py")}
     unnamed = sorted(packages - named)
     assert unnamed == [], f"docs/layout.md does not name these packages: {unnamed}"
+
+
+def test_no_function_in_the_package_is_over_100_lines() -> None:
+    """A function a reader cannot hold in mind is split.
+
+    The console's 500-line closure became a Console object and page modules (issue 66).
+    """
+    long: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 100:
+                    long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
+    assert long == []
