@@ -25,7 +25,12 @@ def _arguments(request: ApprovalRequest) -> str:
     return shown if len(shown) <= 120 else shown[:117] + "..."
 
 
+@command(approvals_app, "list", ops.approvals_list, zone=True)
 def _requests(found: ops.ApprovalList, out: Out[ops.ApprovalList]) -> None:
+    """Approval requests: pending ones by default, newest first.
+
+    The id column shows each request's shortest prefix that approve and deny take.
+    """
     columns: list[Column[ApprovalRequest]] = [
         Column("id", lambda r: found.prefixes.get(r.id, r.id), whole=True),
         Column("asked", lambda r: local_time(r.requested_at, out.zone)),
@@ -49,26 +54,15 @@ def _decided(what: str) -> Callable[[ApprovalRequest, Out[ApprovalRequest]], Non
 ID = {"id": "approval_id"}
 command(
     approvals_app,
-    "list",
-    ops.approvals_list,
-    _requests,
-    zone=True,
-    help="Approval requests: pending ones by default, newest first.\n\n"
-    "The id column shows each request's shortest prefix that approve and deny take.",
-)
-command(
-    approvals_app,
     "approve",
     ops.approvals_approve,
-    _decided("approved"),
     positional=ID,
     help="Let a pending tool call run.",
-)
+)(_decided("approved"))
 command(
     approvals_app,
     "deny",
     ops.approvals_deny,
-    _decided("denied"),
     positional=ID,
     help="Refuse a pending tool call; the agent is told (with the reason).",
-)
+)(_decided("denied"))

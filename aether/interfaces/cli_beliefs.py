@@ -26,7 +26,10 @@ from aether.operations import beliefs as belief_ops
 from aether.operations import memory as memory_ops
 from aether.operations.beliefs import BeliefListArgs
 
-belief_app = group("Beliefs: confidence, decay, reinforcement, supersession.")
+belief_app = group(
+    "Beliefs: confidence, decay, reinforcement, supersession.",
+    order=("list", "show", "history", "forget", "prune", "reflect", "stats"),
+)
 STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 
@@ -61,48 +64,27 @@ remember = build(
 ID = {"id": "belief_id"}
 
 
+@command(belief_app, "list", belief_ops.belief_list)
 def _beliefs(found: belief_ops.BeliefList, out: Out[belief_ops.BeliefList]) -> None:
+    """Beliefs, highest effective confidence first."""
     out.table(found.beliefs, BELIEF_COLUMNS, empty="no beliefs")
 
 
+@command(belief_app, "show", belief_ops.belief_show, positional=ID, zone=True)
 def _belief(detail: belief_ops.BeliefDetail, out: Out[belief_ops.BeliefDetail]) -> None:
+    """One belief (by id or unique prefix)."""
     out.emit(detail.belief, lambda: print_fields(detail.belief, out.zone))
 
 
+@command(belief_app, "history", belief_ops.belief_show, positional=ID, zone=True)
 def _history(detail: belief_ops.BeliefDetail, out: Out[belief_ops.BeliefDetail]) -> None:
+    """A belief's changes: create, reinforce, contradict, forget, prune."""
     columns: list[Column[dict[str, object]]] = [
         Column("when", lambda e: _when(e.get("at"), out.zone), whole=True),
         Column("change", lambda e: e["type"]),
         Column("details", lambda e: _details(e, out.zone)),
     ]
     out.table(detail.history, columns, empty="no changes recorded")
-
-
-command(
-    belief_app,
-    "list",
-    belief_ops.belief_list,
-    _beliefs,
-    help="Beliefs, highest effective confidence first.",
-)
-command(
-    belief_app,
-    "show",
-    belief_ops.belief_show,
-    _belief,
-    positional=ID,
-    zone=True,
-    help="One belief (by id or unique prefix).",
-)
-command(
-    belief_app,
-    "history",
-    belief_ops.belief_show,
-    _history,
-    positional=ID,
-    zone=True,
-    help="A belief's changes: create, reinforce, contradict, forget, prune.",
-)
 
 
 def _when(at: object, zone: ZoneInfo) -> str | None:
@@ -115,7 +97,10 @@ def _details(change: Mapping[str, object], zone: ZoneInfo) -> str:
     return "  ".join(f"{k} {human(k, v, zone)}" for k, v in shown if v not in (None, "", []))
 
 
+@command(belief_app, "reflect", belief_ops.belief_reflect)
 def _reflection(data: Reflection, out: Out[Reflection]) -> None:
+    """Near-duplicate clusters and stale beliefs."""
+
     def render() -> None:
         print(f"{data['active']} active beliefs")
         for cluster in data["duplicates"]:
@@ -125,35 +110,22 @@ def _reflection(data: Reflection, out: Out[Reflection]) -> None:
     out.emit(data, render)
 
 
-command(
-    belief_app,
-    "forget",
-    belief_ops.belief_forget,
-    lambda done, out: out.emit(done, f"forgot {done.forgotten}"),
-    positional=ID,
-    help="Forget a belief (soft: it stays in history, never reaches a context).",
-)
-command(
-    belief_app,
-    "prune",
-    belief_ops.belief_prune,
-    lambda done, out: out.emit(done, f"pruned {plural(len(done.pruned), 'belief')}"),
-    help="Prune active beliefs whose effective confidence fell under the threshold (0.1).",
-)
-command(
-    belief_app,
-    "reflect",
-    belief_ops.belief_reflect,
-    _reflection,
-    help="Near-duplicate clusters and stale beliefs.",
-)
-command(
-    belief_app,
-    "stats",
-    belief_ops.belief_stats,
-    lambda data, out: out.emit(data, lambda: print_fields(data)),
-    help="Counts by status and type, mean effective confidence, the confidence tiers.",
-)
+@command(belief_app, "forget", belief_ops.belief_forget, positional=ID)
+def _forgotten(done: belief_ops.BeliefForgotten, out: Out[belief_ops.BeliefForgotten]) -> None:
+    """Forget a belief (soft: it stays in history, never reaches a context)."""
+    out.emit(done, f"forgot {done.forgotten}")
+
+
+@command(belief_app, "prune", belief_ops.belief_prune)
+def _pruned(done: belief_ops.Pruned, out: Out[belief_ops.Pruned]) -> None:
+    """Prune active beliefs whose effective confidence fell under the threshold (0.1)."""
+    out.emit(done, f"pruned {plural(len(done.pruned), 'belief')}")
+
+
+@command(belief_app, "stats", belief_ops.belief_stats)
+def _stats(data: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Counts by status and type, mean effective confidence, the confidence tiers."""
+    out.emit(data, lambda: print_fields(data))
 
 
 def questions(ctx: typer.Context, json_: JsonOpt = False) -> None:

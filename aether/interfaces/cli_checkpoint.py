@@ -23,13 +23,20 @@ from aether.interfaces.tables import Column
 from aether.operations import archive as archive_ops
 from aether.operations import checkpoints as cp_ops
 
-app = group("Checkpoints: create, list, show, diff, rollback, undo, prune.")
-archive_app = group("The PostgreSQL archive (AETHER_POSTGRES_DSN).")
+app = group(
+    "Checkpoints: create, list, show, diff, rollback, undo, prune.",
+    order=("create", "list", "show", "diff", "rollback", "undo", "prune"),
+)
+archive_app = group(
+    "The PostgreSQL archive (AETHER_POSTGRES_DSN).", order=("sync", "snapshot", "restore")
+)
 
 IdArg = Annotated[str, typer.Argument(help="Checkpoint id or a unique prefix (>= 6 chars).")]
 
 
+@command(app, "list", cp_ops.checkpoint_list, zone=True)
 def _checkpoints(found: cp_ops.CheckpointList, out: Out[cp_ops.CheckpointList]) -> None:
+    """List kept checkpoints, newest first (exit 2 when there are none)."""
     columns: list[Column[dict[str, Any]]] = [
         Column("id", lambda c: c["id"], whole=True),
         Column("created", lambda c: local_time(c["created_at"], out.zone), whole=True),
@@ -40,7 +47,9 @@ def _checkpoints(found: cp_ops.CheckpointList, out: Out[cp_ops.CheckpointList]) 
     out.table(found.checkpoints, columns, empty="no checkpoints yet")
 
 
+@command(app, "show", cp_ops.checkpoint_show, zone=True)
 def _checkpoint(cp: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Show one checkpoint and how many journal entries follow it."""
     shown = {
         "id": cp["id"],
         "label": cp["label"],
@@ -53,29 +62,10 @@ def _checkpoint(cp: dict[str, Any], out: Out[dict[str, Any]]) -> None:
     out.emit(cp, lambda: print_fields(shown))
 
 
-command(
-    app,
-    "create",
-    cp_ops.checkpoint_create,
-    lambda cp, out: out.emit(cp, cp["id"]),
-    help="Take a checkpoint of the agent's state (O(1), on disk when it returns).",
-)
-command(
-    app,
-    "list",
-    cp_ops.checkpoint_list,
-    _checkpoints,
-    zone=True,
-    help="List kept checkpoints, newest first (exit 2 when there are none).",
-)
-command(
-    app,
-    "show",
-    cp_ops.checkpoint_show,
-    _checkpoint,
-    zone=True,
-    help="Show one checkpoint and how many journal entries follow it.",
-)
+@command(app, "create", cp_ops.checkpoint_create)
+def _created(cp: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Take a checkpoint of the agent's state (O(1), on disk when it returns)."""
+    out.emit(cp, cp["id"])
 
 
 _SIGNS = {"created": "+", "modified": "~", "deleted": "-"}
@@ -99,7 +89,10 @@ def _print_change(change: dict[str, Any]) -> None:
         print(f"      - {_short(item)}")
 
 
+@command(app, "diff", cp_ops.checkpoint_diff)
 def _diff(d: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """What changed since a checkpoint, by tier: each key, field by field."""
+
     def render() -> None:
         cp = d["checkpoint"]
         print(
@@ -117,15 +110,6 @@ def _diff(d: dict[str, Any], out: Out[dict[str, Any]]) -> None:
                     _print_change(change)
 
     out.emit(d, render)
-
-
-command(
-    app,
-    "diff",
-    cp_ops.checkpoint_diff,
-    _diff,
-    help="What changed since a checkpoint, by tier: each key, field by field.",
-)
 
 
 @app.command()
@@ -155,11 +139,15 @@ def rollback(
     )
 
 
+@command(app, "undo", cp_ops.checkpoint_undo)
 def _undone(result: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Reverse the last rollback (a second undo in a row needs --yes: it redoes)."""
     out.emit(result, f"undone: state is back at {result['target']}")
 
 
+@command(archive_app, "sync", archive_ops.archive_sync, progress="archiving journal entries")
 def _synced(report: archive_ops.Synced, out: Out[archive_ops.Synced]) -> None:
+    """Copy new journal entries and checkpoints to PostgreSQL (snapshot when due)."""
     snapshot = f", snapshot {report.snapshot}" if report.snapshot else ""
     out.emit(
         report,
@@ -168,7 +156,14 @@ def _synced(report: archive_ops.Synced, out: Out[archive_ops.Synced]) -> None:
     )
 
 
+@command(
+    archive_app,
+    "restore",
+    archive_ops.archive_restore,
+    progress="restoring keys and journal entries",
+)
 def _restored(report: archive_ops.Restored, out: Out[archive_ops.Restored]) -> None:
+    """Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it."""
     out.emit(
         report,
         f"restored {report.keys_restored} keys from snapshot {report.snapshot}, "
@@ -176,40 +171,13 @@ def _restored(report: archive_ops.Restored, out: Out[archive_ops.Restored]) -> N
     )
 
 
-command(
-    app,
-    "undo",
-    cp_ops.checkpoint_undo,
-    _undone,
-    help="Reverse the last rollback (a second undo in a row needs --yes: it redoes).",
-)
-command(
-    app,
-    "prune",
-    cp_ops.checkpoint_prune,
-    lambda done, out: out.emit(done, f"pruned {len(done.pruned)}"),
-    help="Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal.",
-)
-command(
-    archive_app,
-    "sync",
-    archive_ops.archive_sync,
-    _synced,
-    progress="archiving journal entries",
-    help="Copy new journal entries and checkpoints to PostgreSQL (snapshot when due).",
-)
-command(
-    archive_app,
-    "snapshot",
-    archive_ops.archive_snapshot,
-    lambda done, out: out.emit(done, done.snapshot),
-    help="Take a base snapshot of the namespace's state now.",
-)
-command(
-    archive_app,
-    "restore",
-    archive_ops.archive_restore,
-    _restored,
-    progress="restoring keys and journal entries",
-    help="Rebuild the namespace from PostgreSQL alone, into a Redis that holds none of it.",
-)
+@command(app, "prune", cp_ops.checkpoint_prune)
+def _checkpoints_pruned(done: cp_ops.CheckpointsPruned, out: Out[cp_ops.CheckpointsPruned]) -> None:
+    """Apply retention now (default: AETHER_CHECKPOINTS__KEEP) and trim the journal."""
+    out.emit(done, f"pruned {len(done.pruned)}")
+
+
+@command(archive_app, "snapshot", archive_ops.archive_snapshot)
+def _snapshot_taken(done: archive_ops.Snapshot, out: Out[archive_ops.Snapshot]) -> None:
+    """Take a base snapshot of the namespace's state now."""
+    out.emit(done, done.snapshot)

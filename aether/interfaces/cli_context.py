@@ -12,7 +12,9 @@ from aether.operations import identity as identity_ops
 app = group("The context layer: preview an assembled context.")
 
 
+@command(app, "preview", identity_ops.context_assemble, positional={"query": "query"})
 def _context(assembled: identity_ops.Assembled, out: Out[identity_ops.Assembled]) -> None:
+    """Assemble the context for QUERY and show each section with its token count."""
     data: dict[str, Any] = assembled.model_dump()
 
     def render() -> None:
@@ -36,13 +38,3 @@ def _context(assembled: identity_ops.Assembled, out: Out[identity_ops.Assembled]
             console.print(message.get("content") or "", highlight=False, markup=False)
 
     out.emit(data, render)
-
-
-command(
-    app,
-    "preview",
-    identity_ops.context_assemble,
-    _context,
-    positional={"query": "query"},
-    help="Assemble the context for QUERY and show each section with its token count.",
-)

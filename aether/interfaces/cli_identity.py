@@ -21,7 +21,10 @@ from aether.interfaces.common import (
 )
 from aether.operations import identity as identity_ops
 
-app = group("Identity: bootstrap from markdown, show, set, prompt.")
+app = group(
+    "Identity: bootstrap from markdown, show, set, prompt.",
+    order=("bootstrap", "show", "set", "prompt"),
+)
 
 
 def identity_dir(st: AppState, given: Path | None = None) -> Path:
@@ -31,12 +34,16 @@ def identity_dir(st: AppState, given: Path | None = None) -> Path:
     return given or st.settings.identity_dir or default_identity_dir()
 
 
+@command(app, "bootstrap", identity_ops.identity_bootstrap, positional={"directory": "directory"})
 def _bootstrapped(done: identity_ops.Bootstrapped, out: Out[identity_ops.Bootstrapped]) -> None:
+    """Load identity markdown into Redis (all files or none)."""
     verb = "replaced" if done.replaced else "bootstrapped"
     out.emit(done, f"identity {verb} from {done.source}: {', '.join(done.files)}")
 
 
+@command(app, "show", identity_ops.identity_get)
 def _identity(identity: identity_ops.Identity, out: Out[identity_ops.Identity]) -> None:
+    """Show the agent's and the operator's profile (from Redis)."""
     if not identity.bootstrapped:  # the folder's, not yet in Redis: nothing to show
         fail("no identity in Redis: run 'aether identity bootstrap'", out.json, kind="identity")
 
@@ -50,28 +57,10 @@ def _identity(identity: identity_ops.Identity, out: Out[identity_ops.Identity]) 
     out.emit({"agent": identity.agent, "user": identity.user, "files": identity.files}, render)
 
 
-command(
-    app,
-    "bootstrap",
-    identity_ops.identity_bootstrap,
-    _bootstrapped,
-    positional={"directory": "directory"},
-    help="Load identity markdown into Redis (all files or none).",
-)
-command(
-    app,
-    "show",
-    identity_ops.identity_get,
-    _identity,
-    help="Show the agent's and the operator's profile (from Redis).",
-)
-command(
-    app,
-    "prompt",
-    identity_ops.identity_prompt,
-    lambda built, out: out.emit(built, built.text),
-    help="Print the system prompt built from Redis now.",
-)
+@command(app, "prompt", identity_ops.identity_prompt)
+def _prompt(built: identity_ops.Prompt, out: Out[identity_ops.Prompt]) -> None:
+    """Print the system prompt built from Redis now."""
+    out.emit(built, built.text)
 
 
 @app.command("set")

@@ -41,10 +41,27 @@ from aether.operations import memory as ops
 from aether.operations import ranges
 from aether.operations import transfer as transfer_ops
 
-app = group("Memory: daily logs, long-term, search, chat, import, export.")
-longterm_app = group("Long-term memory.")
-scratch_app = group("Scratchpads (TTL).")
-chat_app = group("Chat sessions.")
+PAD = {"id": "pad_id"}
+app = group(
+    "Memory: daily logs, long-term, search, chat, import, export.",
+    order=(
+        "log",
+        "forget",
+        "replace",
+        "day",
+        "search",
+        "reindex",
+        "import",
+        "export",
+        "episodes",
+        "longterm",
+        "scratch",
+        "chat",
+    ),
+)
+longterm_app = group("Long-term memory.", order=("add", "list", "delete", "flush"))
+scratch_app = group("Scratchpads (TTL).", order=("set", "get", "delete"))
+chat_app = group("Chat sessions.", order=("list", "show", "delete"))
 app.add_typer(longterm_app, name="longterm")
 app.add_typer(scratch_app, name="scratch")
 app.add_typer(chat_app, name="chat")
@@ -426,28 +443,38 @@ def chat_delete(
     print(f"deleted {session}")
 
 
+@command(app, "reindex", transfer_ops.memory_reindex, progress="indexing memories")
 def _reindexed(done: transfer_ops.Reindexed, out: Out[transfer_ops.Reindexed]) -> None:
+    """Create the search index (rebuilt when the schema changed) and recount the memory index."""
     summary = ", ".join(f"{kind} {n:,}" for kind, n in sorted(done.counts.items())) or "none"
     out.emit(done, f"index {done.index} ready; memories counted: {summary}")
 
 
+@command(longterm_app, "list", ops.memory_notes, zone=True)
 def _notes(found: ops.Notes, out: Out[ops.Notes]) -> None:
+    """List long-term memories (exit 2 when there are none)."""
     out.table(found.notes, memory_columns(out.zone), empty="no long-term memories")
 
 
+@command(scratch_app, "get", ops.scratchpad_get, positional=PAD)
 def _pad(pad: ops.Pad, out: Out[ops.Pad]) -> None:
+    """Print a scratchpad (exit 2 when missing or expired)."""
     if pad.value is None:
         nothing_found(f"no scratchpad {pad.id!r} (missing or expired)", out.json)
     out.emit(pad, pad.value)
 
 
+@command(scratch_app, "delete", ops.scratchpad_delete, positional=PAD)
 def _pad_deleted(done: ops.PadDeleted, out: Out[ops.PadDeleted]) -> None:
+    """Delete a scratchpad."""
     if not done.deleted:
         nothing_found(f"no scratchpad {out.args.id!r} (missing or expired)", out.json)
     out.emit(done, lambda: None)
 
 
+@command(app, "episodes", ops.memory_episodes, positional={"session": "session"})
 def _episodes(found: ops.EpisodeList, out: Out[ops.EpisodeList]) -> None:
+    """The tool calls of a session (exit 2 when none)."""
     columns: list[Column[dict[str, Any]]] = [
         Column("result", lambda r: "ok" if r["success"] else "error"),
         Column("tool", lambda r: r["tool"]),
@@ -457,7 +484,9 @@ def _episodes(found: ops.EpisodeList, out: Out[ops.EpisodeList]) -> None:
     out.table(found.episodes, columns, empty=f"no tool calls in {out.args.session}")
 
 
+@command(chat_app, "list", chat_ops.chat_list, zone=True)
 def _sessions(listed: chat_ops.Sessions, out: Out[chat_ops.Sessions]) -> None:
+    """Chat sessions, most recent first (exit 2 when none)."""
     columns: list[Column[dict[str, Any]]] = [
         Column("session", lambda r: r["id"], whole=True),
         Column("last message", lambda r: _when(r.get("last_message_at"), out.zone), whole=True),
@@ -467,88 +496,37 @@ def _sessions(listed: chat_ops.Sessions, out: Out[chat_ops.Sessions]) -> None:
     out.table(listed.sessions, columns, empty="no chat sessions")
 
 
-command(
-    app,
-    "reindex",
-    transfer_ops.memory_reindex,
-    _reindexed,
-    progress="indexing memories",
-    help="Create the search index (rebuilt when the schema changed) and recount the memory index.",
+@command(
+    app, "export", transfer_ops.memory_export, positional={"path": "path"}, progress="exporting"
 )
-command(
-    app,
-    "export",
-    transfer_ops.memory_export,
-    lambda done, out: out.emit(done, f"exported {done.exported} keys of memory to {out.args.path}"),
-    positional={"path": "path"},
-    progress="exporting",
-    help="Export the agent's whole memory as JSONL (all or nothing): a backup, or a move.\n\n"
-    "Every kind of memory (daily, long-term, beliefs and their history, tasks, goals, chat "
-    "sessions, the graph, open questions) and the identity; vectors are recomputed on import.",
-)
-command(
-    app,
-    "episodes",
-    ops.memory_episodes,
-    _episodes,
-    positional={"session": "session"},
-    help="The tool calls of a session (exit 2 when none).",
-)
-command(
+def _exported(done: transfer_ops.Exported, out: Out[transfer_ops.Exported]) -> None:
+    """Export the agent's whole memory as JSONL (all or nothing): a backup, or a move.
+
+    Every kind of memory (daily, long-term, beliefs and their history, tasks, goals, chat
+    sessions, the graph, open questions) and the identity; vectors are recomputed on import.
+    """
+    out.emit(done, f"exported {done.exported} keys of memory to {out.args.path}")
+
+
+@command(
     longterm_app,
     "add",
     ops.memory_note,
-    lambda doc, out: out.emit(doc, doc["id"]),
     positional={"content": "content"},
     fixed={"source": "user"},
-    help="Store a long-term memory.",
 )
-command(
-    longterm_app,
-    "list",
-    ops.memory_notes,
-    _notes,
-    zone=True,
-    help="List long-term memories (exit 2 when there are none).",
-)
-command(
-    longterm_app,
-    "delete",
-    ops.memory_note_delete,
-    lambda done, out: out.emit(done, f"deleted {done.deleted}"),
-    positional={"id": "memory_id"},
-    help="Delete one long-term memory (a rollback restores it).",
-)
-PAD = {"id": "pad_id"}
-command(
-    scratch_app,
-    "set",
-    ops.scratchpad_set,
-    lambda pad, out: out.emit(pad, lambda: None),
-    positional={"id": "pad_id", "value": "value"},
-    help="Write a scratchpad.",
-)
-command(
-    scratch_app,
-    "get",
-    ops.scratchpad_get,
-    _pad,
-    positional=PAD,
-    help="Print a scratchpad (exit 2 when missing or expired).",
-)
-command(
-    scratch_app,
-    "delete",
-    ops.scratchpad_delete,
-    _pad_deleted,
-    positional=PAD,
-    help="Delete a scratchpad.",
-)
-command(
-    chat_app,
-    "list",
-    chat_ops.chat_list,
-    _sessions,
-    zone=True,
-    help="Chat sessions, most recent first (exit 2 when none).",
-)
+def _note_added(doc: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Store a long-term memory."""
+    out.emit(doc, doc["id"])
+
+
+@command(longterm_app, "delete", ops.memory_note_delete, positional={"id": "memory_id"})
+def _note_deleted(done: ops.Deleted, out: Out[ops.Deleted]) -> None:
+    """Delete one long-term memory (a rollback restores it)."""
+    out.emit(done, f"deleted {done.deleted}")
+
+
+@command(scratch_app, "set", ops.scratchpad_set, positional={"id": "pad_id", "value": "value"})
+def _pad_set(pad: ops.Pad, out: Out[ops.Pad]) -> None:
+    """Write a scratchpad."""
+    out.emit(pad, lambda: None)

@@ -11,7 +11,11 @@ from aether.memory.knowledge.graph import Entity
 from aether.operations import graph as graph_ops
 from aether.operations import repo as repo_ops
 
-repo_app = group("Repository intelligence: file map, imports, dependents.")
+QUERY = {"query": "query"}
+repo_app = group(
+    "Repository intelligence: file map, imports, dependents.",
+    order=("index", "list", "related", "deps", "affected"),
+)
 graph_app = group("The entity graph: find entities, expand around them.")
 
 
@@ -39,7 +43,9 @@ _QUERY_COLUMNS: dict[str, list[Column[Mapping[str, object]]]] = {
 }
 
 
+@command(repo_app, "list", repo_ops.repo_list)
 def _repos(found: repo_ops.Repos, out: Out[repo_ops.Repos]) -> None:
+    """Indexed repositories."""
     columns: list[Column[dict[str, str]]] = [
         Column("repository", lambda r: r["id"], whole=True),
         Column("files", lambda r: r["files"], justify="right"),
@@ -57,7 +63,9 @@ def _rows(found: repo_ops.FileRows, out: Out[repo_ops.FileRows]) -> None:
     out.table(found.rows, columns, empty=f"{_EMPTIES[what]} for {file}")
 
 
+@command(graph_app, "find", graph_ops.graph_find, positional=QUERY)
 def _entities(found: graph_ops.Entities, out: Out[graph_ops.Entities]) -> None:
+    """Entities whose name or alias starts with a word of QUERY."""
     columns: list[Column[Entity]] = [
         Column("id", lambda d: d["id"], whole=True),
         Column("type", lambda d: d["type"]),
@@ -68,7 +76,9 @@ def _entities(found: graph_ops.Entities, out: Out[graph_ops.Entities]) -> None:
     out.table(found.entities, columns, empty=f"no entity matches {out.args.query!r}")
 
 
+@command(graph_app, "alias", graph_ops.graph_alias, positional={"name": "name", "alias": "alias"})
 def _aliased(found: graph_ops.Entities, out: Out[graph_ops.Entities]) -> None:
+    """Record that NAME is also known as ALIAS (search, forget --about and erase use it)."""
     if not found.entities:
         out.emit(found, "recorded")
         return
@@ -78,7 +88,9 @@ def _aliased(found: graph_ops.Entities, out: Out[graph_ops.Entities]) -> None:
     )
 
 
+@command(graph_app, "expand", graph_ops.graph_expand, positional=QUERY)
 def _relations(found: graph_ops.Related, out: Out[graph_ops.Related]) -> None:
+    """The relations within DEPTH hops of the entities QUERY finds."""
     columns: list[Column[graph_ops.RelationRow]] = [
         Column("hop", lambda e: e["hop"], justify="right"),
         Column("source", lambda e: e["source"]),
@@ -89,16 +101,12 @@ def _relations(found: graph_ops.Related, out: Out[graph_ops.Related]) -> None:
     out.table(found.relations, columns, empty=f"no relations around {out.args.query!r}")
 
 
-command(
-    repo_app,
-    "index",
-    repo_ops.repo_index,
-    lambda report, out: out.emit(report, _summary(report)),
-    positional={"path": "path"},
-    progress="indexing",
-    help="Map a repository's source files; a re-index touches only changed files.",
-)
-command(repo_app, "list", repo_ops.repo_list, _repos, help="Indexed repositories.")
+@command(repo_app, "index", repo_ops.repo_index, positional={"path": "path"}, progress="indexing")
+def _indexed(report: repo_ops.Indexed, out: Out[repo_ops.Indexed]) -> None:
+    """Map a repository's source files; a re-index touches only changed files."""
+    out.emit(report, _summary(report))
+
+
 for _what, _help in (
     ("related", "Files most related to FILE (imports either way, shared imports, same folder)."),
     ("deps", "What FILE depends on, transitively."),
@@ -108,33 +116,7 @@ for _what, _help in (
         repo_app,
         _what,
         repo_ops.repo_query,
-        _rows,
         positional={"file": "file"},
         fixed={"what": _what},
         help=_help,
-    )
-QUERY = {"query": "query"}
-command(
-    graph_app,
-    "find",
-    graph_ops.graph_find,
-    _entities,
-    positional=QUERY,
-    help="Entities whose name or alias starts with a word of QUERY.",
-)
-command(
-    graph_app,
-    "alias",
-    graph_ops.graph_alias,
-    _aliased,
-    positional={"name": "name", "alias": "alias"},
-    help="Record that NAME is also known as ALIAS (search, forget --about and erase use it).",
-)
-command(
-    graph_app,
-    "expand",
-    graph_ops.graph_expand,
-    _relations,
-    positional=QUERY,
-    help="The relations within DEPTH hops of the entities QUERY finds.",
-)
+    )(_rows)

@@ -10,8 +10,11 @@ from aether.interfaces.tables import Column
 from aether.memory.tiers.tasks import Goal, Suggestion, Task
 from aether.operations import tasks as ops
 
-task_app = group("Tasks, optionally towards goals (open ones feed the heartbeat).")
-goal_app = group("Goals: larger objectives that tasks roll up to.")
+task_app = group(
+    "Tasks, optionally towards goals (open ones feed the heartbeat).",
+    order=("add", "list", "done", "reopen", "edit", "suggest"),
+)
+goal_app = group("Goals: larger objectives that tasks roll up to.", order=("add", "list", "done"))
 
 TASK_COLUMNS: list[Column[Task]] = [
     Column("id", lambda t: t.id, whole=True),
@@ -37,12 +40,20 @@ def _none_open(what: str, args: ops.TaskListArgs | ops.GoalListArgs) -> str:
     return f"no open {what}" if args.status == "open" else f"no {what}"
 
 
+@command(task_app, "list", ops.task_list)
 def _tasks(found: ops.TaskList, out: Out[ops.TaskList]) -> None:
+    """Tasks: open ones by priority and due date."""
     data = [t.model_dump() for t in found.tasks]
     out.table(found.tasks, TASK_COLUMNS, data=data, empty=_none_open("tasks", out.args))
 
 
+@command(task_app, "suggest", ops.task_suggest, llm=True)
 def _suggestions(found: ops.Suggestions, out: Out[ops.Suggestions]) -> None:
+    """What to work on next: open tasks ranked with their goals and memory context.
+
+    With an LLM configured the model ranks them and says why; otherwise the order is: overdue,
+    due within 3 days, priority, towards an open goal, recently mentioned in memory, oldest.
+    """
     columns: list[Column[Suggestion]] = [
         Column("#", lambda s: found.suggestions.index(s) + 1, justify="right"),
         Column("id", lambda s: s.task.id, whole=True),
@@ -55,12 +66,16 @@ def _suggestions(found: ops.Suggestions, out: Out[ops.Suggestions]) -> None:
         print(found.note or f"ranked by {how}")
 
 
+@command(goal_app, "list", ops.goal_list)
 def _goals(found: ops.GoalList, out: Out[ops.GoalList]) -> None:
+    """Goals, open ones first, with their task counts."""
     data = [g.model_dump() for g in found.goals]
     out.table(found.goals, GOAL_COLUMNS, data=data, empty=_none_open("goals", out.args))
 
 
+@command(goal_app, "done", ops.goal_done)
 def _goal_done(goal: Goal, out: Out[Goal]) -> None:
+    """Mark a goal done (by id or unique prefix); its tasks stay as they are."""
     out.emit(goal, f"done {goal.id}: {goal.title}")
 
 
@@ -68,55 +83,23 @@ def _new_id(record: Task | Goal, out: Out[Task | Goal]) -> None:
     out.emit(record, record.id)
 
 
-command(task_app, "add", ops.task_add, _new_id, help="Add an open task; prints its id.")
-command(task_app, "list", ops.task_list, _tasks, help="Tasks: open ones by priority and due date.")
-command(
-    task_app,
-    "done",
-    ops.task_done,
-    _said("done"),
-    help="Mark a task done (by id or unique prefix).",
+command(task_app, "add", ops.task_add, help="Add an open task; prints its id.")(_new_id)
+command(task_app, "done", ops.task_done, help="Mark a task done (by id or unique prefix).")(
+    _said("done")
 )
 command(
-    task_app,
-    "reopen",
-    ops.task_reopen,
-    _said("reopened"),
-    help="Open a done task again (by id or unique prefix).",
-)
+    task_app, "reopen", ops.task_reopen, help="Open a done task again (by id or unique prefix)."
+)(_said("reopened"))
 command(
     task_app,
     "edit",
     ops.task_edit,
-    _said("edited"),
     help="Change a task's title, priority, due date, goal or notes (by id or prefix).\n\n"
     'An empty --due or --goal ("") clears it.',
-)
-command(
-    task_app,
-    "suggest",
-    ops.task_suggest,
-    _suggestions,
-    llm=True,
-    help="What to work on next: open tasks ranked with their goals and memory context.\n\n"
-    "With an LLM configured the model ranks them and says why; otherwise the order is: "
-    "overdue, due within 3 days, priority, towards an open goal, recently mentioned in "
-    "memory, oldest.",
-)
+)(_said("edited"))
 command(
     goal_app,
     "add",
     ops.goal_add,
-    _new_id,
     help="Add a goal; prints its id (aether task add --goal ID links tasks to it).",
-)
-command(
-    goal_app, "list", ops.goal_list, _goals, help="Goals, open ones first, with their task counts."
-)
-command(
-    goal_app,
-    "done",
-    ops.goal_done,
-    _goal_done,
-    help="Mark a goal done (by id or unique prefix); its tasks stay as they are.",
-)
+)(_new_id)

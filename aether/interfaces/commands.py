@@ -1,9 +1,12 @@
 """A CLI command built from its operation: options from the arguments model, one renderer.
 
-A command that only runs its operation and prints the result is declared, not written::
+A command that only runs its operation and prints the result is declared on its
+renderer, not written::
 
-    command(task_app, "done", ops.task_done, lambda task, out: out.emit(task, task.id),
-            help="Mark a task done (by id or unique prefix).")
+    @command(goal_app, "done", ops.goal_done)
+    def _goal_done(goal: Goal, out: Out[Goal]) -> None:
+        '''Mark a goal done (by id or unique prefix).'''  # the command's help
+        out.emit(goal, f"done {goal.id}: {goal.title}")
 
 Its options are the model's fields (:mod:`aether.interfaces.parameters`, the reading
 MCP's tools use): a field's description is its option's help, its range the option's
@@ -195,38 +198,50 @@ def command(
     app: typer.Typer,
     name: str,
     op: Operation[Any, T],
-    render: Renderer[T],
     *,
-    help: str,
+    help: str | None = None,
     fixed: Mapping[str, object] | None = None,
     positional: Mapping[str, str] | None = None,
     llm: bool = False,
     zone: bool = False,
     progress: str | None = None,
     hidden: bool = False,
-) -> None:
-    """Add the command ``name`` to ``app``, built by :func:`build`.
+) -> Callable[[Renderer[T]], Renderer[T]]:
+    """Declare the command ``name`` of ``app`` on its renderer (built by :func:`build`).
 
-    ``hidden`` leaves it out of help (a compatibility spelling).
+    ::
+
+        @command(task_app, "done", ops.task_done)
+        def _done(task: Task, out: Out[Task]) -> None:
+            # this docstring is the command's help (unless ``help`` is given)
+            out.emit(task, f"done {task.id}")
+
+    ``hidden`` leaves it out of help (a compatibility spelling); the other arguments are
+    :func:`build`'s.
     """
-    body = build(
-        op,
-        render,
-        help=help,
-        fixed=fixed,
-        positional=positional,
-        llm=llm,
-        zone=zone,
-        progress=progress,
-    )
-    app.command(name, hidden=hidden)(body)
+
+    def declare(render: Renderer[T]) -> Renderer[T]:
+        body = build(
+            op,
+            render,
+            help=help,
+            fixed=fixed,
+            positional=positional,
+            llm=llm,
+            zone=zone,
+            progress=progress,
+        )
+        app.command(name, hidden=hidden)(body)
+        return render
+
+    return declare
 
 
 def build(
     op: Operation[Any, T],
     render: Renderer[T],
     *,
-    help: str,
+    help: str | None = None,
     fixed: Mapping[str, object] | None = None,
     positional: Mapping[str, str] | None = None,
     llm: bool = False,
@@ -238,7 +253,8 @@ def build(
     Args:
         op: the operation it runs.
         render: prints the result (:class:`Out` says how: JSON or for people).
-        help: the command's help (its first line is its summary).
+        help: the command's help (its first line is its summary); by default the
+            renderer's docstring.
         fixed: arguments the command sets itself (not offered as options).
         positional: fields this command takes as positional arguments, with their names.
         llm: run the operation with the configured model.
@@ -274,7 +290,7 @@ def build(
     body.__signature__ = signature  # type: ignore[attr-defined]
     body.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
     body.__name__ = body.__qualname__ = f"{op.name}_command"
-    body.__doc__ = help
+    body.__doc__ = help or inspect.cleandoc(render.__doc__ or "")
     DECLARED[body] = Declaration(op, dict(fixed or {}), dict(positional or {}))
     return body
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -41,12 +41,24 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def group(help: str, **options: Any) -> typer.Typer:
+def group(help: str, order: Sequence[str] = (), **options: Any) -> typer.Typer:
     """A command group that reads well: plain help (no markup), help when run bare.
 
-    Every group of the CLI is made here, so they all behave alike.
+    Every group of the CLI is made here, so they all behave alike. ``order`` is the order
+    help lists its commands in (others follow, as declared), whatever the order of the
+    code that declares them.
     """
+    if order:
+        from typer.core import TyperGroup
+
+        options["cls"] = type("OrderedGroup", (TyperGroup,), {"order": tuple(order)})
+        options["cls"].list_commands = _listed_in_order
     return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
+
+
+def _listed_in_order(self: Any, ctx: Any) -> list[str]:
+    names: list[str] = list(self.commands)
+    return sorted(names, key=lambda n: self.order.index(n) if n in self.order else len(names))
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
