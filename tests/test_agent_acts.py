@@ -27,6 +27,7 @@ from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.memory.tiers.episodes import Episodes
 from aether.operations import Parts
+from aether.registry.model import LedgerQuery
 from aether.runtime.daemon import HEARTBEAT_SESSION, Daemon
 from aether.runtime.llm import CircuitBreaker, LLMClient
 from aether.testing.model import ScriptedOpenAI, completion
@@ -344,7 +345,7 @@ async def test_a_heartbeat_uses_its_tools_over_simulated_days(
     notes = sorted(h.content for h in found if "disk usage" in h.content)
     assert len(notes) == 2 and all(n.split()[3].isdigit() for n in notes)
     assert len({n.split()[3] for n in notes}) == 2  # day 3's workspace is larger than day 1's
-    tool_calls = await daemon.services.ledger.entries(kind="tool_call")
+    tool_calls = await daemon.services.ledger.entries(LedgerQuery(kind="tool_call"))
     assert [e.detail["tool"] for e in reversed(tool_calls)] == ["bash", "memory_note"] * 2
     assert all(e.session == HEARTBEAT_SESSION for e in tool_calls)
     state = await daemon.heartbeat_state.get()

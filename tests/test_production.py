@@ -33,7 +33,7 @@ from aether.memory.storage.layer import MemoryLayer
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.registry.factory import open_registry
-from aether.registry.model import new_entry
+from aether.registry.model import LedgerQuery, new_entry
 from aether.server.embedded import EmbeddedRedis
 from aether.testing.model import ScriptedOpenAI
 from tests.conftest import PG_DSN, free_port, invoke_cli, run_cli
@@ -247,9 +247,12 @@ async def test_the_agent_ledger_contract(services: Any) -> None:
     await ledger.append(new_entry("tool_call", summary="memory_search", detail={"q": "x"}))
     latest = await ledger.entries()
     assert [e.kind for e in latest] == ["tool_call", "llm_call", "llm_call", "action"]
-    assert [e.prompt_tokens for e in await ledger.entries(kind="llm_call")] == [80, 120]
-    assert len(await ledger.entries(limit=2)) == 2
-    assert await ledger.entries(since=time.time() + 60) == []
+    assert [e.prompt_tokens for e in await ledger.entries(LedgerQuery(kind="llm_call"))] == [
+        80,
+        120,
+    ]
+    assert len(await ledger.entries(LedgerQuery(limit=2))) == 2
+    assert await ledger.entries(LedgerQuery(since=time.time() + 60)) == []
     totals = await ledger.totals(since=start - 1)
     assert totals == {
         "llm_calls": 2,

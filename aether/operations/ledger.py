@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from aether.operations.base import Caller, NoArgs, for_the_cli, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import LEDGER_LIMIT, VERSION
+from aether.registry.model import LedgerQuery
 
 __all__ = ["ledger_days", "ledger_list", "ledger_totals", "tools_list", "tools_show"]
 
@@ -54,9 +55,8 @@ async def ledger_list(parts: Parts, caller: Caller, args: LedgerListArgs) -> Led
 
     Model calls (tokens, cost), tool calls (outcome, approval, files changed), actions.
     """
-    entries = await parts.ledger().entries(
-        kind=args.kind, since=args.since, limit=args.limit, before=args.before
-    )
+    query = LedgerQuery(kind=args.kind, since=args.since, limit=args.limit, before=args.before)
+    entries = await parts.ledger().entries(query)
     return LedgerEntries(entries=[e.to_dict() for e in entries])
 
 
@@ -100,7 +100,7 @@ async def ledger_days(parts: Parts, caller: Caller, args: LedgerDaysArgs) -> Led
         )
         for i in range(args.days)
     }
-    for entry in await parts.ledger().entries(since=since, limit=10**7):
+    for entry in await parts.ledger().entries(LedgerQuery(since=since, limit=0)):
         row = rows.get(datetime.fromtimestamp(entry.at, UTC).date().isoformat())
         if row is None:
             continue

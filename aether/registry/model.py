@@ -92,6 +92,27 @@ def new_entry(kind: str, **fields: Any) -> LedgerEntry:
     return LedgerEntry(id=new_id(), kind=kind, at=time.time(), detail=detail, **known)
 
 
+@dataclass(frozen=True)
+class LedgerQuery:
+    """Which ledger entries to read.
+
+    Attributes:
+        kind: only entries of this kind.
+        since: only entries from this time on (epoch seconds).
+        limit: at most this many, the newest (0: no limit).
+        before: only entries older than this time: a page.
+    """
+
+    kind: str | None = None
+    since: float | None = None
+    limit: int = 100
+    before: float | None = None
+
+
+EVERY = LedgerQuery()
+"""The newest 100 entries of every kind."""
+
+
 class ToolRegistry(Protocol):
     """Tools with JSON schemas, versioned: a changed schema or description is a new version."""
 
@@ -119,14 +140,8 @@ class AgentLedger(Protocol):
         """Add an entry; entries are never changed or removed."""
         ...
 
-    async def entries(
-        self,
-        kind: str | None = None,
-        since: float | None = None,
-        limit: int = 100,
-        before: float | None = None,
-    ) -> list[LedgerEntry]:
-        """Entries, newest first (``before``: only older than that time, a page)."""
+    async def entries(self, query: LedgerQuery = EVERY) -> list[LedgerEntry]:
+        """The entries ``query`` asks for, newest first."""
         ...
 
     async def totals(self, since: float | None = None) -> dict[str, float]:

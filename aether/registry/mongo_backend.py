@@ -18,7 +18,9 @@ from pymongo.errors import AutoReconnect, ConnectionFailure, DuplicateKeyError, 
 
 from aether.errors import ConcurrentAdminError, NotFoundError, StoreError, UnavailableError
 from aether.registry.model import (
+    EVERY,
     LedgerEntry,
+    LedgerQuery,
     ToolRecord,
     check_tool,
     pick_version,
@@ -151,27 +153,22 @@ class MongoAgentLedger:
         return entry
 
     @translated
-    async def entries(
-        self,
-        kind: str | None = None,
-        since: float | None = None,
-        limit: int = 100,
-        before: float | None = None,
-    ) -> list[LedgerEntry]:
-        """Entries, newest first (``before``: only older than that time, a page)."""
+    async def entries(self, query: LedgerQuery = EVERY) -> list[LedgerEntry]:
+        """The entries ``query`` asks for, newest first."""
         await self.backend.ready()
-        query: dict[str, Any] = {}
-        if kind is not None:
-            query["kind"] = kind
-        if since is not None or before is not None:
-            query["at"] = {}
-            if since is not None:
-                query["at"]["$gte"] = since
-            if before is not None:
-                query["at"]["$lt"] = before
-        cursor = self.backend.ledger.find(query, sort=[("at", -1), ("_id", -1)], limit=limit)
+        found: dict[str, Any] = {}
+        if query.kind is not None:
+            found["kind"] = query.kind
+        if query.since is not None or query.before is not None:
+            found["at"] = {}
+            if query.since is not None:
+                found["at"]["$gte"] = query.since
+            if query.before is not None:
+                found["at"]["$lt"] = query.before
+        order = [("at", -1), ("_id", -1)]
+        cursor = self.backend.ledger.find(found, sort=order, limit=query.limit)
         return [LedgerEntry(**{k: v for k, v in d.items() if k != "_id"}) async for d in cursor]
 
     async def totals(self, since: float | None = None) -> dict[str, float]:
         """Sums since a time."""
-        return totals_of(await self.entries(since=since, limit=0))
+        return totals_of(await self.entries(LedgerQuery(since=since, limit=0)))

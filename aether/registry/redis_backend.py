@@ -18,7 +18,9 @@ from aether.codec import byte_map, text, texts
 from aether.errors import NotFoundError
 from aether.keys import Keyspace
 from aether.registry.model import (
+    EVERY,
     LedgerEntry,
+    LedgerQuery,
     ToolRecord,
     check_tool,
     pick_version,
@@ -103,14 +105,10 @@ class RedisAgentLedger:
         )
         return entry
 
-    async def entries(
-        self,
-        kind: str | None = None,
-        since: float | None = None,
-        limit: int = 100,
-        before: float | None = None,
-    ) -> list[LedgerEntry]:
-        """Entries, newest first (``before``: only older than that time, a page)."""
+    async def entries(self, query: LedgerQuery = EVERY) -> list[LedgerEntry]:
+        """The entries ``query`` asks for, newest first."""
+        kind, since, before = query.kind, query.since, query.before
+        limit = query.limit or 10**9
         low = f"{int(since * 1000)}-0" if since is not None else "-"
         out: list[LedgerEntry] = []
         # the stream's ids are the server's clock, an entry's ``at`` the writer's: read a
@@ -134,4 +132,4 @@ class RedisAgentLedger:
 
     async def totals(self, since: float | None = None) -> dict[str, float]:
         """Sums since a time."""
-        return totals_of(await self.entries(since=since, limit=10**9))
+        return totals_of(await self.entries(LedgerQuery(since=since, limit=0)))
