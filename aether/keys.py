@@ -133,7 +133,7 @@ class Keyspace:
         return self._k("identity", "files")
 
     def system_flags(self) -> str:
-        """HASH: bootstrapped, maintenance_mode, feature toggles."""
+        """HASH: whether (and when) an identity was bootstrapped."""
         return self._k("system", "flags")
 
     def heartbeat_state(self) -> str:

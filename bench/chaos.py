@@ -47,7 +47,6 @@ from typing import Any
 import structlog
 from redis.asyncio import Redis
 
-from aether.checkpoints.image import state_image
 from aether.checkpoints.manager import Checkpoints
 from aether.codec import text
 from aether.config import Settings
@@ -58,6 +57,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.runtime.inbox import Inbox
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
+from aether.testing.image import state_image
 
 # the scripted LLM server is the test suite's; the bench runs from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -34,8 +34,8 @@ from aether.app import Aether
 from aether.config import Settings
 from aether.memory.tiers.daily import DailyLog
 from aether.server.embedded import EmbeddedRedis
-from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
+from aether.testing.local_cluster import LocalCluster
 
 CONCURRENCY = 32
 QUERIES = ("deploy of the billing service", "orchard harvest notes", "what broke in staging")

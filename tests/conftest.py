@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from aether.checkpoints.image import state_image
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
 from aether.server.embedded import EmbeddedRedis
-from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.state import Store
+from aether.testing.image import state_image
+from aether.testing.local_cluster import LocalCluster
 
 PG_DSN = os.environ.get("AETHER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 

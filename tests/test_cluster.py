@@ -21,9 +21,9 @@ from aether.errors import BusyError, ConfigError, UnavailableError
 from aether.keys import Keyspace
 from aether.memory.tiers.daily import DailyLog
 from aether.runtime.inbox import Inbox
-from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.cluster import SlotRedis
+from aether.testing.local_cluster import LocalCluster
 from aether.testing.model import ScriptedOpenAI
 from tests.conftest import dump_state
 from tests.test_daemon import SlowModel, _cli, _env, _start

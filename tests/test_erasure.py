@@ -21,7 +21,6 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from aether.checkpoints.archive import Archive, open_archive
-from aether.checkpoints.image import state_image
 from aether.config import Settings
 from aether.errors import (
     BusyError,
@@ -43,6 +42,7 @@ from aether.operations import Caller, Parts
 from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
 from aether.store.redaction import TOMBSTONE, Needle
 from aether.store.state import Mutation, Store
+from aether.testing.image import state_image
 from aether.testing.model import ScriptedOpenAI
 from tests.conftest import PG_DSN, invoke_cli
 

@@ -21,9 +21,9 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.keys import Keyspace
 from aether.memory.storage import vectors
-from aether.server.local_cluster import LocalCluster
 from aether.store.client import connect
 from aether.store.state import Mutation, Store
+from aether.testing.local_cluster import LocalCluster
 from tests.conftest import dump_state
 
 NAMES = ["a", "b", "c"]

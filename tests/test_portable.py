@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from aether.checkpoints.image import state_image
 from aether.config import Settings
 from aether.errors import InvalidOperationError
 from aether.keys import Keyspace
@@ -25,6 +24,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.operations import Parts
 from aether.store.values import Value, read_values
+from aether.testing.image import state_image
 from tests.conftest import invoke_cli
 
 IDENTITY = Path(__file__).resolve().parent.parent / "identity"

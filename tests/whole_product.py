@@ -40,7 +40,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
-from aether.checkpoints.image import state_image
 from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.integrations.langgraph import AetherCheckpointSaver, AetherStore
@@ -50,6 +49,7 @@ from aether.operations import REGISTRY, Caller, Parts
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.llm import CircuitBreaker, LLMClient
 from aether.store.client import connect
+from aether.testing.image import state_image
 from aether.testing.model import ScriptedOpenAI, echo
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""Typed access to system flags (journaled state) and heartbeat state (liveness, not journaled)."""
+"""The heartbeat state: liveness, the rotation of its checks, its alerts (not journaled)."""
 
 from __future__ import annotations
 
@@ -12,63 +12,10 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from aether.codec import byte_map
-from aether.errors import IdentityError
 from aether.keys import Keyspace
-from aether.store.state import Mutation, Store
 
 _FEATURE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 ALERT_HISTORY = 50
-
-
-class SystemFlags:
-    """``ns:system:flags``: bootstrapped, maintenance_mode and feature toggles.
-
-    Changes go through the journaled store (a rollback restores them).
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.key = store.keys.system_flags()
-
-    async def all(self) -> dict[str, str]:
-        """Every flag as stored."""
-        raw = byte_map(await self.store.client.hgetall(self.key))
-        return {k.decode(): v.decode() for k, v in raw.items()}
-
-    async def is_bootstrapped(self) -> bool:
-        """Whether an identity has been bootstrapped."""
-        return await self.store.client.hget(self.key, "bootstrapped") == b"1"
-
-    async def maintenance_mode(self) -> bool:
-        """Whether maintenance mode is on."""
-        return await self.store.client.hget(self.key, "maintenance_mode") == b"1"
-
-    async def set_maintenance_mode(self, on: bool, actor: str = "aether") -> None:
-        """Turn maintenance mode on or off."""
-        await self.store.apply(
-            Mutation().hset(self.key, {"maintenance_mode": "1" if on else "0"}),
-            "flags.maintenance_mode",
-            actor,
-        )
-
-    async def feature(self, name: str, default: bool = False) -> bool:
-        """Whether feature toggle ``name`` is on (``default`` when never set)."""
-        value = await self.store.client.hget(self.key, f"feature:{_feature(name)}")
-        return default if value is None else value == b"1"
-
-    async def set_feature(self, name: str, on: bool, actor: str = "aether") -> None:
-        """Set feature toggle ``name``."""
-        await self.store.apply(
-            Mutation().hset(self.key, {f"feature:{_feature(name)}": "1" if on else "0"}),
-            "flags.feature",
-            actor,
-        )
-
-
-def _feature(name: str) -> str:
-    if not _FEATURE.match(name):
-        raise IdentityError(f"feature name {name!r} must be lower-case letters, digits, _ . -")
-    return name
 
 
 @dataclass(frozen=True)
