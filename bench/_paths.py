@@ -1,6 +1,6 @@
 """Run as ``python bench/NAME.py``, a bench has this folder first on ``sys.path``, where
 ``bench/langgraph.py`` hides the langgraph package. Importing this module (first) takes
-the folder off the path and puts the repository's root there (for ``tests.*``)."""
+the folder off the path and puts the repository's root there (for ``bench.*``)."""
 
 import sys
 from pathlib import Path

@@ -2,7 +2,7 @@
 
 Two parts, one JSON object:
 
-1. **Operations.** :class:`tests.whole_product.WholeProduct` (a hypothesis state machine
+1. **Operations.** :class:`bench.whole_product.WholeProduct` (a hypothesis state machine
    over every operation against one real namespace, invariants after every step) run for
    ``--steps`` steps, seed after seed, against the bench's own embedded Redis.
 2. **Daemon life.** The real :class:`aether.runtime.daemon.Daemon` (its inbox lanes,
@@ -58,7 +58,7 @@ from aether.runtime.llm import CircuitBreaker, LLMClient
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 from aether.testing.model import ScriptedOpenAI, echo, structured
-from tests.whole_product import WholeProduct
+from bench.whole_product import WholeProduct
 
 SESSIONS = ("alpha", "beta", "tools")
 START = datetime(2026, 3, 2, 8, tzinfo=UTC)

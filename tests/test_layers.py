@@ -218,3 +218,14 @@ def test_no_function_in_the_package_is_over_100_lines() -> None:
                 if lines > 100:
                     long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
     assert long == []
+
+
+def test_the_benches_import_nothing_from_the_tests() -> None:
+    """A bench runs from a checkout without the test suite's helpers (issue 66)."""
+    bench = PACKAGE.parent / "bench"
+    importing = sorted(
+        path.name
+        for path in bench.glob("*.py")
+        if re.search(r"^\s*(from tests[ .]|import tests\b)", path.read_text(), re.MULTILINE)
+    )
+    assert importing == []

@@ -1,6 +1,6 @@
 """The whole product, run as a state machine in the suite (issue 53).
 
-A bounded, seeded number of examples of :class:`tests.whole_product.WholeProduct`; the
+A bounded, seeded number of examples of :class:`bench.whole_product.WholeProduct`; the
 bench (``bench/simulate.py``) runs many more, and the daemon over simulated weeks.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from tests.whole_product import WholeProduct
+from bench.whole_product import WholeProduct
 
 
 @pytest.fixture
