@@ -22,6 +22,8 @@ from tests.conftest import free_port
 
 TOOLS = {
     "belief_list",
+    "decision_outcome",
+    "decision_record",
     "belief_show",
     "chat_list",
     "chat_messages",

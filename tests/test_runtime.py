@@ -48,6 +48,21 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
                 ("call_p", "scratchpad_set", {"id": "plan", "value": "water plants"}),
             ]
         )
+    if last["role"] == "user" and "DECIDE" in last["content"]:
+        return completion(
+            tool_calls=[
+                (
+                    "call_d",
+                    "decision_record",
+                    {
+                        "title": "Session store",
+                        "choice": "Redis streams",
+                        "rationale": "ordered and durable, and already deployed",
+                    },
+                ),
+                ("call_x", "scratchpad_get", {"id": "no/such pad"}),
+            ]
+        )
     if last["role"] == "user" and "BROKEN TOOLS" in last["content"]:
         return completion(
             tool_calls=[
@@ -325,6 +340,37 @@ async def test_a_tool_that_keeps_failing_becomes_a_known_failure_pattern(
     ctx = await wired.context.assemble("shout the greeting", 4000, session="conv")
     shown = ctx.graph.text
     assert "Known failure patterns" in shown and "shouting is broken" in shown
+
+
+async def test_the_agent_records_decisions_and_each_tool_run_is_an_event(
+    settings: Settings, client: Redis, server: ScriptedOpenAI
+) -> None:
+    """Decisions from the agent's tool are memories a later search finds; each tool run
+    (the failed one too) is an event the next context's recent events show."""
+    from aether.memory.knowledge.archetypes import archetype
+    from aether.memory.knowledge.events import Events
+    from aether.memory.tiers.decisions import DecisionMemory
+    from aether.operations import Caller
+    from aether.operations import memory as memory_ops
+
+    wired_settings = configured(settings, server, window_tokens=8192)
+    rt = await open_runtime(wired_settings, client)
+    result = await rt.step("DECIDE how to store sessions")
+    assert [r.success for r in result.tool_runs] == [True, False]
+    decisions = await DecisionMemory(rt.layer).list()
+    assert [(d["title"], d["choice"]) for d in decisions] == [("Session store", "Redis streams")]
+    events = await Events(rt.layer, archetype("general")).recent("conv", 10)
+    kinds = sorted((e["type"], e["outcome"], e["summary"]) for e in events)
+    assert kinds == [
+        ("error", "failure", "scratchpad_get failed"),
+        ("tool_call", "success", "decision_record ok"),
+    ]
+    wired = Aether(wired_settings, client)
+    question = memory_ops.SearchArgs(query="why did we pick redis streams for sessions?")
+    found = await memory_ops.memory_search(wired, Caller("cli"), question)
+    assert any(h["kind"] == "decision" for h in found.results)
+    ctx = await wired.context.assemble("what happened with the tools?", 4000, session="conv")
+    assert "decision_record ok" in ctx.graph.text and "scratchpad_get failed" in ctx.graph.text
 
 
 class BrokenCheckpoints(Checkpoints):

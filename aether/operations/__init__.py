@@ -5,8 +5,8 @@ an async function with a pydantic arguments model and a typed result, working on
 :class:`Parts` of one namespace. Groups: :mod:`.memory`, :mod:`.checkpoints`,
 :mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`,
 :mod:`.approvals` (the operator's answers to the agent's tool calls), :mod:`.beliefs`,
-:mod:`.chat`, :mod:`.ledger` (and the tool registry), :mod:`.erasure`, and the operator's
-own: :mod:`.transfer` (export, import, reindex), :mod:`.archive`, :mod:`.repo`,
+:mod:`.chat`, :mod:`.decisions`, :mod:`.ledger` (and the tool registry), :mod:`.erasure`,
+and the operator's own: :mod:`.transfer` (export, import, reindex), :mod:`.archive`, :mod:`.repo`,
 :mod:`.maintenance`. The CLI calls every command's operation through
 ``aether.interfaces.common.call``.
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         beliefs,
         chat,
         checkpoints,
+        decisions,
         erasure,
         graph,
         identity,
@@ -53,6 +54,7 @@ __all__ = [
     "beliefs",
     "chat",
     "checkpoints",
+    "decisions",
     "erasure",
     "graph",
     "identity",
@@ -65,21 +67,8 @@ __all__ = [
     "transfer",
 ]
 
-GROUPS = (
-    "approvals",
-    "archive",
-    "beliefs",
-    "chat",
-    "checkpoints",
-    "erasure",
-    "graph",
-    "identity",
-    "ledger",
-    "maintenance",
-    "memory",
-    "repo",
-    "tasks",
-    "transfer",
+GROUPS = tuple(
+    name for name in __all__ if name[0].islower() and name not in ("agent_operations", "operation")
 )
 
 

@@ -39,6 +39,7 @@ from aether.operations import Caller, Parts
 from aether.registry.model import AgentLedger, new_entry
 from aether.runtime.llm import Completion, LLMClient, ToolCall
 from aether.runtime.on_parts import OnParts
+from aether.runtime.tool_events import record_tool_events
 from aether.runtime.tools import Tool, Toolbox, ToolRun, Workspace, builtin_tools
 from aether.runtime.tools.calls import ToolCaller, TurnGuard
 from aether.runtime.tools.policy import Policy, autonomy_mode
@@ -349,6 +350,9 @@ class AgentRuntime(OnParts):
                 run.duration_ms,
                 timestamp=self.clock(),
             )
+        await record_tool_events(
+            self.layer, archetype(self.parts.settings.archetype), self.session, runs, self.clock()
+        )
         parts = [call.as_message_part() for call in calls]
         results = [
             ChatMessage(

@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError, NotFoundError
@@ -24,7 +25,8 @@ from aether.memory.tiers.memory_index import count_ops
 from aether.memory.tiers.patterns import pattern_key
 from aether.store.state import Mutation
 
-DECISION_OUTCOMES = ("pending", "accepted", "rejected", "success", "failure", "partial")
+DecisionOutcome = Literal["pending", "accepted", "rejected", "success", "failure", "partial"]
+DECISION_OUTCOMES: tuple[str, ...] = get_args(DecisionOutcome)
 DETECT_AT = 3
 _PATTERN_ID = r"^[a-z0-9_]{1,64}$"
 
