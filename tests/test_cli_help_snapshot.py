@@ -15,16 +15,24 @@ import typer
 from typer.testing import CliRunner
 
 from aether.interfaces.cli import app
+from aether.interfaces.cli_erase import FLAGS_FORM
 from tests.test_cli_faces import _commands
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "cli_options.json"
 
 
 def listed() -> dict[str, list[str]]:
-    """``aether memory log`` -> its arguments (upper case) and every spelling of its options."""
+    """``aether memory log`` -> its arguments (upper case) and every spelling of its options.
+
+    A group that still reads an earlier one-command form (``aether erase TEXT --yes``)
+    lists that form's options under its own path, as its help does.
+    """
     root = typer.main.get_command(app)
     found: dict[str, list[str]] = {}
     for path, command in _commands(root, "aether"):
+        group_path, _, name = path.rpartition(" ")
+        if name == FLAGS_FORM and command.hidden:
+            path = group_path
         names: set[str] = set()
         for param in command.params:
             if param.param_type_name == "argument":

@@ -159,7 +159,7 @@ async def test_the_overview_shows_a_pending_erasure_and_what_waits_on_an_approva
         page = await http.get("/", headers=bearer)
         assert page.status_code == 200
         assert 'id="erasure-pending"' in page.text and hold["id"] in page.text
-        assert "aether erase --resume" in page.text
+        assert "aether erase resume" in page.text
         assert "write_file in session tools" in page.text and request.id[:10] in page.text
         assert "Quokka" not in page.text
     finally:

@@ -385,7 +385,7 @@ async def test_a_hold_keeps_the_text_sealed_and_a_lost_key_asks_for_the_text(
     key_file = eraser.key_dir / f"{keys.ns}.{hold['id']}.key"
     assert key_file.stat().st_mode & 0o777 == 0o600
     key_file.unlink()  # the erasure ran elsewhere, or the file went
-    with pytest.raises(ErasureStuckError, match="aether erase --resume"):
+    with pytest.raises(ErasureStuckError, match="aether erase resume"):
         await eraser.resume()
     with pytest.raises(ErasureStuckError, match="does not match"):
         await eraser.resume("some other text")
@@ -443,6 +443,31 @@ def test_the_cli_erases_verifies_and_logs(cli_env: dict[str, str]) -> None:
     found = invoke_cli(env, "memory", "search", "build", "--json")
     assert "the build is green" in found.stdout
     assert invoke_cli(env, "erase", "--resume").stdout.strip() == "no erasure was interrupted"
+
+
+def test_erase_subcommands_do_what_the_flags_did(cli_env: dict[str, str]) -> None:
+    """run, preview, verify, log and resume; the one-command form answers alike (until 0.3.0)."""
+    text = mark()
+    env = {**cli_env, "AETHER_EMBEDDING__PROVIDER": "none"}
+    assert invoke_cli(env, "memory", "log", f"the locker code of {text} is 4410").returncode == 0
+    new_plan = json.loads(invoke_cli(env, "erase", "preview", text, "--json").stdout)
+    old_plan = json.loads(invoke_cli(env, "erase", text, "--dry-run", "--json").stdout)
+    assert new_plan["counts"] == old_plan["counts"] and new_plan["items"]["daily"]
+    assert invoke_cli(env, "erase", "verify", text).returncode == 1
+    assert invoke_cli(env, "erase", "run").returncode == 64  # TEXT or --id
+    refused = invoke_cli(env, "erase", "run", text)  # no terminal, no --yes: nothing changes
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    done = invoke_cli(env, "erase", "run", text, "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert invoke_cli(env, "erase", "verify", text).returncode == 0
+    assert invoke_cli(env, "erase", "--verify", text).returncode == 0
+    new_log = json.loads(invoke_cli(env, "erase", "log", "--json").stdout)
+    assert new_log == json.loads(invoke_cli(env, "erase", "--log", "--json").stdout)
+    assert new_log[0]["id"] == json.loads(done.stdout)["id"]
+    resumed = invoke_cli(env, "erase", "resume").stdout.strip()
+    assert resumed == "no erasure was interrupted"
+    shown = invoke_cli(env, "erase", "--help").stdout
+    assert "run" in shown and "--dry-run" in shown and "read until aether 0.3.0" in shown
 
 
 async def test_other_namespaces_are_untouched(

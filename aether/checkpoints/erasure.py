@@ -26,7 +26,7 @@ interrupted run resumes from (and that keeps the archive from syncing meanwhile)
 
 The hold never keeps the text in plain form: it keeps a salted hash and the text sealed
 with a key kept in a file outside Redis (:mod:`aether.checkpoints.erasure_seal`), so a run
-cut short leaves nothing that ``erase --verify`` finds, yet can be finished.
+cut short leaves nothing that ``erase verify`` finds, yet can be finished.
 
 Then the erasure is recorded in ``ns:erasures`` (a salted hash of the text, never the
 text), the hold is released, and the Redis server rewrites its AOF; the erasure waits
@@ -105,7 +105,7 @@ def pending_view(hold: dict[str, str] | None) -> dict[str, Any] | None:
         "started": int(hold.get("started") or 0) / 1000,
         "checkpoint": hold.get("checkpoint", ""),
         "writes": "open" if hold.get("writes") == "open" else "waiting",
-        "resolve": "aether erase --resume (or start the daemon: aether up)",
+        "resolve": "aether erase resume (or start the daemon: aether up)",
     }
 
 
@@ -282,7 +282,7 @@ class Eraser:
             f"erasure {hold.get('id')} was cut short in phase {hold.get('phase')!r} and its key "
             f"file {key_file.path} is gone (the erasure ran on another machine, or the file "
             "was removed); writes wait until it is finished: run "
-            "`aether erase --resume 'THE ERASED TEXT'`"
+            "`aether erase resume 'THE ERASED TEXT'`"
             + (" (that text does not match the erasure's)" if subject is not None else "")
         )
 

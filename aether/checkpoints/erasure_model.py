@@ -125,7 +125,7 @@ COUNTED: tuple[tuple[str, str, str, str], ...] = (
     ("mirror_points", "mirror point", "mirror points", "removed"),
 )
 """What an erasure counts, as people read it: the one model of the dry run (its first two),
-the run, ``erase --log`` and the console. ``items`` in the counts (the memory documents
+the run, ``erase log`` and the console. ``items`` in the counts (the memory documents
 among the removed keys, for the hooks) is not shown: ``state_removed`` is what goes."""
 
 

@@ -1,8 +1,8 @@
 """The erasure's text kept sealed while it runs: Redis holds a ciphertext, a file the key.
 
 An erasure that a crash cuts short is finished later (by ``aether up`` or
-``aether erase --resume``), and finishing needs the text. Keeping it in Redis in plain text
-would leave the very text being erased in the write hold, the AOF and ``erase --verify``'s
+``aether erase resume``), and finishing needs the text. Keeping it in Redis in plain text
+would leave the very text being erased in the write hold, the AOF and ``erase verify``'s
 findings. So the hold keeps the text sealed: XOR with a SHAKE-256 keystream of a random
 32-byte key and a per-text nonce. The key is a file (0600) under ``AETHER_HOME/erasures``,
 outside Redis and its data directory, removed when the erasure is done: neither half alone

@@ -374,7 +374,7 @@ class Checkpoints:
         if hold.get("kind") == "erase":
             raise ConcurrentAdminError(
                 f"an erasure holds the writes of namespace {self.keys.ns!r}; it is finished by "
-                "'aether erase --resume' or when the daemon starts, then try again"
+                "'aether erase resume' or when the daemon starts, then try again"
             )
         target_id, pre_id = hold.get("label", ""), hold.get("pre", "")
         reason, actor = hold.get("reason", "rollback"), hold.get("actor", "aether")

@@ -88,7 +88,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry(
         "erase",
         _P + "cli_erase",
-        "erase",
+        "app",
         "Erase a subject from every store: state, history, caches, archive, Redis's files.",
     ),
     Entry(

@@ -1,6 +1,10 @@
-"""``aether erase``: remove a subject from every store, history included, and prove it.
+"""``aether erase ...``: remove a subject from every store, history included, and prove it.
 
-A face over ``aether.operations.erasure``; operator only (never an agent tool).
+A face over ``aether.operations.erasure``; operator only (never an agent tool). Each mode
+is a subcommand: ``run``, ``preview``, ``verify``, ``log``, ``resume``. The one-command
+form of earlier releases (``aether erase TEXT --yes``, ``--dry-run``, ``--verify TEXT``,
+``--log``, ``--resume``) is read until aether 0.3.0 (:data:`FLAGS_UNTIL`): an invocation
+that names no subcommand goes to it.
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 import typer
+from typer.core import TyperCommand
 
+from aether.interfaces.commands import Out, command
 from aether.interfaces.common import (
     EXIT_ERROR,
     EXIT_USAGE,
     JsonOpt,
+    OrderedGroup,
     about,
     arguments,
     call,
@@ -22,10 +29,79 @@ from aether.interfaces.common import (
     confirm,
     emit,
     fail,
+    group,
     local_time,
     wants_json,
 )
 from aether.operations import erasure as ops
+
+FLAGS_UNTIL = "0.3.0"
+"""The release that removes the one-command form (``aether erase TEXT --yes`` and its flags)."""
+FLAGS_FORM = "flags"
+"""The hidden subcommand that reads the one-command form."""
+SUBCOMMANDS = ("run", "preview", "verify", "log", "resume")
+
+
+class EraseGroup(OrderedGroup):
+    """``aether erase SUBCOMMAND``, and the one-command form of earlier releases.
+
+    An invocation whose first word is no subcommand (``aether erase "Olga" --yes``,
+    ``aether erase --log``) is read by the hidden :data:`FLAGS_FORM` command; its help
+    lists those flags under the subcommands, so ``--help`` still shows every option.
+    """
+
+    order = SUBCOMMANDS
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Route the one-command form to its hidden command."""
+        first = args[0] if args else None
+        if first is not None and first not in self.commands and first not in ctx.help_option_names:
+            args = [FLAGS_FORM, *args]
+        parsed: list[str] = super().parse_args(ctx, args)
+        return parsed
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The command, named as the user typed it (the one-command form: no name)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        return ("" if name == FLAGS_FORM else name), command, rest
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The group's help, then the options of the one-command form."""
+        super().format_help(ctx, formatter)
+        flags_form = self.commands[FLAGS_FORM]
+        records = [
+            record
+            for param in flags_form.get_params(ctx)
+            if (record := param.get_help_record(ctx)) is not None
+        ]
+        heading = f"Options of the one-command form (read until aether {FLAGS_UNTIL})"
+        with formatter.section(heading):
+            formatter.write_text(
+                "aether erase [TEXT] [--id ID] [--dry-run] [--yes] | --verify TEXT | --log | "
+                "--resume [TEXT]: run, preview, verify, log and resume."
+            )
+            formatter.write_dl(records)
+
+
+class _InGroupsName(typer.Context):
+    """The one-command form's context: its path is the group's (``aether erase``)."""
+
+    @property
+    def command_path(self) -> str:
+        """``aether erase``, as the user typed it."""
+        return self.parent.command_path if self.parent is not None else "aether erase"
+
+
+class FlagsCommand(TyperCommand):
+    """The hidden command of the one-command form (usage lines name ``aether erase``)."""
+
+    context_class = _InGroupsName
+
+
+app = group(
+    "Erase a subject from every store: state, history, caches, archive, Redis's files.",
+    cls=EraseGroup,
+)
 
 
 def _print_resolved(result: dict[str, Any]) -> None:
@@ -66,6 +142,7 @@ def _print_report(report: dict[str, Any]) -> None:
     )
 
 
+@app.command(FLAGS_FORM, hidden=True, cls=FlagsCommand)
 def erase(
     ctx: typer.Context,
     text: Annotated[
@@ -97,7 +174,7 @@ def erase(
     ] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Erase a subject from every store: state, history, caches, archive, Redis's files.
+    """Erase a subject (the one-command form: aether erase run, preview, verify, log, resume).
 
     Operator only. A checkpoint is taken first, and rollbacks to any checkpoint leave the
     erased items gone. The record keeps a salted hash of the text, never the text.
@@ -112,34 +189,48 @@ def erase(
             code=EXIT_USAGE,
             kind="usage",
         )
+    out: Out[Any] = Out(as_json, ZoneInfo("UTC"))
     if log:
         found_log, zone = call_in_zone(ctx, ops.erase_log, ops.LogArgs())
-        records = found_log.erasures
-        pending = found_log.pending
-        emit(records, as_json, lambda: _print_log(records, zone, pending))
-        return
-    if verify is not None:
-        found = call(ctx, ops.erase_verify, arguments(ctx, ops.VerifyArgs, text=verify))
-        emit(found.model_dump(), as_json, lambda: _print_verification(found.found))
-        if not found.clean:
-            raise typer.Exit(EXIT_ERROR)
-        return
-    if resume:
-        resumed = call(ctx, ops.erase_resume, arguments(ctx, ops.ResumeArgs, text=text))
-        emit(
-            resumed,
-            as_json,
-            lambda: (
-                _print_report(resumed)
-                if resumed["resumed"]
-                else print("no erasure was interrupted")
-            ),
-        )
-        return
-    if dry_run:
-        plan = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item, dry_run=True))
-        emit(plan, as_json, lambda: _print_plan(plan))
-        return
+        _logged(found_log, Out(as_json, zone))
+    elif verify is not None:
+        _verified(call(ctx, ops.erase_verify, arguments(ctx, ops.VerifyArgs, text=verify)), out)
+    elif resume:
+        _resumed(call(ctx, ops.erase_resume, arguments(ctx, ops.ResumeArgs, text=text)), out)
+    elif dry_run:
+        args = arguments(ctx, ops.EraseArgs, text=text, id=item, dry_run=True)
+        _planned(call(ctx, ops.erase, args), out)
+    else:
+        _erase(ctx, text, item, yes, as_json)
+
+
+@app.command("run")
+def erase_run(
+    ctx: typer.Context,
+    text: Annotated[
+        str | None,
+        typer.Argument(help=about(ops.EraseArgs, "text"), show_default=False),
+    ] = None,
+    item: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help=about(ops.EraseArgs, "id"))
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Erase TEXT (or one item, --id) everywhere, after a checkpoint; asks first.
+
+    Rollbacks to any checkpoint leave the erased items gone. The record keeps a salted
+    hash of the text, never the text.
+    """
+    as_json = wants_json(ctx, json_)
+    if (text is None) == (item is None):
+        fail("give TEXT or --id ID", as_json, code=EXIT_USAGE, kind="usage")
+    _erase(ctx, text, item, yes, as_json)
+
+
+def _erase(
+    ctx: typer.Context, text: str | None, item: str | None, yes: bool, as_json: bool
+) -> None:
     if not yes:
         question = "Erase it and every trace of it?"
         if sys.stdin.isatty():  # the plan (a scan of everything) only when someone reads it
@@ -152,6 +243,38 @@ def erase(
         confirm(question, yes, as_json)
     report = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item))
     emit(report, as_json, lambda: _print_report(report))
+
+
+@command(app, "preview", ops.erase, fixed={"dry_run": True}, positional={"text": "text"})
+def _planned(plan: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """List what erasing TEXT (or --id ID) would remove, by tier; change nothing."""
+    out.emit(plan, lambda: _print_plan(plan))
+
+
+@command(app, "verify", ops.erase_verify, positional={"text": "text"})
+def _verified(found: ops.Verification, out: Out[ops.Verification]) -> None:
+    """Report everywhere TEXT is still found (exit 0: nowhere, 1: somewhere)."""
+    out.emit(found, lambda: _print_verification(found.found))
+    if not found.clean:
+        raise typer.Exit(EXIT_ERROR)
+
+
+@command(app, "log", ops.erase_log, zone=True)
+def _logged(found: ops.ErasureLog, out: Out[ops.ErasureLog]) -> None:
+    """List past erasures, and the one a crash cut short."""
+    records, pending = found.erasures, found.pending
+    out.emit(records, lambda: _print_log(records, out.zone, pending))
+
+
+@command(app, "resume", ops.erase_resume, positional={"text": "text"})
+def _resumed(resumed: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Finish an erasure a crash cut short (give TEXT too only when asked to)."""
+    out.emit(
+        resumed,
+        lambda: (
+            _print_report(resumed) if resumed["resumed"] else print("no erasure was interrupted")
+        ),
+    )
 
 
 def _print_log(

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from aether.keys import Keyspace
 
@@ -49,16 +50,19 @@ def group(help: str, order: Sequence[str] = (), **options: Any) -> typer.Typer:
     code that declares them.
     """
     if order:
-        from typer.core import TyperGroup
-
-        options["cls"] = type("OrderedGroup", (TyperGroup,), {"order": tuple(order)})
-        options["cls"].list_commands = _listed_in_order
+        options["cls"] = type("OrderedGroup", (OrderedGroup,), {"order": tuple(order)})
     return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
 
 
-def _listed_in_order(self: Any, ctx: Any) -> list[str]:
-    names: list[str] = list(self.commands)
-    return sorted(names, key=lambda n: self.order.index(n) if n in self.order else len(names))
+class OrderedGroup(TyperGroup):
+    """A group whose help lists its commands in ``order`` (the rest after, as declared)."""
+
+    order: tuple[str, ...] = ()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The command names, in the group's order."""
+        names = list(self.commands)
+        return sorted(names, key=lambda n: self.order.index(n) if n in self.order else len(names))
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -99,7 +99,7 @@ async def finish_interrupted_erasure(
         except Exception as e:  # the daemon must start whatever went wrong: say so instead
             reason = f"an interrupted erasure could not be finished: {e}"
             if not isinstance(e, ErasureStuckError):
-                reason += " (run `aether erase --resume`; `aether erase --log` shows it)"
+                reason += " (run `aether erase resume`; `aether erase log` shows it)"
             log.error("interrupted erasure not finished", error=str(e), exc_info=True)
             if health is not None:
                 health.erasure = reason
@@ -453,7 +453,7 @@ class Daemon(OnParts):
     async def heartbeat(self) -> None:
         """One autonomous tick (scheduled)."""
         if self.health.erasure and not await self.parts.eraser("daemon").interrupted():
-            self.health.erasure = None  # the operator finished it (`aether erase --resume`)
+            self.health.erasure = None  # the operator finished it (`aether erase resume`)
         check = await self.heartbeat_state.beat(HEARTBEAT_CHECKS)
         log.info("heartbeat", check=check, autonomous=self.llm is not None)
         if self.llm is None:
