@@ -16,23 +16,9 @@ from zoneinfo import ZoneInfo
 import typer
 from typer.core import TyperCommand
 
+from aether.interfaces import common as cli
 from aether.interfaces.commands import Out, command
-from aether.interfaces.common import (
-    EXIT_ERROR,
-    EXIT_USAGE,
-    JsonOpt,
-    OrderedGroup,
-    about,
-    arguments,
-    call,
-    call_in_zone,
-    confirm,
-    emit,
-    fail,
-    group,
-    local_time,
-    wants_json,
-)
+from aether.interfaces.common import EXIT_ERROR, EXIT_USAGE, JsonOpt, about, arguments, call
 from aether.operations import erasure as ops
 
 FLAGS_UNTIL = "0.3.0"
@@ -42,7 +28,7 @@ FLAGS_FORM = "flags"
 SUBCOMMANDS = ("run", "preview", "verify", "log", "resume")
 
 
-class EraseGroup(OrderedGroup):
+class EraseGroup(cli.OrderedGroup):
     """``aether erase SUBCOMMAND``, and the one-command form of earlier releases.
 
     An invocation whose first word is no subcommand (``aether erase "Olga" --yes``,
@@ -98,7 +84,7 @@ class FlagsCommand(TyperCommand):
     context_class = _InGroupsName
 
 
-app = group(
+app = cli.group(
     "Erase a subject from every store: state, history, caches, archive, Redis's files.",
     cls=EraseGroup,
 )
@@ -142,20 +128,22 @@ def _print_report(report: dict[str, Any]) -> None:
     )
 
 
+TextArg = Annotated[
+    str | None, typer.Argument(help=about(ops.EraseArgs, "text"), show_default=False)
+]
+IdOpt = Annotated[str | None, typer.Option("--id", metavar="ID", help=about(ops.EraseArgs, "id"))]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")]
+
+
 @app.command(FLAGS_FORM, hidden=True, cls=FlagsCommand)
 def erase(
     ctx: typer.Context,
-    text: Annotated[
-        str | None,
-        typer.Argument(help=about(ops.EraseArgs, "text"), show_default=False),
-    ] = None,
-    item: Annotated[
-        str | None, typer.Option("--id", metavar="ID", help=about(ops.EraseArgs, "id"))
-    ] = None,
+    text: TextArg = None,
+    item: IdOpt = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would go, by tier; change nothing.")
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: YesOpt = False,
     log: Annotated[bool, typer.Option("--log", help="List past erasures.")] = False,
     verify: Annotated[
         str | None,
@@ -179,11 +167,11 @@ def erase(
     Operator only. A checkpoint is taken first, and rollbacks to any checkpoint leave the
     erased items gone. The record keeps a salted hash of the text, never the text.
     """
-    as_json = wants_json(ctx, json_)
+    as_json = cli.wants_json(ctx, json_)
     target = (text is not None or item) and not resume
     modes = sum(bool(m) for m in (log, verify is not None, resume, target))
     if modes != 1 or (resume and item):
-        fail(
+        cli.fail(
             "give one of: TEXT, --id ID, --log, --verify TEXT, --resume [TEXT]",
             as_json,
             code=EXIT_USAGE,
@@ -191,7 +179,7 @@ def erase(
         )
     out: Out[Any] = Out(as_json, ZoneInfo("UTC"))
     if log:
-        found_log, zone = call_in_zone(ctx, ops.erase_log, ops.LogArgs())
+        found_log, zone = cli.call_in_zone(ctx, ops.erase_log, ops.LogArgs())
         _logged(found_log, Out(as_json, zone))
     elif verify is not None:
         _verified(call(ctx, ops.erase_verify, arguments(ctx, ops.VerifyArgs, text=verify)), out)
@@ -207,14 +195,9 @@ def erase(
 @app.command("run")
 def erase_run(
     ctx: typer.Context,
-    text: Annotated[
-        str | None,
-        typer.Argument(help=about(ops.EraseArgs, "text"), show_default=False),
-    ] = None,
-    item: Annotated[
-        str | None, typer.Option("--id", metavar="ID", help=about(ops.EraseArgs, "id"))
-    ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    text: TextArg = None,
+    item: IdOpt = None,
+    yes: YesOpt = False,
     json_: JsonOpt = False,
 ) -> None:
     """Erase TEXT (or one item, --id) everywhere, after a checkpoint; asks first.
@@ -222,9 +205,9 @@ def erase_run(
     Rollbacks to any checkpoint leave the erased items gone. The record keeps a salted
     hash of the text, never the text.
     """
-    as_json = wants_json(ctx, json_)
+    as_json = cli.wants_json(ctx, json_)
     if (text is None) == (item is None):
-        fail("give TEXT or --id ID", as_json, code=EXIT_USAGE, kind="usage")
+        cli.fail("give TEXT or --id ID", as_json, code=EXIT_USAGE, kind="usage")
     _erase(ctx, text, item, yes, as_json)
 
 
@@ -240,9 +223,9 @@ def _erase(
             if not as_json:
                 _print_plan(plan)
             question = f"Erase: {ops.describe_counts(plan['counts'])}, and every trace of it?"
-        confirm(question, yes, as_json)
+        cli.confirm(question, yes, as_json)
     report = call(ctx, ops.erase, arguments(ctx, ops.EraseArgs, text=text, id=item))
-    emit(report, as_json, lambda: _print_report(report))
+    cli.emit(report, as_json, lambda: _print_report(report))
 
 
 @command(app, "preview", ops.erase, fixed={"dry_run": True}, positional={"text": "text"})
@@ -290,7 +273,7 @@ def _print_log(
         return
     for r in records:
         print(
-            f"{local_time(r['at'] / 1000, zone)}  {r['id']}  by {r['actor']}  "
+            f"{cli.local_time(r['at'] / 1000, zone)}  {r['id']}  by {r['actor']}  "
             f"sha256 {r['text_hash'][:16]}…  {ops.describe_counts(r['counts'])}  "
             f"files: {r['files']}"
         )

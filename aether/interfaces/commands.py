@@ -27,8 +27,10 @@ from typing import (
     Any,
     Generic,
     Literal,
+    TypedDict,
     TypeVar,
     Union,
+    Unpack,
     get_args,
     get_origin,
 )
@@ -194,18 +196,19 @@ def _typer_parameter(p: Parameter) -> inspect.Parameter:
     )
 
 
+class How(TypedDict, total=False):
+    """How :func:`build` makes a command (each key is one of its arguments)."""
+
+    help: str | None
+    fixed: Mapping[str, object] | None
+    positional: Mapping[str, str] | None
+    llm: bool
+    zone: bool
+    progress: str | None
+
+
 def command(
-    app: typer.Typer,
-    name: str,
-    op: Operation[Any, T],
-    *,
-    help: str | None = None,
-    fixed: Mapping[str, object] | None = None,
-    positional: Mapping[str, str] | None = None,
-    llm: bool = False,
-    zone: bool = False,
-    progress: str | None = None,
-    hidden: bool = False,
+    app: typer.Typer, name: str, op: Operation[Any, T], *, hidden: bool = False, **how: Unpack[How]
 ) -> Callable[[Renderer[T]], Renderer[T]]:
     """Declare the command ``name`` of ``app`` on its renderer (built by :func:`build`).
 
@@ -221,17 +224,7 @@ def command(
     """
 
     def declare(render: Renderer[T]) -> Renderer[T]:
-        body = build(
-            op,
-            render,
-            help=help,
-            fixed=fixed,
-            positional=positional,
-            llm=llm,
-            zone=zone,
-            progress=progress,
-        )
-        app.command(name, hidden=hidden)(body)
+        app.command(name, hidden=hidden)(build(op, render, **how))
         return render
 
     return declare

@@ -17,15 +17,8 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.errors import AutoReconnect, ConnectionFailure, DuplicateKeyError, PyMongoError
 
 from aether.errors import ConcurrentAdminError, NotFoundError, StoreError, UnavailableError
-from aether.registry.model import (
-    EVERY,
-    LedgerEntry,
-    LedgerQuery,
-    ToolRecord,
-    check_tool,
-    pick_version,
-    totals_of,
-)
+from aether.registry import model
+from aether.registry.model import EVERY, LedgerEntry, LedgerQuery, ToolRecord
 
 RETRIES = 5
 P = ParamSpec("P")
@@ -97,7 +90,7 @@ class MongoToolRegistry:
         """Register a tool (see :class:`aether.registry.model.ToolRegistry`)."""
         import time
 
-        canonical = check_tool(name, description, schema)
+        canonical = model.check_tool(name, description, schema)
         await self.backend.ready()
         for _ in range(RETRIES):
             last = await self.backend.tools.find_one({"name": name}, sort=[("version", -1)])
@@ -129,7 +122,7 @@ class MongoToolRegistry:
 
     async def get(self, name: str, version: int | None = None) -> ToolRecord:
         """The latest (or given) version."""
-        return pick_version(await self.versions(name), name, version)
+        return model.pick_version(await self.versions(name), name, version)
 
     @translated
     async def tools(self) -> list[ToolRecord]:
@@ -171,4 +164,4 @@ class MongoAgentLedger:
 
     async def totals(self, since: float | None = None) -> dict[str, float]:
         """Sums since a time."""
-        return totals_of(await self.entries(LedgerQuery(since=since, limit=0)))
+        return model.totals_of(await self.entries(LedgerQuery(since=since, limit=0)))
