@@ -24,11 +24,13 @@ from aether.errors import (
 )
 from aether.keys import Keyspace
 from aether.store import state
+from aether.store.client import LIBRARIES as LOADED
 from aether.store.functions import FUNCTIONS, REFUSALS, Functions, loaded_version, refusal
 from aether.store.state import Mutation, Store
 
 PACKAGE = Path(__file__).resolve().parents[1] / "aether"
 LUA = (PACKAGE / "store" / "journal.lua").read_text()
+LIBRARIES = {name: (PACKAGE / "store" / name).read_text() for name, _ in LOADED}
 
 
 def _lua_set(name: str) -> set[str]:
@@ -47,17 +49,40 @@ def test_the_op_tables_of_lua_and_python_agree() -> None:
 
 def test_every_registered_function_has_a_typed_method() -> None:
     registered: dict[str, bool] = {}
-    for name in re.findall(r"redis\.register_function\('(\w+)'", LUA):
-        registered[name] = False
-    for name, flags in re.findall(
-        r"redis\.register_function\{function_name = '(\w+)'.*?flags = \{([^}]*)\}", LUA, re.S
-    ):
-        registered[name] = "no-writes" in flags
+    for source in LIBRARIES.values():
+        for name in re.findall(r"redis\.register_function\('(\w+)'", source):
+            registered[name] = False
+        for name, flags in re.findall(
+            r"redis\.register_function\{function_name = '(\w+)'.*?flags = \{([^}]*)\}",
+            source,
+            re.S,
+        ):
+            registered[name] = "no-writes" in flags
     assert registered == FUNCTIONS
     methods = {n for n in dir(Functions) if not n.startswith("_")}
+    versions = {version for _, version in LOADED}
     for name in FUNCTIONS:
         short = name.removeprefix("aether_")
-        assert name == "aether_version" or short in methods or f"{short}_page" in methods, name
+        assert name in versions or short in methods or f"{short}_page" in methods, name
+
+
+def test_each_library_holds_one_concern_and_names_its_version() -> None:
+    """The journal's library holds only the journal: a retrieval change leaves its version."""
+    journal = set(re.findall(r"function_name = '(\w+)'|register_function\('(\w+)'", LUA))
+    names = {a or b for a, b in journal}
+    assert names == {
+        "aether_version",
+        "aether_apply",
+        "aether_checkpoint",
+        "aether_rollback_begin",
+        "aether_rollback_step",
+        "aether_replay",
+        "aether_snapshot",
+    }
+    for name, version in LOADED:
+        source = LIBRARIES[name]
+        assert source.startswith("#!lua name="), name
+        assert f"'{version}'" in source and "local VERSION = '" in source, name
 
 
 def test_nothing_else_calls_a_function_by_name() -> None:

@@ -26,19 +26,25 @@ from aether.store.functions import loaded_version
 
 log = structlog.get_logger(__name__)
 
-LIBRARY_NAME = "aether"
+LIBRARIES = (
+    ("journal.lua", "aether_version"),
+    ("reads.lua", "aether_reads_version"),
+    ("coordination.lua", "aether_coordination_version"),
+)
+"""aether's Functions libraries (one per concern) and the function that names the version
+each has loaded."""
 
 
-def library_source() -> str:
-    """The Lua source of aether's Functions library."""
-    return resources.files("aether.store").joinpath("journal.lua").read_text(encoding="utf-8")
+def library_source(name: str = "journal.lua") -> str:
+    """The Lua source of one of aether's Functions libraries."""
+    return resources.files("aether.store").joinpath(name).read_text(encoding="utf-8")
 
 
-def _library_version(source: str) -> str:
+def _library_version(source: str, name: str) -> str:
     for line in source.splitlines():
         if line.startswith("local VERSION = "):
             return line.split("=", 1)[1].strip().strip("'\"")
-    raise StoreError("journal.lua has no VERSION line")
+    raise StoreError(f"{name} has no VERSION line")
 
 
 def describe_url(url: str) -> str:
@@ -49,18 +55,19 @@ def describe_url(url: str) -> str:
 
 
 async def load_library(client: Redis) -> None:
-    """Load (or upgrade) the Functions library; a no-op when the same version is loaded."""
-    source = library_source()
-    wanted = _library_version(source)
-    try:
-        if await loaded_version(client) == wanted:
-            return
-    except ResponseError:
-        pass
-    try:
-        await command(client, "FUNCTION", "LOAD", "REPLACE", source)
-    except ResponseError as e:
-        raise StoreError(f"cannot load aether's Redis Functions library: {e}") from e
+    """Load (or upgrade) each Functions library; a no-op for one whose version is loaded."""
+    for name, version_function in LIBRARIES:
+        source = library_source(name)
+        wanted = _library_version(source, name)
+        try:
+            if await loaded_version(client, version_function) == wanted:
+                continue
+        except ResponseError:
+            pass
+        try:
+            await command(client, "FUNCTION", "LOAD", "REPLACE", source)
+        except ResponseError as e:
+            raise StoreError(f"cannot load aether's Redis Functions library {name}: {e}") from e
 
 
 async def connect(settings: Settings, *, start: bool = True) -> Redis:

@@ -1,4 +1,8 @@
-"""The Redis Functions library (``journal.lua``), one typed method per function.
+"""aether's Redis Functions, one typed method per function.
+
+The functions live in three libraries, one per concern: the journal (``journal.lua``),
+retrieval's reads (``reads.lua``) and coordination between processes
+(``coordination.lua``).
 
 Every caller reaches the library through :class:`Functions`: each method names the keys
 its function declares, from the namespace's :class:`~aether.keys.Keyspace`, and counts
@@ -47,6 +51,8 @@ each, most specific first; the last is every other refusal of a malformed change
 
 FUNCTIONS: dict[str, bool] = {
     "aether_version": True,
+    "aether_reads_version": True,
+    "aether_coordination_version": True,
     "aether_apply": False,
     "aether_checkpoint": False,
     "aether_rollback_begin": False,
@@ -59,7 +65,7 @@ FUNCTIONS: dict[str, bool] = {
     "aether_reply": False,
     "aether_expand": True,
 }
-"""Every function of the library and whether it is read-only (``no-writes``)."""
+"""Every function of the libraries and whether it is read-only (``no-writes``)."""
 
 
 def refusal(error: RedisError) -> type[AetherError] | None:
@@ -73,13 +79,15 @@ def refusal(error: RedisError) -> type[AetherError] | None:
     return None
 
 
-async def loaded_version(client: Redis) -> str:
-    """The version of the library loaded in the server (it needs no namespace).
+async def loaded_version(client: Redis, version_function: str = "aether_version") -> str:
+    """The version of a library loaded in the server (it needs no namespace).
+
+    ``version_function`` names the library: ``aether_version`` is the journal's.
 
     Raises:
         redis.ResponseError: no library is loaded.
     """
-    raw = await client.fcall_ro("aether_version", 0)
+    raw = await client.fcall_ro(version_function, 0)
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 

@@ -35,14 +35,17 @@ whose numbers do not parse before anything is changed, and every op is then eith
 command or several that cannot fail once the first succeeded.
 
 Every function declares at least one key of its namespace, so a cluster routes it by
-the namespace's hash slot; writes, replies, replay and field reads declare every key they
-touch. The rollback steps, the snapshot and aether_expand also read keys found at run
-time (named in the journal, by a scan, along the graph), always of that same namespace
-and so of the same slot; the cluster client keeps them off half-migrated slots
-(aether/store/cluster.py).
+the namespace's hash slot; writes and replay declare every key they touch. The rollback
+steps and the snapshot also read keys found at run time (named in the journal, by a
+scan), always of that same namespace and so of the same slot; the cluster client keeps
+them off half-migrated slots (aether/store/cluster.py).
+
+Only the journal lives here: retrieval's reads are reads.lua (library aether_reads),
+locks and the inbox's replies coordination.lua (aether_coordination), each with its own
+version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '16'
+local VERSION = '17'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -662,120 +665,12 @@ local function fn_snapshot(keys, args)
   return out
 end
 
--- KEYS: JSON documents; ARGV: JSON paths. One reply per key: JSON.GET of those paths
--- (nil when the key is missing). A read-only single round trip for search results.
-local function fn_get_fields(keys, args)
-  local out = {}
-  for i, key in ipairs(keys) do
-    if redis.call('EXISTS', key) == 1 then
-      out[i] = redis.call('JSON.GET', key, unpack(args))
-    else
-      out[i] = false
-    end
-  end
-  return out
-end
-
--- The turns around some daily entries, in one call: for each (list, id) pair, the ids at
--- most `reach` places before and after the id in that day's list, and where the window
--- starts, or false when the id is not in the list.
--- KEYS: the day lists. ARGV: reach, then pairs of (1-based index into KEYS, entry id).
-local function fn_neighbours(keys, args)
-  local reach, out = tonumber(args[1]), {}
-  for i = 2, #args - 1, 2 do
-    local key = keys[tonumber(args[i])]
-    local pos = redis.call('LPOS', key, args[i + 1])
-    if pos then
-      local first = math.max(0, pos - reach)
-      out[#out + 1] = {first, pos, redis.call('LRANGE', key, first, pos + reach)}
-    else
-      out[#out + 1] = false
-    end
-  end
-  return out
-end
-
--- KEYS: lock; ARGV: token. Deletes the lock only when the token matches.
-local function fn_unlock(keys, args)
-  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end
-  return 0
-end
-
--- Answer an inbox message exactly once: acknowledge it and add the reply to the outbox
--- in one atomic step. When the message is no longer pending (another consumer answered
--- it), nothing is added and nil is returned.
--- KEYS: inbox, outbox. ARGV: group, message id, outbox max length, field, value, ...
-local function fn_reply(keys, args)
-  if redis.call('XACK', keys[1], args[1], args[2]) == 0 then return nil end
-  local fields = {}
-  for i = 4, #args do fields[#fields + 1] = args[i] end
-  return redis.call('XADD', keys[2], 'MAXLEN', '~', args[3], '*', unpack(fields))
-end
-
--- Breadth-first expansion of the entity graph, in one call: up to `depth` hops along
--- outgoing and incoming relations (the `per` heaviest of each node), at most `maxn` nodes.
--- KEYS: the graph's name index (routes the call to the namespace's slot; the keys read
--- are that namespace's, in the same slot). ARGV: key prefix, depth, per, maxn, seed
--- ids... Returns {edges, nodes}: an edge is {source, type, target, weight, hop}; a node
--- is {id, hop, HGETALL of the entity}.
-local function fn_expand(keys, args)
-  local prefix, depth, per, maxn = args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4])
-  local seen, order, frontier, edges = {}, {}, {}, {}
-  for i = 5, #args do
-    if seen[args[i]] == nil then
-      seen[args[i]] = 0
-      order[#order + 1] = args[i]
-      frontier[#frontier + 1] = args[i]
-    end
-  end
-  for hop = 1, depth do
-    local nextf = {}
-    for _, id in ipairs(frontier) do
-      for _, dir in ipairs({'out', 'in'}) do
-        local rows = redis.call('ZREVRANGE', prefix .. 'rel:' .. dir .. ':' .. id, 0, per - 1,
-          'WITHSCORES')
-        for j = 1, #rows, 2 do
-          local member, weight = rows[j], rows[j + 1]
-          local sep = string.find(member, '\31', 1, true)
-          if sep then
-            local rtype, other = string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
-            if dir == 'out' then
-              edges[#edges + 1] = {id, rtype, other, weight, hop}
-            else
-              edges[#edges + 1] = {other, rtype, id, weight, hop}
-            end
-            if seen[other] == nil and #order < maxn then
-              seen[other] = hop
-              order[#order + 1] = other
-              nextf[#nextf + 1] = other
-            end
-          end
-        end
-      end
-    end
-    frontier = nextf
-  end
-  local nodes = {}
-  for _, id in ipairs(order) do
-    nodes[#nodes + 1] = {id, seen[id], redis.call('HGETALL', prefix .. 'entity:' .. id)}
-  end
-  return {edges, nodes}
-end
-
 redis.register_function{function_name = 'aether_version', callback = function() return VERSION end,
   flags = {'no-writes'}}
-redis.register_function{function_name = 'aether_expand', callback = fn_expand,
-  flags = {'no-writes'}}
-redis.register_function('aether_reply', fn_reply)
 redis.register_function('aether_apply', fn_apply)
 redis.register_function('aether_checkpoint', fn_checkpoint)
 redis.register_function('aether_rollback_begin', fn_rollback_begin)
 redis.register_function('aether_rollback_step', fn_rollback_step)
 redis.register_function('aether_replay', fn_replay)
 redis.register_function{function_name = 'aether_snapshot', callback = fn_snapshot,
-  flags = {'no-writes'}}
-redis.register_function('aether_unlock', fn_unlock)
-redis.register_function{function_name = 'aether_get_fields', callback = fn_get_fields,
-  flags = {'no-writes'}}
-redis.register_function{function_name = 'aether_neighbours', callback = fn_neighbours,
   flags = {'no-writes'}}
