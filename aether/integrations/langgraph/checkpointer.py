@@ -1,7 +1,7 @@
 """``AetherCheckpointSaver``: LangGraph's checkpointer over an aether namespace.
 
 A LangGraph graph compiled with it keeps its threads in the agent's namespace
-(:class:`aether.memory.tiers.threads.ThreadStore`): every checkpoint, channel value and
+(:class:`aether.integrations.langgraph.threads.ThreadStore`): every checkpoint, channel value and
 pending write is a journaled change, so ``aether checkpoint rollback`` rewinds the
 graph's threads together with the memory, ``aether erase`` reaches them, and redis-cli
 shows them (``<ns>:langgraph:*``)::
@@ -36,15 +36,15 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from aether.errors import InvalidOperationError
-from aether.integrations.loop import LoopBound
-from aether.integrations.readable import readable
-from aether.memory.tiers.threads import (
+from aether.integrations.langgraph.threads import (
     Blob,
     StoredCheckpoint,
     StoredWrite,
     ThreadStore,
     check_name,
 )
+from aether.integrations.loop import LoopBound
+from aether.integrations.readable import readable
 
 if TYPE_CHECKING:
     from aether.operations.parts import Parts

@@ -1,7 +1,7 @@
 """``AetherStore``: LangGraph's long-term store (``BaseStore``) over aether's memory.
 
 Items are journaled state of the agent's namespace
-(:class:`aether.memory.tiers.items.NamespacedItems`): a rollback rewinds them, an
+(:class:`aether.integrations.langgraph.items.NamespacedItems`): a rollback rewinds them, an
 erasure removes them, redis-cli shows them (``<ns>:langgraph:item:*``). An item put
 with something to index is also a long-term memory, scoped to its namespace, so
 ``search(prefix, query=...)`` is aether's hybrid search (vectors and full text, the
@@ -44,8 +44,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from redisvl.query.filter import FilterExpression, Tag
 
 from aether.errors import InvalidOperationError
-from aether.integrations.loop import LoopBound
-from aether.memory.tiers.items import (
+from aether.integrations.langgraph.items import (
     COMPLETE_TAG,
     STORE_TAG,
     ItemWrite,
@@ -55,6 +54,7 @@ from aether.memory.tiers.items import (
     prefix_tag,
     value_tag,
 )
+from aether.integrations.loop import LoopBound
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -161,7 +161,7 @@ def _conditions(
 def filter_expression(wanted: dict[str, Any]) -> FilterExpression | None:
     """The part of a LangGraph filter the index can apply: equalities and ``$ne``.
 
-    Each is a value tag (:func:`~aether.memory.tiers.items.value_tag`). An item whose
+    Each is a value tag (:func:`~aether.integrations.langgraph.items.value_tag`). An item whose
     value has more fields than a memory has tags passes the query; the filter applied
     after the search decides for it, and for the comparisons.
     """

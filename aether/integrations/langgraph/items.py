@@ -24,11 +24,11 @@ from typing import Any
 from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError
 from aether.ids import check_id
+from aether.integrations.langgraph.threads import check_name, members
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MAX_TAGS
 from aether.memory.tiers.longterm import build_memory
 from aether.memory.tiers.memory_index import count_ops
-from aether.memory.tiers.threads import check_name, members
 from aether.store.state import Mutation
 
 __all__ = [
