@@ -229,3 +229,14 @@ def test_the_benches_import_nothing_from_the_tests() -> None:
         if re.search(r"^\s*(from tests[ .]|import tests\b)", path.read_text(), re.MULTILINE)
     )
     assert importing == []
+
+
+def test_a_search_reads_redis_only_through_its_candidate_reader() -> None:
+    """Fusion, neighbours, newest-first and the hit are pure; the search orchestrates; every
+    Redis read and write of a search is the candidate reader's (issue 66)."""
+    retrieval = PACKAGE / "memory" / "retrieval"
+    io = re.compile(r"\.client\b|\.mirror\b|Functions\(|get_docs\(|\.pipeline\(|fcall")
+    for name in ("fusion", "neighbours", "newest", "hit", "search_filter", "search", "text"):
+        source = (retrieval / f"{name}.py").read_text()
+        assert not io.search(source), name
+    assert io.search((retrieval / "candidates.py").read_text())

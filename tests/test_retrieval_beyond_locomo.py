@@ -31,6 +31,7 @@ from aether.memory.retrieval.fusion import (
 )
 from aether.memory.retrieval.newest import newest_first, values_of
 from aether.memory.retrieval.search import MemorySearch, SearchHit
+from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.retrieval.text import (
     best_passage,
     coverage,
@@ -416,13 +417,13 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert abs(hit.similarity - every[target_key]) < 1e-4
 
     # a short pool: each list missed some; completed, both hold the same candidates
-    found = await search.candidates.read(query, query_tokens(query), None, 10, {})
+    found = await search.candidates.read(query, query_tokens(query), SearchFilter(), 10)
     lists, docs = found.lists, found.docs
     assert docs.keys() == dict(lists["text"]).keys() | dict(lists["vector"]).keys()
     texts, vectors = dict(lists["text"]), dict(lists["vector"])
     assert len(texts) > 10 and texts.keys() == vectors.keys()
     assert all(abs(vectors[key] - every[key]) < 1e-4 for key in vectors)
-    full = (await search.candidates.read(query, query_tokens(query), None, 100, {})).lists
+    full = (await search.candidates.read(query, query_tokens(query), SearchFilter(), 100)).lists
     assert all(abs(texts[key] - dict(full["text"])[key]) < 1e-6 for key in texts)
     assert found.openings.keys() == vectors.keys()  # short memories: the opening is all
     no_vector = await similarities(client, index, keys, ["nope"], vector, datatype)
@@ -472,7 +473,7 @@ async def test_a_long_reply_whose_opening_answers_keeps_its_openings_score(
     ):
         await daily.log(text, timestamp=NOW - 50 + n)
     query = "how should my app throttle requests so it does not overwhelm the API"
-    found = await search.candidates.read(query, query_tokens(query), None, 40, {})
+    found = await search.candidates.read(query, query_tokens(query), SearchFilter(), 40)
     key = keys.daily_entry(long_one["id"])
     opening = found.openings[key]
     corrected = dict(chance_corrected(found.lists["vector"], found.docs, found.openings))
@@ -514,7 +515,7 @@ async def test_every_vector_candidate_gets_its_own_openings_similarity(
     key = keys.daily_entry(long_one["id"])
     query = "a kitten was adopted from the shelter"
     # a pool of two readings: the long memory's last passages, never its opening
-    found = await search.candidates.read(query, query_tokens(query), None, 2, {})
+    found = await search.candidates.read(query, query_tokens(query), SearchFilter(), 2)
     assert dict(found.lists["vector"]).keys() == {key}
     assert key not in found.openings  # the reply did not hold it: chance correction as before
     vector = await layer.embed(query)
@@ -523,7 +524,7 @@ async def test_every_vector_candidate_gets_its_own_openings_similarity(
     cosine = sum(a * b for a, b in zip(vector, opening, strict=True))
     assert abs(found.own[key] - cosine) < 1e-3
     assert found.own[key] < dict(found.lists["vector"])[key]  # its opening is about code
-    whole = await search.candidates.read(query, query_tokens(query), None, 40, {})
+    whole = await search.candidates.read(query, query_tokens(query), SearchFilter(), 40)
     assert whole.own.keys() >= dict(whole.lists["vector"]).keys()
     assert abs(whole.own[key] - found.own[key]) < 1e-6
 

@@ -11,7 +11,6 @@ from aether.errors import NotFoundError
 from aether.ids import check_id
 from aether.memory.knowledge.beliefs import RememberSummary
 from aether.memory.knowledge.revision import Revisions
-from aether.memory.retrieval.fusion import passes_floor
 from aether.memory.storage.records import Kind, Source, public
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.episodes import Episodes
@@ -129,19 +128,7 @@ async def memory_search(parts: Parts, caller: Caller, args: SearchArgs) -> Searc
     if args.explain:
         cfg = parts.settings.memory
         for row, hit in zip(results, hits, strict=True):
-            row["signals"] = {
-                "text_rank": hit.text_rank,
-                "vector_rank": hit.vector_rank,
-                "similarity": hit.similarity,
-                "coverage": hit.coverage,
-                "match": hit.match,
-                "recency": None if hit.match is None else round(hit.relevance - hit.match, 6),
-                "neighbour": hit.coverage is None,
-                "earlier": hit.earlier,
-                "floor": "passes"
-                if passes_floor(hit, cfg.min_similarity, cfg.min_coverage)
-                else "kept as a neighbour",
-            }
+            row["signals"] = hit.signals(cfg.min_similarity, cfg.min_coverage)
     return SearchResults(results=results)
 
 

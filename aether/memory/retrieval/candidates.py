@@ -2,7 +2,11 @@ r"""All of a search's Redis I/O: the candidate lists, their completion, the fall
 
 User text never reaches query syntax: it is reduced to word tokens (``\\w+``) before it
 becomes a redisvl ``TextQuery``; filter values go through redisvl's escaping ``Tag`` and
-``Num`` filters (:func:`build_filter`).
+``Num`` filters (:class:`~aether.memory.retrieval.search_filter.SearchFilter`). The
+neighbours a hit lends relevance to, and the documents fusion needs beyond the
+candidates, are read here too (:meth:`CandidateReader.neighbours`,
+:meth:`CandidateReader.documents`), and a vanished memory is dropped from the Qdrant
+mirror here (:meth:`CandidateReader.forget`): ranking itself reads nothing.
 
 A search reads its candidates in two round trips (:meth:`CandidateReader.read`): both
 lists at once (BM25 and vector KNN, or the Qdrant mirror for vectors), then the
@@ -22,20 +26,17 @@ from typing import Any
 
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import TextQuery
-from redisvl.query.filter import FilterExpression, Num, Tag
+from redisvl.query.filter import FilterExpression
 
 from aether.memory.retrieval.fusion import Ranked
 from aether.memory.retrieval.hit import SearchHit, Signal
+from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
 from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
 from aether.memory.storage.records import (
     MemoryDoc,
-    check_kind,
-    check_source,
-    check_tags,
     check_timestamp,
 )
-from aether.memory.storage.scopes import check_scope
 from aether.memory.storage.vectors import (
     ensure_vector_index,
     knn_query,
@@ -44,48 +45,15 @@ from aether.memory.storage.vectors import (
 )
 from aether.memory.tiers.daily import DailyLog
 from aether.store.cluster import SlotRedis
+from aether.store.functions import Functions
 
-__all__ = ["OPENINGS_READ", "CandidateReader", "Candidates", "build_filter", "text_query"]
+__all__ = ["OPENINGS_READ", "CandidateReader", "Candidates", "text_query"]
 
 OPENINGS_READ = 40
 """How many of the vector list's first candidates have their opening reading read when
 the KNN reply did not hold it (the pool of a 10-result search): a bound on the completion's
 cost for a long search (a context asks for 50 results, 200 candidates per list), where the
 rest, far down the list, are judged by their best reading."""
-
-
-def build_filter(
-    kind: str | None = None,
-    source: str | None = None,
-    tags: list[str] | None = None,
-    since: datetime | float | None = None,
-    session: str | None = None,
-    scopes: list[str] | None = None,
-    where: FilterExpression | None = None,
-) -> FilterExpression | None:
-    """A redisvl filter from validated values (``None`` when unfiltered).
-
-    ``where``: a caller's own condition over the indexed fields, ANDed with the rest.
-    """
-    parts: list[FilterExpression] = [] if where is None else [where]
-    if scopes:
-        parts.append(Tag("scope") == [check_scope(s) for s in scopes])
-    if kind:
-        parts.append(Tag("kind") == check_kind(kind))
-    if source:
-        parts.append(Tag("source") == check_source(source))
-    if tags:
-        parts.append(Tag("tags") == check_tags(tags))
-    if since is not None:
-        parts.append(Num("timestamp") >= check_timestamp(since))
-    if session:
-        parts.append(Tag("session") == session)
-    if not parts:
-        return None
-    combined = parts[0]
-    for part in parts[1:]:
-        combined = combined & part
-    return combined
 
 
 def text_query(tokens: list[str], flt: FilterExpression | None, num: int) -> TextQuery:
@@ -160,12 +128,7 @@ class CandidateReader:
             )
 
     async def read(
-        self,
-        query: str,
-        tokens: list[str],
-        flt: FilterExpression | None,
-        pool: int,
-        criteria: dict[str, Any],
+        self, query: str, tokens: list[str], limits: SearchFilter, pool: int
     ) -> Candidates:
         """Candidates of each signal, (key, score) best first, and their documents.
 
@@ -178,6 +141,7 @@ class CandidateReader:
         layer = self.layer
         if not await layer.indexed():  # a fresh namespace: nothing is stored yet
             return Candidates({}, {}, {})
+        flt = limits.expression()
         vector = await layer.embed(query) if query.strip() else None
         # both searches in one round trip, their replies read raw (see search_command)
         pipe = layer.client.pipeline(transaction=False)
@@ -193,7 +157,7 @@ class CandidateReader:
             sent.append(Signal.VECTOR)
         pending = [pipe.execute()] if sent else []
         if vector is not None and mirror is not None:
-            pending.append(mirror.search(vector, pool, criteria))
+            pending.append(mirror.search(vector, pool, limits.criteria()))
         results = await asyncio.gather(*pending)
         out: Ranked = {}
         openings: dict[str, float] = {}
@@ -289,6 +253,19 @@ class CandidateReader:
             scored[Signal.TEXT].update((key, score) for key, score, _ in rows)
         for name in replies:
             lists[name] = sorted(scored[name].items(), key=lambda row: row[1], reverse=True)
+
+    async def neighbours(self, lists: list[str], reach: int, pairs: list[str]) -> Any:
+        """The ids around daily entries (``Functions.neighbours``), one round trip."""
+        return await Functions(self.layer.client, self.layer.keys).neighbours(lists, reach, pairs)
+
+    async def documents(self, keys: list[str]) -> list[MemoryDoc | None]:
+        """Documents fusion needs beyond the candidates (a hit's neighbours)."""
+        return await self.layer.get_docs(keys)
+
+    async def forget(self, vanished: list[str]) -> None:
+        """Drop from the Qdrant mirror the memories a search found gone from Redis."""
+        if vanished and self.layer.mirror is not None:  # deleted or rolled back in Redis
+            await self.layer.mirror.delete([key.rsplit(":", 1)[1] for key in vanished])
 
     async def fallback(
         self,

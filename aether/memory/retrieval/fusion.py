@@ -238,11 +238,9 @@ def gate(
 def passes_floor(hit: SearchHit, min_similarity: float, min_coverage: float) -> bool:
     """Whether a hit found with the floor off would pass this floor (what benches sweep).
 
-    The same rule as :func:`gate`, read off a hit.
+    The same rule as :func:`gate`, read off a hit (:meth:`SearchHit.passes`).
     """
-    if (hit.similarity if hit.similarity is not None else -1.0) >= min_similarity:
-        return True
-    return hit.text_rank is not None and (hit.coverage or 0.0) >= min_coverage
+    return hit.passes(min_similarity, min_coverage)
 
 
 def with_own_reading(

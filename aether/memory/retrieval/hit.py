@@ -53,3 +53,29 @@ class SearchHit:
     def content(self) -> str:
         """The memory's text."""
         return str(self.doc.get("content", ""))
+
+    def passes(self, min_similarity: float, min_coverage: float) -> bool:
+        """Whether it would pass this floor (the rule of ``fusion.gate``, read off a hit)."""
+        if (self.similarity if self.similarity is not None else -1.0) >= min_similarity:
+            return True
+        return self.text_rank is not None and (self.coverage or 0.0) >= min_coverage
+
+    def signals(self, min_similarity: float, min_coverage: float) -> dict[str, object]:
+        """Why it is a result (``--explain``).
+
+        Its ranks, similarity, coverage, match, recency's part, and whether it passes the
+        floor or rode in as a neighbour.
+        """
+        recency = None if self.match is None else round(self.relevance - self.match, 6)
+        floor = "passes" if self.passes(min_similarity, min_coverage) else "kept as a neighbour"
+        return {
+            "text_rank": self.text_rank,
+            "vector_rank": self.vector_rank,
+            "similarity": self.similarity,
+            "coverage": self.coverage,
+            "match": self.match,
+            "recency": recency,
+            "neighbour": self.coverage is None,
+            "earlier": self.earlier,
+            "floor": floor,
+        }

@@ -8,20 +8,34 @@
 - **Names.** A memory tagged with a name the query mentions (the speaker's tag of a chat
   turn) is lifted by ``TAG_BOOST``, so "what did Caroline..." prefers what Caroline said.
 
-The neighbours are located by one server-side function call (``Functions.neighbours``).
+The neighbours are located by one server-side function call and read through a
+:class:`NeighbourSource` (the search's candidate reader): this module reads nothing itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
+from typing import Any, Protocol
 
-from aether.memory.storage.layer import MemoryLayer
+from aether.keys import Keyspace
 from aether.memory.storage.readings import WINDOW_CHARS
 from aether.memory.storage.records import MemoryDoc
-from aether.store.functions import Functions
 
-__all__ = ["NEIGHBOUR_SHARE", "TAG_BOOST", "in_context"]
+__all__ = ["NEIGHBOUR_SHARE", "TAG_BOOST", "NeighbourSource", "in_context"]
+
+
+class NeighbourSource(Protocol):
+    """Where the neighbours of daily entries are read (:class:`CandidateReader` is one)."""
+
+    async def neighbours(self, lists: list[str], reach: int, pairs: list[str]) -> Any:
+        """For each (1-based list index, entry id) pair: ``[first, position, ids]`` or false."""
+        ...
+
+    async def documents(self, keys: list[str]) -> list[MemoryDoc | None]:
+        """The documents of ``keys`` (``None``: missing)."""
+        ...
+
 
 NEIGHBOUR_SHARE = (0.4, 0.2)
 """The share of a hit's relevance its neighbours at distance 1 and 2 receive."""
@@ -31,7 +45,8 @@ relevance: a lift on the scale of this query's scores, whatever the fusion's sca
 
 
 async def in_context(
-    layer: MemoryLayer,
+    source: NeighbourSource,
+    names: Keyspace,
     scores: dict[str, float],
     tokens: Sequence[str],
     docs: dict[str, MemoryDoc | None],
@@ -39,7 +54,8 @@ async def in_context(
     """``scores`` with tag boosts and each turn's relevance shared with its neighbours.
 
     Args:
-        layer: the memory layer.
+        source: where the neighbours and their documents are read.
+        names: the namespace's keys.
         scores: fused relevance by document key (the candidates that passed the gate).
         tokens: the query's meaningful words (lower case).
         docs: the documents of ``scores``' keys (``None``: missing); the neighbours read
@@ -64,7 +80,6 @@ async def in_context(
             turns.append((key, str(meta["id"]), str(meta["day"]), str(meta["session"])))
     if not turns:
         return boosted
-    names = layer.keys
     slots: dict[str, int] = {}  # day -> its log's 1-based place among the lists read
     lists: list[str] = []
     pairs: list[str] = []
@@ -74,7 +89,7 @@ async def in_context(
             slots[day] = len(lists)
         pairs += [str(slots[day]), entry_id]
     reach = len(NEIGHBOUR_SHARE)
-    windows = await Functions(layer.client, layer.keys).neighbours(lists, reach, pairs)
+    windows = await source.neighbours(lists, reach, pairs)
     entry_keys: dict[bytes | str, str] = {}
     shares: dict[tuple[str, str], float] = {}  # (neighbour, the session it must be in)
     for (key, _, _, session), located in zip(turns, windows, strict=True):
@@ -94,7 +109,7 @@ async def in_context(
     if not shares:
         return boosted
     unread = list(dict.fromkeys(n for n, _ in shares if n not in docs))
-    docs.update(zip(unread, await layer.get_docs(unread), strict=True))
+    docs.update(zip(unread, await source.documents(unread), strict=True))
     out = dict(boosted)
     for (neighbour, session), share in shares.items():
         meta = docs[neighbour]

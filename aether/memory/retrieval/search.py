@@ -30,17 +30,17 @@ from redisvl.query.filter import FilterExpression
 from aether.errors import InvalidOperationError
 from aether.logging import log_once
 from aether.memory.retrieval import fusion
-from aether.memory.retrieval.candidates import CandidateReader, Candidates, build_filter
+from aether.memory.retrieval.candidates import CandidateReader, Candidates
 from aether.memory.retrieval.hit import SearchHit, Signal
 from aether.memory.retrieval.kinds import asked_kind
 from aether.memory.retrieval.neighbours import in_context
 from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.recency import blend, decay
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
+from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
-from aether.memory.storage.records import HIT_FIELDS, MemoryDoc, check_timestamp
-from aether.memory.storage.scopes import check_scope
+from aether.memory.storage.records import HIT_FIELDS, MemoryDoc
 from aether.memory.storage.status import INACTIVE
 
 __all__ = ["MemorySearch", "SearchHit"]
@@ -180,19 +180,12 @@ class MemorySearch:
         include_inactive: bool,
         where: FilterExpression | None = None,
     ) -> list[SearchHit]:
-        flt = build_filter(kind, source, tags, since, session, scopes, where)
+        limits = SearchFilter(kind, source, tags, since, session, scopes, where)
+        limits.expression()  # a bad criterion is refused before any round trip
         tokens = query_tokens(query)
         pool = max(limit * self.layer.settings.candidates_per_result, 40)
-        criteria = {
-            "kind": kind,
-            "source": source,
-            "tags": tags,
-            "session": session,
-            "since": check_timestamp(since) if since is not None else None,
-            "scopes": [check_scope(x) for x in scopes or []],
-        }
         try:
-            found = await self.candidates.read(query, tokens, flt, pool, criteria)
+            found = await self.candidates.read(query, tokens, limits, pool)
         except (ResponseError, RedisSearchError) as e:
             log_once(
                 log,
@@ -230,15 +223,13 @@ class MemorySearch:
         )
         if not fused:
             return []
-        fused = await in_context(self.layer, fused, tokens, read)
+        fused = await in_context(self.candidates, self.layer.keys, fused, tokens, read)
         fused = fusion.with_own_reading(fused, found.own, similarity)
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         judge = self.judge if settings.rerank != "off" else None
         depth = max(limit * 2, settings.rerank_depth if judge is not None else 0)
         shortlist = sorted(fused, key=fused.__getitem__, reverse=True)[:depth]
-        vanished = [key for key in shortlist if read[key] is None]
-        if vanished and self.layer.mirror is not None:  # deleted or rolled back in Redis
-            await self.layer.mirror.delete([key.rsplit(":", 1)[1] for key in vanished])
+        await self.candidates.forget([key for key in shortlist if read[key] is None])
         hits = []
         for key in shortlist:
             doc = read[key]

@@ -32,7 +32,7 @@ __all__ = [
 
 VectorDatatype = Literal["float32", "float16"]
 VECTOR_FIELD = "embedding"
-# what a filtered KNN needs (search.build_filter and the belief neighbours' status)
+# what a filtered KNN needs (retrieval.search_filter.SearchFilter and the belief neighbours' status)
 TAG_FIELDS: tuple[str, ...] = ("kind", "source", "tags", "session", "status", "scope")
 # Tags may hold spaces and commas; no tag holds a control character, so this separator
 # never splits one.
