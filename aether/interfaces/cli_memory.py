@@ -412,21 +412,13 @@ def longterm_flush(
     print(f"flushed {done.flushed} long-term memories")
 
 
-@chat_app.command("show")
-def chat_show(ctx: typer.Context, session: str, json_: JsonOpt = False) -> None:
+@command(chat_app, "show", chat_ops.chat_messages, positional={"session": "session"})
+def _messages(found: chat_ops.Messages, out: Out[chat_ops.Messages]) -> None:
     """A session's messages in order."""
-    from aether.operations import chat as chat_ops
-
-    args = arguments(ctx, chat_ops.MessagesArgs, session=session, limit=2000)
-    found = call(ctx, chat_ops.chat_messages, args)
     if not found.exists:
-        fail(f"no chat session {session!r}", state(ctx).json, kind="not_found")
+        fail(f"no chat session {found.session!r}", out.json, kind="not_found")
     rows = found.messages
-    emit(
-        rows,
-        wants_json(ctx, json_),
-        lambda: [print(f"{r['role']:>9}: {r['content']}") for r in rows],
-    )
+    out.emit(rows, lambda: [print(f"{r['role']:>9}: {r['content']}") for r in rows])
 
 
 @chat_app.command("delete")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from aether.errors import NotFoundError
 from aether.memory.tiers.chat import ChatSessions
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import Caller, NoArgs, for_the_cli, operation
 from aether.operations.parts import Parts
 
 __all__ = ["chat_delete", "chat_list", "chat_messages"]
@@ -37,7 +37,13 @@ class MessagesArgs(BaseModel):
     after: float | None = Field(
         default=None, ge=0, description="Only messages stamped after this (epoch seconds)."
     )
-    limit: int = Field(default=200, ge=1, le=2000, description="The last this many.")
+    limit: int = Field(
+        default=200,
+        ge=1,
+        le=2000,
+        description="The last this many.",
+        json_schema_extra=for_the_cli(default=2000),
+    )
 
 
 class Messages(BaseModel):
