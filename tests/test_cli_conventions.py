@@ -259,10 +259,13 @@ def test_ctrl_c_during_an_import_says_what_was_done_and_how_to_finish(
     from aether.testing.model import ScriptedOpenAI
 
     writing = threading.Event()
+    batches: list[int] = []
 
     def slowly(texts: list[str]) -> None:  # each batch's vectors take a while
-        writing.set()
-        time.sleep(0.3)
+        batches.append(len(texts))
+        if len(batches) >= 2:  # a batch written, the next under way: a few batches in
+            writing.set()
+        time.sleep(0.5)
 
     lines = 3_000
     path = tmp_path / "notes.jsonl"
@@ -287,8 +290,7 @@ def test_ctrl_c_during_an_import_says_what_was_done_and_how_to_finish(
             text=True,
         )
         assert writing.wait(60), "the import never reached its writes"
-        time.sleep(1.0)  # a few batches in
-        importing.send_signal(signal.SIGINT)
+        importing.send_signal(signal.SIGINT)  # timed by the batches, not by the clock
         out, err = importing.communicate(timeout=60)
         assert importing.returncode == 130, (out, err)
         assert err.startswith("error: interrupted (Ctrl-C)") and len(err.splitlines()) == 1
