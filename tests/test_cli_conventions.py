@@ -254,18 +254,18 @@ def test_ctrl_c_during_an_import_says_what_was_done_and_how_to_finish(
     import subprocess
     import sys
     import threading
-    import time
 
     from aether.testing.model import ScriptedOpenAI
 
     writing = threading.Event()
+    interrupted = threading.Event()
     batches: list[int] = []
 
-    def slowly(texts: list[str]) -> None:  # each batch's vectors take a while
+    def slowly(texts: list[str]) -> None:  # from the second batch on, held until Ctrl-C
         batches.append(len(texts))
         if len(batches) >= 2:  # a batch written, the next under way: a few batches in
             writing.set()
-        time.sleep(0.5)
+            interrupted.wait(30)  # the import cannot finish before it is interrupted
 
     lines = 3_000
     path = tmp_path / "notes.jsonl"
@@ -291,6 +291,7 @@ def test_ctrl_c_during_an_import_says_what_was_done_and_how_to_finish(
         )
         assert writing.wait(60), "the import never reached its writes"
         importing.send_signal(signal.SIGINT)  # timed by the batches, not by the clock
+        interrupted.set()
         out, err = importing.communicate(timeout=60)
         assert importing.returncode == 130, (out, err)
         assert err.startswith("error: interrupted (Ctrl-C)") and len(err.splitlines()) == 1

@@ -67,11 +67,6 @@ class SearchFilter:
 
     def criteria(self) -> dict[str, Any]:
         """The same criteria as the Qdrant mirror reads them."""
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "tags": self.tags,
-            "session": self.session,
-            "since": check_timestamp(self.since) if self.since is not None else None,
-            "scopes": [check_scope(x) for x in self.scopes or []],
-        }
+        plain = {name: getattr(self, name) for name in ("kind", "source", "tags", "session")}
+        since = check_timestamp(self.since) if self.since is not None else None
+        return plain | {"since": since, "scopes": [check_scope(x) for x in self.scopes or []]}
