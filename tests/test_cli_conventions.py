@@ -285,6 +285,8 @@ def test_ctrl_c_during_an_import_says_what_was_done_and_how_to_finish(
         importing = subprocess.Popen(
             [sys.executable, "-m", "aether", "memory", "import", str(path)],
             env=env,
+            # as from a shell: a test worker may ignore SIGINT, and a child inherits that
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
