@@ -4,8 +4,8 @@ The public API::
 
     from aether import Aether, Settings
 
-    async with Aether.open(Settings()) as agent:
-        await agent.search.search("...")
+    async with Aether.open(Settings()) as parts:
+        await parts.search.search("...")
 
 Names are imported on first use (PEP 562), so ``import aether`` stays cheap for the CLI.
 """

@@ -7,9 +7,9 @@ one-time start-up work once per process (``ready``), and makes agent runtimes pe
 session over those same parts. The CLI, the MCP server, the daemon and the benches open
 it instead of wiring the parts themselves::
 
-    async with Aether.open(Settings()) as agent:
-        hits = await agent.search.search("what did we decide about the NAS?")
-        runtime = agent.runtime("main", llm=LLMClient.from_settings(agent.settings))
+    async with Aether.open(Settings()) as parts:
+        hits = await parts.search.search("what did we decide about the NAS?")
+        runtime = parts.runtime("main", llm=LLMClient.from_settings(parts.settings))
         result = await runtime.step("What is on my list today?")
 
 It sits above every layer (it imports them all) and below the interfaces.
@@ -105,12 +105,12 @@ class Aether(Parts):
         settings = settings or Settings()
         client = await connect(settings, start=start)
         try:
-            agent = cls(settings, client, actor=actor, embed_via_daemon=embed_via_daemon)
+            parts = cls(settings, client, actor=actor, embed_via_daemon=embed_via_daemon)
             try:
-                await agent.ready(migrate=migrate)
-                yield agent
+                await parts.ready(migrate=migrate)
+                yield parts
             finally:
-                await agent.aclose()
+                await parts.aclose()
         finally:
             await client.aclose()
 

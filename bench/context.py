@@ -96,8 +96,8 @@ async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict
             actions += replayed["actions"]
             whole = sum(count_tokens(content) for _, content, _ in turns(sample))
             for question, evidence, _category in questions(sample):
-                if rt.layer.embedder is not None:
-                    await rt.layer.embedder.embed(question)  # embedding is excluded
+                if rt.memory.embedder is not None:
+                    await rt.memory.embedder.embed(question)  # embedding is excluded
                 t = time.perf_counter()
                 ctx = await rt.assembler.assemble(question, max_tokens, session="conversation")
                 latencies.append((time.perf_counter() - t) * 1000)

@@ -169,9 +169,9 @@ async def test_llm_extracts_fact_and_insight_and_checks_contradictions(
 
 
 async def _assembler(b: Beliefs, client: Redis) -> ContextAssembler:
-    identity = IdentityStore(b.layer.store, Checkpoints(client, b.layer.keys))
+    identity = IdentityStore(b.memory.store, Checkpoints(client, b.memory.keys))
     await identity.ensure(default_identity_dir())
-    return ContextAssembler(b.layer, identity, Settings().context, beliefs=BeliefSettings())
+    return ContextAssembler(b.memory, identity, Settings().context, beliefs=BeliefSettings())
 
 
 async def test_confidence_tiers_and_forgotten_beliefs_in_context(
@@ -209,10 +209,10 @@ async def test_confidence_tiers_and_forgotten_beliefs_in_context(
     assert stats["by_status"]["forgotten"] == 1 and stats["in_context"] == 1
     assert stats["uncertain"] == 1 and stats["open_questions"] == 1
     assert [e["type"] for e in await b.history(gone.belief["id"])] == ["create", "forget"]
-    incremental = (await MemoryIndex(b.layer).read(300)).text
+    incremental = (await MemoryIndex(b.memory).read(300)).text
     assert "3 beliefs" in incremental  # forgotten ones are not counted
-    await MemoryIndex(b.layer).rebuild()
-    assert (await MemoryIndex(b.layer).read(300)).text == incremental
+    await MemoryIndex(b.memory).rebuild()
+    assert (await MemoryIndex(b.memory).read(300)).text == incremental
     assert shaky.belief["id"] != known.belief["id"]
 
 
@@ -276,12 +276,12 @@ async def test_the_memory_index_stays_within_budget_at_10k_beliefs(
         for doc in docs:
             m.json_set(b.keys.belief(doc["id"]), doc)
         count_ops(m, b.keys, docs)
-        await b.layer.store.apply(m, "test.bulk")
+        await b.memory.store.apply(m, "test.bulk")
     for budget in (100, 200, 300):
-        table = await MemoryIndex(b.layer).read(budget)
+        table = await MemoryIndex(b.memory).read(budget)
         assert table.tokens <= budget
         assert "10,000 beliefs" in table.text
-    table = await MemoryIndex(b.layer).read(300)
+    table = await MemoryIndex(b.memory).read(300)
     assert table.rows >= 10 and "| docker | 834 |" in table.text
 
 

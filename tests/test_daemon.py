@@ -73,7 +73,7 @@ async def test_without_an_llm_messages_are_stored_and_answered_with_the_notice(
     assert out[0]["in_reply_to"] == first
     assert out[0]["error"] == NO_LLM
     assert "no content" in out[1]["error"] and "invalid session id" in out[2]["error"]
-    stored = await ChatSessions(daemon.layer).messages("main")
+    stored = await ChatSessions(daemon.memory).messages("main")
     assert [m["content"] for m in stored] == ["hello there"]
     assert (await daemon.inbox.depth()) == {"waiting": 0, "pending": 0}
 
@@ -119,7 +119,7 @@ async def test_a_failing_llm_leaves_the_message_pending_then_reports_it(
         [out] = await _outbox(client, daemon.keys)
         assert "500" in out["error"]
         # the user's message is in the conversation once, whatever the retries
-        stored = await ChatSessions(daemon.layer).messages("main")
+        stored = await ChatSessions(daemon.memory).messages("main")
         assert [m["content"] for m in stored] == ["are you there?"]
         await llm.aclose()
 

@@ -240,3 +240,46 @@ def test_a_search_reads_redis_only_through_its_candidate_reader() -> None:
         source = (retrieval / f"{name}.py").read_text()
         assert not io.search(source), name
     assert io.search((retrieval / "candidates.py").read_text())
+
+
+# the one name each wired object goes by (issue 66): an argument or annotated variable of
+# this type is called this, whatever module it is in
+ONE_NAME = {
+    "MemoryLayer": "memory",
+    "Parts": "parts",
+    "Aether": "parts",
+    "ContextAssembler": "assembler",
+}
+
+
+def _misnamed(source: str) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        pairs: list[tuple[str, ast.expr | None]] = []
+        if isinstance(node, ast.arguments):
+            args = [*node.posonlyargs, *node.args, *node.kwonlyargs]
+            pairs = [(a.arg, a.annotation) for a in args]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            pairs = [(node.target.id, node.annotation)]
+        for name, annotation in pairs:
+            text = ast.unparse(annotation) if annotation is not None else ""
+            for type_name, wanted in ONE_NAME.items():
+                if re.fullmatch(rf"{type_name}( \| None)?", text) and name != wanted:
+                    found.append(f"{name}: {text}")
+    return found
+
+
+def test_each_wired_object_has_one_name() -> None:
+    """The namespace's parts are ``parts``, the memory layer ``memory``, the context
+    assembler ``assembler``, everywhere in the package (issue 66)."""
+    misnamed = [
+        f"{path.relative_to(PACKAGE.parent)}: {what}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for what in _misnamed(path.read_text())
+    ]
+    assert misnamed == []
+
+
+def test_the_name_check_sees_a_second_name() -> None:
+    source = "def f(layer: MemoryLayer, app: Parts | None, parts: Parts) -> None: ..."
+    assert _misnamed(source) == ["layer: MemoryLayer", "app: Parts | None"]

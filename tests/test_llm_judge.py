@@ -222,12 +222,12 @@ async def test_a_context_over_simulated_days_with_the_llm_judging_and_then_down(
             for i, text in enumerate(DISTRACTORS):
                 await daily.log(text, timestamp=start + n * day + i)
         at = datetime.fromtimestamp(NOW, UTC)
-        ctx = await agent.context.assemble(QUESTION, 600, now=at)
+        ctx = await agent.assembler.assemble(QUESTION, 600, now=at)
         assert [m.content for m in ctx.chosen] == [ANSWER]
-        nothing = await agent.context.assemble(UNANSWERED, 600, now=at)
+        nothing = await agent.assembler.assemble(UNANSWERED, 600, now=at)
         assert nothing.chosen == [] and nothing.memories.text == ""
         server.failing = True  # the LLM goes down: contexts still come, unjudged
-        down = await agent.context.assemble("Where did Melanie move the meeting?", 600, now=at)
+        down = await agent.assembler.assemble("Where did Melanie move the meeting?", 600, now=at)
         assert down.chosen and any("meeting" in m.content for m in down.chosen)
         await agent.aclose()
 

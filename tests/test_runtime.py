@@ -155,7 +155,7 @@ async def test_a_long_conversation_crosses_each_threshold_once_per_crossing(
     reasons = [c.reason for c in await rt.checkpoints.list()]
     assert reasons.count("context-proactive") == 2 and reasons.count("context-critical") == 2
     # the warning went into the conversation once per crossing, and the model saw it
-    stored = await ChatSessions(rt.layer).messages("conv")
+    stored = await ChatSessions(rt.memory).messages("conv")
     assert [m["content"] for m in stored if m["role"] == "system"] == [WARNING_TEXT] * 2
     requests = server.chat_requests()
     assert any(m["content"] == WARNING_TEXT for r in requests for m in r["messages"][1:])
@@ -167,7 +167,7 @@ async def test_a_long_conversation_crosses_each_threshold_once_per_crossing(
     history = " ".join(str(m.get("content")) for m in last["messages"][1:])
     assert "4711" not in history and "The user chatted about everyday things." in history
     # ...but in memory, where search finds it
-    hits = await MemorySearch(rt.layer).search("what is my locker code", limit=3)
+    hits = await MemorySearch(rt.memory).search("what is my locker code", limit=3)
     assert "4711" in hits[0].content
     assert EVICTED_TAG in hits[0].doc["tags"] and hits[0].doc["session"] == "conv"
     # and the next question gets it back as a relevant memory
@@ -175,7 +175,7 @@ async def test_a_long_conversation_crosses_each_threshold_once_per_crossing(
     system = server.chat_requests()[-1]["messages"][0]["content"]
     assert "# Relevant memories" in system and "4711" in system
     # the tool calls were recorded as episodes, and the tool pair kept together in chat
-    episodes = await Episodes(rt.layer).list("conv")
+    episodes = await Episodes(rt.memory).list("conv")
     assert [e["tool"] for e in episodes] == ["memory_search", "scratchpad_set"]
     assert stored[1]["role"] == "assistant" and [m["role"] for m in stored[2:4]] == ["tool"] * 2
 
@@ -203,7 +203,7 @@ async def test_step_without_an_llm_is_a_clear_error_and_writes_nothing(
     rt = Aether(s, client).runtime("quiet")
     with pytest.raises(LLMNotConfiguredError, match="AETHER_LLM__BASE_URL"):
         await rt.step("hello")
-    assert await client.exists(rt.layer.keys.chat_messages("quiet")) == 0
+    assert await client.exists(rt.memory.keys.chat_messages("quiet")) == 0
     await rt.identity.ensure(default_identity_dir())
     report = await rt.observe("user", "everything else works without a model")
     assert report.usage_before > 0
@@ -302,7 +302,7 @@ async def test_bad_tool_calls_become_error_results(
     assert "must be integer" in outputs[1] or "missing required" in outputs[1]
     assert "shouting is broken" in outputs[2] and heard == [{"text": "hello"}]
     assert result.reply == "Done with the tools."
-    stored = await ChatSessions(rt.layer).messages("conv")
+    stored = await ChatSessions(rt.memory).messages("conv")
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
     with pytest.raises(InvalidOperationError, match="already registered"):
         rt.register_tool(Tool("shout", "again", {"type": "object"}, shout))
@@ -328,7 +328,7 @@ async def test_a_tool_that_keeps_failing_becomes_a_known_failure_pattern(
 
     schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     rt.register_tool(Tool("shout", "Shout a text.", schema, shout))
-    failures = FailureMemory(rt.layer)
+    failures = FailureMemory(rt.memory)
     for turn in range(3):
         result = await rt.step("BROKEN TOOLS now")
         assert [r.outcome for r in result.tool_runs] == ["error", "error", "error"]
@@ -337,7 +337,7 @@ async def test_a_tool_that_keeps_failing_becomes_a_known_failure_pattern(
     known = await failures.patterns()  # seen three times: detected
     assert any("shouting_is_broken" in str(p["key"]) for p in known)
     wired = Aether(wired_settings, client)
-    ctx = await wired.context.assemble("shout the greeting", 4000, session="conv")
+    ctx = await wired.assembler.assemble("shout the greeting", 4000, session="conv")
     shown = ctx.graph.text
     assert "Known failure patterns" in shown and "shouting is broken" in shown
 
@@ -357,9 +357,9 @@ async def test_the_agent_records_decisions_and_each_tool_run_is_an_event(
     rt = await open_runtime(wired_settings, client)
     result = await rt.step("DECIDE how to store sessions")
     assert [r.success for r in result.tool_runs] == [True, False]
-    decisions = await DecisionMemory(rt.layer).list()
+    decisions = await DecisionMemory(rt.memory).list()
     assert [(d["title"], d["choice"]) for d in decisions] == [("Session store", "Redis streams")]
-    events = await Events(rt.layer, archetype("general")).recent("conv", 10)
+    events = await Events(rt.memory, archetype("general")).recent("conv", 10)
     kinds = sorted((e["type"], e["outcome"], e["summary"]) for e in events)
     assert kinds == [
         ("error", "failure", "scratchpad_get failed"),
@@ -369,7 +369,7 @@ async def test_the_agent_records_decisions_and_each_tool_run_is_an_event(
     question = memory_ops.SearchArgs(query="why did we pick redis streams for sessions?")
     found = await memory_ops.memory_search(wired, Caller("cli"), question)
     assert any(h["kind"] == "decision" for h in found.results)
-    ctx = await wired.context.assemble("what happened with the tools?", 4000, session="conv")
+    ctx = await wired.assembler.assemble("what happened with the tools?", 4000, session="conv")
     assert "decision_record ok" in ctx.graph.text and "scratchpad_get failed" in ctx.graph.text
 
 
@@ -383,7 +383,7 @@ async def test_compression_still_bounds_the_window_when_checkpoints_fail(
 ) -> None:
     s = configured(settings, server, window_tokens=2048, memory_share=0.05)
     rt = await open_runtime(s, client)
-    rt.parts.checkpoints = BrokenCheckpoints(client, rt.layer.keys)  # the window's
+    rt.parts.checkpoints = BrokenCheckpoints(client, rt.memory.keys)  # the window's
     reports = [await rt.observe("user", f"note {i}: {FILLER}") for i in range(40)]
     critical = [r for r in reports if CRITICAL in r.actions]
     assert critical and all(r.usage_after < 0.60 and not r.checkpoints for r in critical)
@@ -407,14 +407,14 @@ async def test_tool_results_are_stored_with_their_calls(
 ) -> None:
     rt = await open_runtime(configured(settings, server), client)
     await rt.step("USE TOOLS for the plan")
-    stored = await ChatSessions(rt.layer).messages("conv")
+    stored = await ChatSessions(rt.memory).messages("conv")
     call = stored[1]
     assert [c["id"] for c in call["tool_calls"]] == ["call_s", "call_p"]
     assert json.loads(call["tool_calls"][1]["function"]["arguments"])["value"] == "water plants"
     assert [m["tool_call_id"] for m in stored[2:4]] == ["call_s", "call_p"]
     from aether.memory.tiers.scratchpad import Scratchpads
 
-    assert await Scratchpads(rt.layer).get("plan") == "water plants"
+    assert await Scratchpads(rt.memory).get("plan") == "water plants"
 
 
 async def test_the_scripted_model_runs_as_a_program_for_trying_the_daemon() -> None:
@@ -463,7 +463,7 @@ async def test_a_replayed_conversation_keeps_its_warnings_where_they_were_crosse
         if len(warned_after) == 2:
             break
     assert len(warned_after) == 2  # crossed, compressed, crossed again
-    stored = await ChatSessions(rt.layer).messages("conv")
+    stored = await ChatSessions(rt.memory).messages("conv")
     for said in warned_after:
         at = next(i for i, m in enumerate(stored) if m["content"] == said)
         assert stored[at + 1]["content"] == WARNING_TEXT  # right after the turn that crossed
@@ -510,7 +510,7 @@ async def test_a_step_of_eight_tool_rounds_reads_the_identity_once_and_searches_
         s = configured(settings, server, max_tool_rounds=8)
         rt = await open_runtime(s, client)
         await rt.step("The garden plan: water the tomatoes on Tuesday.")
-        keys = rt.layer.keys
+        keys = rt.memory.keys
         result: list[StepResult] = []
 
         async def step() -> None:

@@ -379,10 +379,10 @@ class ContextAssembler:
     """Builds contexts for one namespace.
 
     Args:
-        layer: the memory layer.
+        memory: the memory layer.
         identity: the identity store (the system prompt is built from Redis).
         settings: the context settings.
-        search: the memory search (default: a new one over ``layer``).
+        search: the memory search (default: a new one over ``memory``).
         beliefs: the belief tiers (default: 0.8 known, 0.5 uncertain).
         archetype: its strategy splits the memory budget into recent events, entities,
             relations (the memory graph) and semantic hits; ``None``: semantic only.
@@ -392,7 +392,7 @@ class ContextAssembler:
 
     def __init__(
         self,
-        layer: MemoryLayer,
+        memory: MemoryLayer,
         identity: IdentityStore,
         settings: ContextSettings,
         search: MemorySearch | None = None,
@@ -402,21 +402,21 @@ class ContextAssembler:
     ) -> None:
         self.archetype = archetype
         self.identity_dir = identity_dir
-        self.layer = layer
+        self.memory = memory
         self.beliefs = beliefs or BeliefSettings()
         self.identity = identity
         self.settings = settings
-        self.search = search or MemorySearch(layer)
-        self.index = MemoryIndex(layer)
-        self.chats = ChatSessions(layer)
+        self.search = search or MemorySearch(memory)
+        self.index = MemoryIndex(memory)
+        self.chats = ChatSessions(memory)
 
     @classmethod
     def configured(
-        cls, layer: MemoryLayer, identity: IdentityStore, search: MemorySearch, settings: Settings
+        cls, memory: MemoryLayer, identity: IdentityStore, search: MemorySearch, settings: Settings
     ) -> ContextAssembler:
         """The assembler the settings describe: context budgets, belief tiers, archetype."""
         return cls(
-            layer,
+            memory,
             identity,
             settings.context,
             search,
@@ -482,7 +482,7 @@ class ContextAssembler:
         if self.archetype is not None and room > 0:
             share = 100 - self.archetype.strategy.budget["semantic"]
             found = await graph_context(
-                self.layer, self.archetype, query, room * share // 100, session, when.timestamp()
+                self.memory, self.archetype, query, room * share // 100, session, when.timestamp()
             )
             if found.text:
                 ctx.graph = Section(
@@ -523,7 +523,7 @@ class ContextAssembler:
             budget,
             lambda unit: unit_tokens(unit, zone, found.clip),
             query_words,
-            self.layer.settings.min_coverage,
+            self.memory.settings.min_coverage,
         )
         messages = render_units(kept, zone, found.clip)
         summary_cost = count_message({"role": "system", "content": found.summary})
@@ -564,7 +564,7 @@ class ContextAssembler:
         ]
         top = max((_match(h) for h in visible), default=0.0)
         visible = [h for h in visible if _match(h) >= self.settings.min_relevance * top]
-        half_life = self.layer.settings.recency_half_life_days
+        half_life = self.memory.settings.recency_half_life_days
         scoring = (top, now, self.settings, half_life, self.beliefs)
         scored = [m for h in visible if (m := score_memory(h, *scoring))]
         scored.sort(key=lambda m: m.score, reverse=True)

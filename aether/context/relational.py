@@ -75,7 +75,7 @@ def _when(ts: float) -> str:
 
 
 async def graph_context(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     archetype: Archetype,
     query: str,
     budget: int,
@@ -97,7 +97,7 @@ async def graph_context(
         blocks.extend(lines)
         counts[name] = max(0, len(lines) - 1)
 
-    patterns = await FailureMemory(layer).patterns()
+    patterns = await FailureMemory(memory).patterns()
     add(
         "patterns",
         _fill("Known failure patterns", [pattern_line(p) for p in patterns], min(budget // 5, 200)),
@@ -105,7 +105,7 @@ async def graph_context(
 
     recent: list[MemoryDoc] = []
     if session:
-        recent = await Events(layer, archetype).recent(session, 30)
+        recent = await Events(memory, archetype).recent(session, 30)
     scored = sorted(
         recent,
         key=lambda e: seed_score(
@@ -125,7 +125,7 @@ async def graph_context(
     ]
     add("events", _fill("Recent events", event_lines, part["recent"]))
 
-    graph = Graph(layer)
+    graph = Graph(memory)
     entities = await graph.find(query, limit=20) if query_words else []
     entities.sort(
         key=lambda d: seed_score(

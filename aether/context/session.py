@@ -125,7 +125,7 @@ class SessionWindow:
     """The window of one chat session.
 
     Args:
-        layer: the memory layer (evicted messages go to its daily log).
+        memory: the memory layer (evicted messages go to its daily log).
         checkpoints: for the 60 % and 85 % checkpoints.
         settings: the context settings (limit, thresholds, summary size).
         window: the model's window.
@@ -137,7 +137,7 @@ class SessionWindow:
 
     def __init__(
         self,
-        layer: MemoryLayer,
+        memory: MemoryLayer,
         checkpoints: Checkpointer,
         settings: ContextSettings,
         window: ModelWindow,
@@ -146,8 +146,8 @@ class SessionWindow:
         zone: ZoneInfo,
         actor: str = "agent",
     ) -> None:
-        self.layer = layer
-        self.chats = ChatSessions(layer)
+        self.memory = memory
+        self.chats = ChatSessions(memory)
         self.checkpoints = checkpoints
         self.settings = settings
         self.window = window
@@ -272,14 +272,14 @@ class SessionWindow:
         m = Mutation()
         docs = self._memory_docs(evicted)
         if docs:
-            await self.layer.attach_embeddings(docs)
-            m = DailyLog(self.layer).mutation(docs)
+            await self.memory.attach_embeddings(docs)
+            m = DailyLog(self.memory).mutation(docs)
         self.chats.window_state_ops(m, self.session, view.fields())
-        await self.layer.store.apply(m, reason, self.actor)
+        await self.memory.store.apply(m, reason, self.actor)
 
     def _memory_docs(self, evicted: list[Unit]) -> list[DailyEntry]:
         """Daily entries for evicted messages: one per message, one per tool call."""
-        limit_bytes = self.layer.settings.max_content_bytes
+        limit_bytes = self.memory.settings.max_content_bytes
         docs: list[DailyEntry] = []
         for unit in evicted:
             head = unit[0]
@@ -302,7 +302,7 @@ class SessionWindow:
                 continue
             docs.append(
                 build_entry(
-                    self.layer,
+                    self.memory,
                     text,
                     source="user" if role == "user" else "agent",
                     tags=[EVICTED_TAG, speaker_tag[:64]],

@@ -4,8 +4,8 @@
 from the session and adds each turn's items to it; with ``AetherSession`` those items
 are messages of an aether chat session of the agent's namespace::
 
-    async with Aether.open(Settings(namespace="support-bot")) as app:
-        session = AetherSession("user-42", app)
+    async with Aether.open(Settings(namespace="support-bot")) as parts:
+        session = AetherSession("user-42", parts)
         result = await Runner.run(agent, "What did I order last week?", session=session)
 
 It can be used from any event loop or thread (the SDK's runner, a worker's own
@@ -137,7 +137,7 @@ class AetherSession:
 
     Args:
         session_id: the chat session (an aether session id: letters, digits, ``-_.:``).
-        app: the namespace's parts (``Aether`` from ``Aether.open``).
+        parts: the namespace's parts (``Aether`` from ``Aether.open``).
         remember: also log user and assistant texts to the daily log (searchable memory).
         session_settings: the SDK's settings (``limit``: how many items to read), as a
             ``SessionSettings`` or a dict, as the SDK's own sessions take them.
@@ -150,7 +150,7 @@ class AetherSession:
     def __init__(
         self,
         session_id: str,
-        app: Parts,
+        parts: Parts,
         *,
         remember: bool = True,
         session_settings: SessionSettings | dict[str, Any] | None = None,
@@ -167,7 +167,7 @@ class AetherSession:
         except (TypeError, ValueError) as e:
             raise InvalidOperationError(f"invalid session_settings: {e}") from e
         self._bridge = LoopBound("AetherSession")
-        self.chats = ChatSessions(app.memory)
+        self.chats = ChatSessions(parts.memory)
         self.remember = remember
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:

@@ -55,9 +55,9 @@ def console(
 
         async with Aether.open(
             settings, actor="console", embed_via_daemon=True, migrate=False
-        ) as agent:
+        ) as parts:
             config = uvicorn.Config(
-                build_app(agent, token), host=cfg.host, port=cfg.port, log_level="warning"
+                build_app(parts, token), host=cfg.host, port=cfg.port, log_level="warning"
             )
             settle_heap()  # a long-lived server, as the daemon is
             await uvicorn.Server(config).serve(sockets=[listener])

@@ -169,8 +169,8 @@ async def open_aether(st: AppState, actor: str = "cli") -> AsyncIterator[Aether]
     """
     from aether.app import Aether
 
-    async with Aether.open(st.settings, actor=actor, embed_via_daemon=True, migrate=False) as agent:
-        yield agent
+    async with Aether.open(st.settings, actor=actor, embed_via_daemon=True, migrate=False) as parts:
+        yield parts
 
 
 def arguments(ctx: typer.Context, model: type[M], **values: Any) -> M:
@@ -253,7 +253,7 @@ def _call_operation(
 
         model = LLMClient.from_settings(st.settings) if llm else None
         try:
-            async with open_aether(st) as agent:
+            async with open_aether(st) as parts:
                 hidden = progress is None or st.json or json_requested.get()
                 with progress_bar(progress or "", hidden=hidden) as bar:
 
@@ -266,10 +266,10 @@ def _call_operation(
                         bar.reached(done)
 
                     caller = Caller("cli", llm=model, progress=advance)
-                    result = await op(agent, caller, args)
+                    result = await op(parts, caller, args)
                 if not zone:
                     return result, None
-                return result, await read_operator_zone(agent.client, agent.keys)
+                return result, await read_operator_zone(parts.client, parts.keys)
         finally:
             if model is not None:
                 await model.aclose()

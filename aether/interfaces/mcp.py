@@ -165,16 +165,16 @@ async def serve_stdio(settings: Settings) -> None:
 
     client = await connect(settings)
     llm = LLMClient.from_settings(settings)
-    agent: Aether | None = None
+    parts: Aether | None = None
     try:
-        agent = Aether(settings, client, actor="mcp", embed_via_daemon=True)
-        await agent.ready(migrate=False)  # a client that only reads changes nothing
-        server = build_server(agent, llm)
+        parts = Aether(settings, client, actor="mcp", embed_via_daemon=True)
+        await parts.ready(migrate=False)  # a client that only reads changes nothing
+        server = build_server(parts, llm)
         settle_heap()  # a long-lived server, as the daemon is
         await server.run_stdio_async()
     finally:
-        if agent is not None:
-            await agent.aclose()
+        if parts is not None:
+            await parts.aclose()
         if llm is not None:
             await llm.aclose()
         await client.aclose()

@@ -110,7 +110,7 @@ class MaintenanceEngine:
     """Runs the maintenance steps on one namespace.
 
     Args:
-        layer: the memory layer.
+        memory: the memory layer.
         checkpoints: for the checkpoint before destructive steps, and pruning.
         llm: summaries and distillation when given; extractive otherwise.
         actor: who the journal says made the changes.
@@ -120,7 +120,7 @@ class MaintenanceEngine:
 
     def __init__(
         self,
-        layer: MemoryLayer,
+        memory: MemoryLayer,
         checkpoints: Checkpoints,
         llm: TextModel | None = None,
         actor: str = "maintenance",
@@ -128,14 +128,14 @@ class MaintenanceEngine:
         search: MemorySearch | None = None,
     ) -> None:
         self.belief_settings = beliefs or BeliefSettings()
-        self.search = search or MemorySearch(layer)
-        self.layer = layer
-        self.keys = layer.keys
-        self.client = layer.client
+        self.search = search or MemorySearch(memory)
+        self.memory = memory
+        self.keys = memory.keys
+        self.client = memory.client
         self.checkpoints = checkpoints
         self.llm = llm
         self.actor = actor
-        self.daily = DailyLog(layer)
+        self.daily = DailyLog(memory)
 
     async def run(self, *, dry_run: bool = False, now: datetime | None = None) -> MaintenanceReport:
         """Run every step (see the module docs).
@@ -189,7 +189,7 @@ class MaintenanceEngine:
     async def compress_daily(self, now: datetime, dry_run: bool) -> StepReport:
         """Step 1: days past the retention become long-term digests."""
         step = StepReport("compress_daily")
-        cutoff = now.date() - timedelta(days=self.layer.settings.daily_retention_days)
+        cutoff = now.date() - timedelta(days=self.memory.settings.daily_retention_days)
         old_days = [d for d in await self.daily.days() if d < cutoff]
         if not old_days:
             step.detail = "no daily logs past the retention"
@@ -215,9 +215,9 @@ class MaintenanceEngine:
     async def _compress_day(self, day: date) -> int:
         docs = await self.daily.list_day(day)
         if not docs:
-            await self.layer.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
+            await self.memory.store.apply(Mutation().delete(self.keys.daily(day)), "maintenance")
             return 0
-        beliefs = Beliefs(self.layer, self.belief_settings, search=self.search)
+        beliefs = Beliefs(self.memory, self.belief_settings, search=self.search)
         # an entry evicted from a chat after its fact changed must not carry it into a digest
         current = [
             d
@@ -231,7 +231,7 @@ class MaintenanceEngine:
         )[:DIGEST_MAX_ENTRIES]
         if not ranked:  # only facts that live on as beliefs, or no longer hold
             removal = self.daily.removal(day, docs, whole_day=True)
-            await self.layer.store.apply(removal, "maintenance.compress_daily", self.actor)
+            await self.memory.store.apply(removal, "maintenance.compress_daily", self.actor)
             return len(docs)
         ranked.sort(key=lambda d: d["timestamp"])
         summary = await self._summary(
@@ -242,29 +242,29 @@ class MaintenanceEngine:
         )
         tags = sorted({t for d in docs for t in d.get("tags", [])})[:30]
         digest = build_memory(
-            self.layer,
+            self.memory,
             f"Digest of {day.isoformat()} ({len(docs)} entries):\n{summary}",
             source="system",
             tags=[DIGEST_TAG, *[t for t in tags if t != DIGEST_TAG]][:32],
             sources=[d["id"] for d in docs],
             timestamp=max(float(d["timestamp"]) for d in docs),
         )
-        await self.layer.attach_embeddings([digest])
+        await self.memory.attach_embeddings([digest])
         for start in range(0, len(docs), DELETE_BATCH):
             batch = docs[start : start + DELETE_BATCH]
             last = start + DELETE_BATCH >= len(docs)
             m = self.daily.removal(day, batch, whole_day=last)
             if start == 0:
-                self.layer.put(m, self.keys.longterm(digest["id"]), digest)
+                self.memory.put(m, self.keys.longterm(digest["id"]), digest)
                 count_ops(m, self.keys, [digest])
-            await self.layer.store.apply(m, "maintenance.compress_daily", self.actor)
+            await self.memory.store.apply(m, "maintenance.compress_daily", self.actor)
         return len(docs)
 
     async def _new_lines(self, lines: list[str]) -> list[str]:
         """``lines`` less repeats, what a note or belief says, and superseded facts."""
         fresh: dict[str, str] = {}
         search = self.search
-        beliefs = Beliefs(self.layer, self.belief_settings, search=search)
+        beliefs = Beliefs(self.memory, self.belief_settings, search=search)
         for line in lines:
             key = _normal(line)
             if not key or key in fresh:
@@ -305,7 +305,7 @@ class MaintenanceEngine:
                 step.changed += 1
                 step.items.append(key)
                 if not dry_run:
-                    await self.client.expire(key, self.layer.settings.scratchpad_ttl_s)
+                    await self.client.expire(key, self.memory.settings.scratchpad_ttl_s)
         verb = "would give" if dry_run else "gave"
         step.detail = f"{seen} scratchpads; {verb} {step.changed} a TTL"
         return step
@@ -314,8 +314,8 @@ class MaintenanceEngine:
         """Step 4: catch up on conversation turns no one has learned from yet."""
         step = StepReport("learn")
         llm = self.llm if isinstance(self.llm, StructuredModel) else None
-        beliefs = Beliefs(self.layer, self.belief_settings, self.llm, self.search)
-        learner = ConversationLearner(self.layer, beliefs, llm)
+        beliefs = Beliefs(self.memory, self.belief_settings, self.llm, self.search)
+        learner = ConversationLearner(self.memory, beliefs, llm)
         backlog = await learner.backlog()
         if dry_run or not backlog:
             step.changed, step.items = len(backlog), backlog
@@ -359,23 +359,23 @@ class MaintenanceEngine:
         lines = await self._new_lines(lines)
         if not lines:
             m = Mutation().hset(state, {"reflected_until": str(now.timestamp())})
-            await self.layer.store.apply(m, "maintenance.reflect", self.actor)
+            await self.memory.store.apply(m, "maintenance.reflect", self.actor)
             step.detail = f"{len(docs)} new entries hold nothing not already remembered"
             return step
         ids = [d["id"] for d in docs]
         memories = [
             build_memory(
-                self.layer, line, source="agent", tags=[REFLECTION_TAG], sources=ids, timestamp=now
+                self.memory, line, source="agent", tags=[REFLECTION_TAG], sources=ids, timestamp=now
             )
             for line in lines[:20]
         ]
-        await self.layer.attach_embeddings(memories)
+        await self.memory.attach_embeddings(memories)
         m = Mutation()
         for memory in memories:
-            self.layer.put(m, self.keys.longterm(memory["id"]), memory)
+            self.memory.put(m, self.keys.longterm(memory["id"]), memory)
         count_ops(m, self.keys, memories)
         m.hset(state, {"reflected_until": str(now.timestamp())})
-        await self.layer.store.apply(m, "maintenance.reflect", self.actor)
+        await self.memory.store.apply(m, "maintenance.reflect", self.actor)
         step.changed = len(memories)
         step.items = [mem["id"] for mem in memories]
         step.detail = f"distilled {len(docs)} entries into {len(memories)} memories"
@@ -388,7 +388,7 @@ class MaintenanceEngine:
         a checkpoint is taken first.
         """
         step = StepReport("beliefs")
-        beliefs = Beliefs(self.layer, self.belief_settings, search=self.search)
+        beliefs = Beliefs(self.memory, self.belief_settings, search=self.search)
         when = (now or datetime.now(UTC)).timestamp()
         limit = self.belief_settings.prune_below
         active = await beliefs.select(Status.ACTIVE, when)

@@ -19,15 +19,15 @@ from aether.store.state import Mutation
 __all__ = ["erasure_hooks"]
 
 
-def erasure_hooks(layer: MemoryLayer) -> ErasureHooks:
+def erasure_hooks(memory: MemoryLayer) -> ErasureHooks:
     """The hooks that keep the memory index's counters and the Qdrant mirror right."""
-    keys = layer.keys
+    keys = memory.keys
 
     def on_delete(m: Mutation, docs: list[dict[str, Any]]) -> None:
         count_ops(m, keys, [cast(MemoryRecord, d) for d in docs], sign=-1)
 
     async def after_state(erased: list[str], needle: Needle | None) -> int:
-        mirror = layer.mirror
+        mirror = memory.mirror
         if mirror is None:
             return 0
         doomed = [key.rsplit(":", 1)[-1] for key in erased]
@@ -36,7 +36,7 @@ def erasure_hooks(layer: MemoryLayer) -> ErasureHooks:
         return len(doomed) + len(holding)
 
     async def find_elsewhere(needle: Needle) -> list[Sighting]:
-        mirror = layer.mirror
+        mirror = memory.mirror
         if mirror is None:
             return []
         return [Sighting("qdrant", mirror.collection, doc) for doc in await mirror.holding(needle)]

@@ -181,17 +181,17 @@ def _decoded(entry: PortableKey) -> Value:
 
 
 # -- export ------------------------------------------------------------------------------
-async def _state_keys(layer: MemoryLayer) -> list[str]:
-    keys = layer.keys
+async def _state_keys(memory: MemoryLayer) -> list[str]:
+    keys = memory.keys
     found = []
-    async for raw in layer.client.scan_iter(match=keys.every_key, count=1000):
+    async for raw in memory.client.scan_iter(match=keys.every_key, count=1000):
         name = text(raw)
         if keys.is_state(name) and not keys.is_vector(name):
             found.append(name)
     return sorted(found)
 
 
-async def export_memory(layer: MemoryLayer, path: Path, progress: Progress | None = None) -> int:
+async def export_memory(memory: MemoryLayer, path: Path, progress: Progress | None = None) -> int:
     """Write the namespace's whole memory to ``path`` (owner-only, atomically).
 
     Returns:
@@ -201,12 +201,12 @@ async def export_memory(layer: MemoryLayer, path: Path, progress: Progress | Non
         InvalidOperationError: ``path`` is a directory or device, its folder is missing,
             or the disk is full; nothing is left behind.
     """
-    names = await _state_keys(layer)
-    prefix = len(layer.keys.prefix)
+    names = await _state_keys(memory)
+    prefix = len(memory.keys.prefix)
     lines: list[str] = []
     for start in range(0, len(names), PAGE):
         page = names[start : start + PAGE]
-        for name, value in zip(page, await read_values(layer.client, page), strict=True):
+        for name, value in zip(page, await read_values(memory.client, page), strict=True):
             if value.type == "none":
                 continue  # gone between the scan and the read
             entry = {"key": name[prefix:], "type": value.type, "value": _encoded(value)}
@@ -255,14 +255,14 @@ def _numbered(path: Path) -> Iterator[tuple[int, str]]:
         raise InvalidOperationError(f"cannot read {path}: {e.strerror or e}") from e
 
 
-def read_portable(layer: MemoryLayer, path: Path) -> list[tuple[str, Value]]:
+def read_portable(memory: MemoryLayer, path: Path) -> list[tuple[str, Value]]:
     """Validate a whole-memory file: (full key, value) pairs; nothing is written.
 
     Raises:
         InvalidOperationError: the file cannot be read, or a line is bad (its number and
             why); nothing was imported.
     """
-    keys = layer.keys
+    keys = memory.keys
     out: list[tuple[str, Value]] = []
     seen: dict[str, int] = {}
     header: Header | None = None
@@ -344,7 +344,7 @@ def _create(m: Mutation, name: str, want: Value) -> None:
 
 
 async def import_memory(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     checkpoints: Checkpoints,
     entries: list[tuple[str, Value]],
     progress: Progress | None = None,
@@ -359,16 +359,16 @@ async def import_memory(
     plans: list[tuple[str, Value, Value]] = []
     for start in range(0, len(entries), PAGE):
         page = entries[start : start + PAGE]
-        have = await read_values(layer.client, [n for n, _ in page])
+        have = await read_values(memory.client, [n for n, _ in page])
         for (name, want), now in zip(page, have, strict=True):
             if now.type not in ("none", want.type):
-                short = name[len(layer.keys.prefix) :]
+                short = name[len(memory.keys.prefix) :]
                 raise InvalidOperationError(
                     f"key {short!r} is a {now.type} here and a {want.type} in the file; "
                     "nothing was imported"
                 )
             plans.append((name, want, now))
-    keys = layer.keys
+    keys = memory.keys
     documents = keys.memory_document_prefixes()
     derived = {keys.memory_counts(), keys.memory_topics(), keys.memory_topics_seen()}
     recount = False
@@ -392,14 +392,14 @@ async def import_memory(
         return report
     cp = await checkpoints.create(label="before memory import", reason="pre-import", actor=actor)
     report.checkpoint = cp.id
-    await _apply_in_batches(layer, m, docs, progress, actor)
+    await _apply_in_batches(memory, m, docs, progress, actor)
     if recount:
-        await MemoryIndex(layer).rebuild()
+        await MemoryIndex(memory).rebuild()
     return report
 
 
 async def _apply_in_batches(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     m: Mutation,
     docs: list[tuple[str, dict[str, Any]]],
     progress: Progress | None,
@@ -407,16 +407,16 @@ async def _apply_in_batches(
 ) -> None:
     for start in range(0, len(m.ops), BATCH_OPS):
         batch = Mutation(ops=m.ops[start : start + BATCH_OPS])
-        await layer.store.apply(batch, "memory.import", actor)
+        await memory.store.apply(batch, "memory.import", actor)
         if progress is not None:
             progress(len(batch.ops))
     for start in range(0, len(docs), PAGE):
         page = docs[start : start + PAGE]
         records: list[MemoryRecord] = [doc for _, doc in page]  # type: ignore[misc]
-        await layer.attach_embeddings(records)
+        await memory.attach_embeddings(records)
         batch = Mutation()
         for (name, _), doc in zip(page, records, strict=True):
-            layer.put(batch.absent(name), name, doc)
-        await layer.store.apply(batch, "memory.import", actor)
+            memory.put(batch.absent(name), name, doc)
+        await memory.store.apply(batch, "memory.import", actor)
         if progress is not None:
             progress(len(page))

@@ -148,9 +148,9 @@ class ImportReport:
         }
 
 
-def max_line_bytes(layer: MemoryLayer) -> int:
+def max_line_bytes(memory: MemoryLayer) -> int:
     """The longest line accepted: the content limit at JSON's worst escaping, plus fields."""
-    return layer.settings.max_content_bytes * 6 + 256 * 1024
+    return memory.settings.max_content_bytes * 6 + 256 * 1024
 
 
 def _lines(source: TextIO, limit: int) -> Iterator[tuple[int, str | None]]:
@@ -169,8 +169,8 @@ def _lines(source: TextIO, limit: int) -> Iterator[tuple[int, str | None]]:
         yield number, line
 
 
-def _record(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
-    record = _built(layer, line)
+def _record(memory: MemoryLayer, line: ImportLine) -> MemoryRecord:
+    record = _built(memory, line)
     if line.timestamp is None:
         # stamped "now" on import: its identity is the line, so the same file again adds
         # nothing (the hash of a line with a time includes it: two entries can repeat)
@@ -178,10 +178,10 @@ def _record(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
     return record
 
 
-def _built(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
+def _built(memory: MemoryLayer, line: ImportLine) -> MemoryRecord:
     if line.kind == "daily":
         return build_entry(
-            layer,
+            memory,
             line.content,
             source=line.source,
             tags=line.tags,
@@ -191,7 +191,7 @@ def _built(layer: MemoryLayer, line: ImportLine) -> MemoryRecord:
             entry_id=line.id,
         )
     return build_memory(
-        layer,
+        memory,
         line.content,
         source=line.source,
         tags=line.tags,
@@ -224,7 +224,7 @@ def _reason(error: ValidationError) -> str:
     return f"{where}: {message}"
 
 
-def parse_line(layer: MemoryLayer, raw_line: str) -> MemoryRecord:
+def parse_line(memory: MemoryLayer, raw_line: str) -> MemoryRecord:
     """One line's validated record.
 
     Raises:
@@ -244,11 +244,11 @@ def parse_line(layer: MemoryLayer, raw_line: str) -> MemoryRecord:
         raise InvalidOperationError(_reason(e)) from e
     except RecursionError as e:
         raise InvalidOperationError("nested too deeply") from e
-    return _record(layer, line)
+    return _record(memory, line)
 
 
 def read_records(
-    layer: MemoryLayer, source: TextIO, policy: ImportPolicy = ImportPolicy()
+    memory: MemoryLayer, source: TextIO, policy: ImportPolicy = ImportPolicy()
 ) -> ReadResult:
     """Parse and validate every line; nothing is written.
 
@@ -256,7 +256,7 @@ def read_records(
         InvalidOperationError: unless the policy skips them, the first bad line (its number
             and reason); unless it keeps one, ids given on several lines.
     """
-    limit = max_line_bytes(layer)
+    limit = max_line_bytes(memory)
     result = ReadResult()
     numbered: list[tuple[int, MemoryRecord]] = []
     for number, text_line in _lines(source, limit):
@@ -269,7 +269,7 @@ def read_records(
                 result.invalid.append((number, reason))
             continue
         try:
-            numbered.append((number, parse_line(layer, text_line)))
+            numbered.append((number, parse_line(memory, text_line)))
         except AetherError as e:
             if policy.on_invalid == "refuse":
                 raise InvalidOperationError(f"line {number}: {e}; nothing was imported") from e
@@ -305,19 +305,19 @@ def _resolve_duplicate_ids(
     return [doc for index, (_, doc) in enumerate(numbered) if index in keep]
 
 
-def _key(layer: MemoryLayer, doc: MemoryRecord) -> str:
-    return record_key(layer.keys, doc["kind"], doc["id"])
+def _key(memory: MemoryLayer, doc: MemoryRecord) -> str:
+    return record_key(memory.keys, doc["kind"], doc["id"])
 
 
 async def _existing(
-    layer: MemoryLayer, search: CandidateReader, docs: list[MemoryRecord]
+    memory: MemoryLayer, search: CandidateReader, docs: list[MemoryRecord]
 ) -> set[str]:
     """Hashes and ids of ``docs`` already stored."""
-    pipe = layer.client.pipeline(transaction=False)
+    pipe = memory.client.pipeline(transaction=False)
     for doc in docs:
-        pipe.exists(_key(layer, doc))
+        pipe.exists(_key(memory, doc))
     known = {doc["id"] for doc, hit in zip(docs, await pipe.execute(), strict=True) if hit}
-    if not await layer.indexed():
+    if not await memory.indexed():
         return known
     query = FilterQuery(
         filter_expression=Tag("hash") == [d["hash"] for d in docs],
@@ -328,33 +328,33 @@ async def _existing(
     return known
 
 
-def _creation(layer: MemoryLayer, docs: list[MemoryRecord]) -> Mutation:
+def _creation(memory: MemoryLayer, docs: list[MemoryRecord]) -> Mutation:
     """One change that creates ``docs`` (refused if any exists) and counts them."""
     m = Mutation()
     for doc in docs:
-        m.absent(_key(layer, doc))
+        m.absent(_key(memory, doc))
     # import builds daily entries with build_entry: the kind names the record type
     daily = cast(list[DailyEntry], [d for d in docs if d["kind"] == "daily"])
-    m.ops += DailyLog(layer).mutation(daily).ops
+    m.ops += DailyLog(memory).mutation(daily).ops
     others = [doc for doc in docs if doc["kind"] != "daily"]
     for doc in others:
-        layer.put(m, _key(layer, doc), doc)
-    count_ops(m, layer.keys, others)
+        memory.put(m, _key(memory, doc), doc)
+    count_ops(m, memory.keys, others)
     return m
 
 
 async def import_records(
-    layer: MemoryLayer, records: list[MemoryRecord], progress: Progress | None = None
+    memory: MemoryLayer, records: list[MemoryRecord], progress: Progress | None = None
 ) -> ImportReport:
     """Write validated records in batches, skipping exact duplicates."""
-    search = CandidateReader(layer)  # the index's reader: no search is run here
+    search = CandidateReader(memory)  # the index's reader: no search is run here
     await search.ensure_index()
     seen: set[str] = set()
     imported = duplicates = 0
     for start in range(0, len(records), BATCH):
         batch = records[start : start + BATCH]
         for attempt in range(CONFLICT_RETRIES):
-            known = await _existing(layer, search, batch)
+            known = await _existing(memory, search, batch)
             fresh = []
             skipped = 0
             for doc in batch:
@@ -364,9 +364,9 @@ async def import_records(
                 fresh.append(doc)
             if not fresh:
                 break
-            await layer.attach_embeddings(fresh)
+            await memory.attach_embeddings(fresh)
             try:
-                await layer.store.apply(_creation(layer, fresh), "memory.import")
+                await memory.store.apply(_creation(memory, fresh), "memory.import")
                 break
             except ConflictError:
                 if attempt == CONFLICT_RETRIES - 1:
@@ -379,7 +379,7 @@ async def import_records(
     return ImportReport(len(records), imported, duplicates)
 
 
-def read_file(layer: MemoryLayer, path: Path, policy: ImportPolicy = ImportPolicy()) -> ReadResult:
+def read_file(memory: MemoryLayer, path: Path, policy: ImportPolicy = ImportPolicy()) -> ReadResult:
     """Validate a JSONL file (see :func:`read_records`).
 
     Raises:
@@ -395,7 +395,7 @@ def read_file(layer: MemoryLayer, path: Path, policy: ImportPolicy = ImportPolic
         raise InvalidOperationError(f"cannot read {path}: not a regular file")
     try:
         with os.fdopen(fd, encoding="utf-8") as f:
-            return read_records(layer, f, policy)
+            return read_records(memory, f, policy)
     except UnicodeDecodeError as e:
         raise InvalidOperationError(f"cannot read {path}: not UTF-8 text (byte {e.start})") from e
     except OSError as e:
@@ -403,7 +403,7 @@ def read_file(layer: MemoryLayer, path: Path, policy: ImportPolicy = ImportPolic
 
 
 async def import_file(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     path: Path,
     progress: Progress | None = None,
     policy: ImportPolicy = ImportPolicy(),
@@ -413,8 +413,8 @@ async def import_file(
     Raises:
         InvalidOperationError: the file is missing or a line is bad; nothing is written.
     """
-    read = read_file(layer, path, policy)
-    report = await import_records(layer, read.records, progress)
+    read = read_file(memory, path, policy)
+    report = await import_records(memory, read.records, progress)
     return with_read_report(report, read)
 
 
@@ -432,29 +432,29 @@ def with_read_report(report: ImportReport, read: ReadResult) -> ImportReport:
     )
 
 
-async def export_documents(layer: MemoryLayer) -> list[MemoryDoc]:
+async def export_documents(memory: MemoryLayer) -> list[MemoryDoc]:
     """Every daily entry (day order) then every long-term memory (id order), no embeddings."""
-    daily = DailyLog(layer)
+    daily = DailyLog(memory)
     out: list[MemoryDoc] = []
     for day in await daily.days():
         out.extend(await daily.list_day(day))
-    ids = await LongTermMemory(layer).ids()
+    ids = await LongTermMemory(memory).ids()
     for start in range(0, len(ids), BATCH):
-        keys = [layer.keys.longterm(i) for i in ids[start : start + BATCH]]
-        out.extend(d for d in await layer.get_docs(keys) if d is not None)
+        keys = [memory.keys.longterm(i) for i in ids[start : start + BATCH]]
+        out.extend(d for d in await memory.get_docs(keys) if d is not None)
     for doc in out:
         doc.pop("embedding", None)
     return out
 
 
-async def export_file(layer: MemoryLayer, path: Path, progress: Progress | None = None) -> int:
+async def export_file(memory: MemoryLayer, path: Path, progress: Progress | None = None) -> int:
     """Write every document to ``path`` as JSONL (owner-only, atomically); returns how many.
 
     Raises:
         InvalidOperationError: ``path`` is a directory or device, its folder is missing, or
             the disk is full; nothing is left behind.
     """
-    docs = await export_documents(layer)
+    docs = await export_documents(memory)
     with atomic_private_writer(path) as f:
         for doc in docs:
             f.write(json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n")

@@ -41,7 +41,7 @@ async def identity_get(parts: Parts, caller: Caller, args: NoArgs) -> Identity:
     The agent's name, role and voice; the operator's name, time zone and preferences:
     the profiles the system prompt is built from.
     """
-    folder = parts.context.identity_dir  # before the first bootstrap: read, never written
+    folder = parts.assembler.identity_dir  # before the first bootstrap: read, never written
     identity = await (parts.identity.current(folder) if folder else parts.identity.load())
     return Identity(
         agent=dict(identity.agent),
@@ -194,7 +194,7 @@ async def context_assemble(parts: Parts, caller: Caller, args: ContextArgs) -> A
     Identity, relevant memories and beliefs, recent conversation, fitted into
     ``max_tokens``.
     """
-    ctx = await parts.context.assemble(args.query, args.max_tokens, session=args.session)
+    ctx = await parts.assembler.assemble(args.query, args.max_tokens, session=args.session)
     return Assembled(
         query=args.query,
         max_tokens=args.max_tokens,

@@ -278,7 +278,7 @@ async def memory_forget(parts: Parts, caller: Caller, args: ForgetArgs) -> Forgo
     """
     if args.about is not None:
         return await _forget_about(parts, caller, args.about, args.preview)
-    layer, id_ = parts.memory, check_id(args.id or "", "memory id")
+    memory, id_ = parts.memory, check_id(args.id or "", "memory id")
     if args.preview:
         item = await memory_get(parts, caller, IdArgs(id=id_))
         content = str(item.memory.get("content", ""))
@@ -288,17 +288,17 @@ async def memory_forget(parts: Parts, caller: Caller, args: ForgetArgs) -> Forgo
             items=[{"id": id_, "kind": item.kind, "content": content}],
             preview=True,
         )
-    if await layer.client.exists(layer.keys.belief(id_)):
+    if await memory.client.exists(memory.keys.belief(id_)):
         await parts.beliefs().forget(id_)
         return Forgotten(forgotten=id_, kind="belief")
-    if await layer.client.exists(layer.keys.longterm(id_)):
-        await LongTermMemory(layer).delete(id_)
+    if await memory.client.exists(memory.keys.longterm(id_)):
+        await LongTermMemory(memory).delete(id_)
         return Forgotten(forgotten=id_, kind="longterm")
-    doc = (await layer.get_docs([layer.keys.daily_entry(id_)]))[0]
+    doc = (await memory.get_docs([memory.keys.daily_entry(id_)]))[0]
     if doc is None:
         raise NotFoundError(f"no memory {id_!r}")
-    removal = DailyLog(layer).removal(date.fromisoformat(doc["day"]), [doc], whole_day=False)
-    await layer.store.apply(removal, "memory.forget")
+    removal = DailyLog(memory).removal(date.fromisoformat(doc["day"]), [doc], whole_day=False)
+    await memory.store.apply(removal, "memory.forget")
     return Forgotten(forgotten=id_, kind="daily")
 
 
@@ -409,14 +409,14 @@ class MemoryItem(BaseModel):
 @operation(read_only=True, agent=False)
 async def memory_get(parts: Parts, caller: Caller, args: IdArgs) -> MemoryItem:
     """One memory by id: a daily entry, a long-term note or a belief, with every field."""
-    layer, id_ = parts.memory, check_id(args.id, "memory id")
-    keys = layer.keys
+    memory, id_ = parts.memory, check_id(args.id, "memory id")
+    keys = memory.keys
     candidates = [
         ("belief", keys.belief(id_)),
         ("longterm", keys.longterm(id_)),
         ("daily", keys.daily_entry(id_)),
     ]
-    docs = await layer.get_docs([key for _, key in candidates])
+    docs = await memory.get_docs([key for _, key in candidates])
     for (kind, _), doc in zip(candidates, docs, strict=True):
         if doc is not None:
             return MemoryItem(id=id_, kind=kind, memory=public(doc))
@@ -471,9 +471,9 @@ async def scratchpad_set(parts: Parts, caller: Caller, args: PadSetArgs) -> Pad:
 
     Not part of memory: never searched, not rolled back.
     """
-    layer = parts.memory
-    await Scratchpads(layer).set(args.id, args.value, args.ttl_s)
-    ttl: Any = await layer.client.ttl(layer.keys.scratchpad(args.id))
+    memory = parts.memory
+    await Scratchpads(memory).set(args.id, args.value, args.ttl_s)
+    ttl: Any = await memory.client.ttl(memory.keys.scratchpad(args.id))
     return Pad(id=args.id, value=args.value, ttl_s=int(ttl))
 
 

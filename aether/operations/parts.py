@@ -8,10 +8,12 @@ is a ``Parts`` that can also open a connection, get ready and make runtimes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from aether.config import RENAMED_UNTIL
 from aether.keys import Keyspace
 
 if TYPE_CHECKING:  # each part's module is imported when the part is first used
@@ -53,7 +55,7 @@ class Parts:
         search: hybrid search over the memory index.
         checkpoints: checkpoints, rollback and undo.
         identity: the agent's and operator's identity.
-        context: the context assembler.
+        assembler: the context assembler.
         tasks: the task list.
         goals: the goals tasks roll up to.
         approvals: tool calls waiting for the operator's decision.
@@ -86,12 +88,12 @@ class Parts:
         """The memory layer (daily log, long-term, beliefs' storage, embedder)."""
         from aether.memory.storage.layer import MemoryLayer
 
-        layer = MemoryLayer.open(
+        memory = MemoryLayer.open(
             self.settings, self.client, actor=self._actor, wrap_local=self._wrap_local
         )
         if self._indexes_deferred:  # ``ready`` found a fresh namespace
-            layer.defer_indexes(lambda: self.search.ensure_index())
-        return layer
+            memory.defer_indexes(lambda: self.search.ensure_index())
+        return memory
 
     @cached_property
     def search(self) -> MemorySearch:
@@ -118,11 +120,21 @@ class Parts:
         return IdentityStore(self.memory.store, self.checkpoints)
 
     @cached_property
-    def context(self) -> ContextAssembler:
+    def assembler(self) -> ContextAssembler:
         """The context assembler."""
         from aether.context.assembly import ContextAssembler
 
         return ContextAssembler.configured(self.memory, self.identity, self.search, self.settings)
+
+    @property
+    def context(self) -> ContextAssembler:
+        """Deprecated name of :attr:`assembler`, read until aether ``RENAMED_UNTIL``."""
+        warnings.warn(
+            f"Parts.context is deprecated: use Parts.assembler (until aether {RENAMED_UNTIL})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.assembler
 
     @cached_property
     def tasks(self) -> Tasks:

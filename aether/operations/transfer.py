@@ -97,26 +97,26 @@ async def memory_import(parts: Parts, caller: Caller, args: ImportArgs) -> dict[
     from aether.memory.portable import import_memory, is_portable, read_portable
     from aether.memory.transfer import ImportPolicy, import_records, read_file, with_read_report
 
-    layer = parts.memory
+    memory = parts.memory
     if is_portable(args.path):
         if args.skip_invalid:
             raise InvalidOperationError(
                 "a whole-memory export is imported whole: --skip-invalid applies only "
                 "to files of records; nothing was imported"
             )
-        entries = read_portable(layer, args.path)
+        entries = read_portable(memory, args.path)
         done = await import_memory(
-            layer, parts.checkpoints, entries, caller.counter(len(entries)), actor=caller.actor
+            memory, parts.checkpoints, entries, caller.counter(len(entries)), actor=caller.actor
         )
         return done.to_dict()
     policy = ImportPolicy("skip" if args.skip_invalid else "refuse", args.on_duplicate)
-    read = read_file(layer, args.path, policy)
+    read = read_file(memory, args.path, policy)
     checkpoint = None
     if read.records:  # like every destructive action: a checkpoint first
         taken = await parts.checkpoints.create(
             label="before memory import", reason="pre-import", actor=caller.actor
         )
         checkpoint = taken.id
-    report = await import_records(layer, read.records, caller.counter(len(read.records)))
+    report = await import_records(memory, read.records, caller.counter(len(read.records)))
     report = dataclasses.replace(report, checkpoint=checkpoint)
     return with_read_report(report, read).to_dict()

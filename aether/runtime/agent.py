@@ -101,8 +101,8 @@ class AgentRuntime(OnParts):
         self.session = check_id(session, "session id")
         self.llm = llm
         self.actor = actor
-        self.chats = ChatSessions(self.layer)
-        self.episodes = Episodes(self.layer)
+        self.chats = ChatSessions(self.memory)
+        self.episodes = Episodes(self.memory)
         self.window: ModelWindow = settings.context.window(llm.model if llm else settings.llm.model)
         summarizer: Summarizer = LLMSummarizer(llm) if llm else ExtractiveSummarizer()
         self._summarizer = summarizer
@@ -190,7 +190,7 @@ class AgentRuntime(OnParts):
         """
         identity = identity or await self.identity.load()
         return SessionWindow(
-            self.layer,
+            self.memory,
             self.checkpoints,
             self.settings.context,
             self.window,
@@ -271,7 +271,7 @@ class AgentRuntime(OnParts):
         llm = LLMClient.require(self.llm)
         if not message.strip():
             raise InvalidOperationError("the message is empty")
-        if len(message.encode()) > self.layer.settings.max_content_bytes:
+        if len(message.encode()) > self.memory.settings.max_content_bytes:
             raise InvalidOperationError("the message is over the size limit")
         if ref is None or await self.chats.find_ref(self.session, ref) is None:
             await self.chats.append(self.session, "user", message, ref=ref, timestamp=self.clock())
@@ -282,7 +282,7 @@ class AgentRuntime(OnParts):
         window = await self.session_window(identity)
         guard = TurnGuard.of(self.settings.tools)
         if schemas != self._cached_schemas:
-            await ToolSchemaCache(self.layer).set(self.session, schemas)
+            await ToolSchemaCache(self.memory).set(self.session, schemas)
             self._cached_schemas = schemas
         reserve = int(self.window.window_tokens * self.window.reserve_share)
         fixed = 0
@@ -351,7 +351,7 @@ class AgentRuntime(OnParts):
                 timestamp=self.clock(),
             )
         await record_tool_events(
-            self.layer, archetype(self.parts.settings.archetype), self.session, runs, self.clock()
+            self.memory, archetype(self.parts.settings.archetype), self.session, runs, self.clock()
         )
         parts = [call.as_message_part() for call in calls]
         results = [
@@ -372,7 +372,7 @@ class AgentRuntime(OnParts):
         so the agent learns which calls keep failing. Denials and stops are the operator's
         or the turn's decisions, not failures.
         """
-        failures = FailureMemory(self.layer)
+        failures = FailureMemory(self.memory)
         for run in runs:
             if run.outcome not in FAILED_OUTCOMES:
                 continue

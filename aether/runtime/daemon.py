@@ -136,7 +136,7 @@ class Daemon(OnParts):
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.parts = parts
-        settings, layer = parts.settings, parts.memory
+        settings, memory = parts.settings, parts.memory
         self.llm = llm
         cfg = settings.daemon
         self.consumer = consumer or cfg.consumer
@@ -151,7 +151,7 @@ class Daemon(OnParts):
         self._stopping = False
         self._recovered = False
         self._to_learn: asyncio.Queue[str] = asyncio.Queue()
-        self.learner = ConversationLearner(layer, parts.beliefs(llm), llm)
+        self.learner = ConversationLearner(memory, parts.beliefs(llm), llm)
         self.health = health or Health(ready=True)
         self.clock = clock
         servers = load_servers(settings.mcp_servers) if settings.mcp_servers else {}
@@ -497,7 +497,7 @@ class Daemon(OnParts):
     async def maintenance(self) -> None:
         """The scheduled maintenance run (at the daemon's clock's time)."""
         engine = MaintenanceEngine(
-            self.layer,
+            self.memory,
             self.checkpoints,
             self.llm,
             actor="daemon",

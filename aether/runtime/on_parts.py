@@ -44,7 +44,7 @@ class OnParts:
         return self.parts.keys
 
     @property
-    def layer(self) -> MemoryLayer:
+    def memory(self) -> MemoryLayer:
         """The memory layer."""
         return self.parts.memory
 
@@ -66,4 +66,4 @@ class OnParts:
     @property
     def assembler(self) -> ContextAssembler:
         """The context assembler."""
-        return self.parts.context
+        return self.parts.assembler

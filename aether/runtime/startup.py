@@ -125,7 +125,7 @@ async def _serve(
     identity = await parts.identity.ensure(identity_dir)
     # writes wait on a stuck erasure's hold: start without migrating, degraded
     await parts.ready(migrate=health.erasure is None, progress=_migration_progress())
-    layer = parts.memory
+    memory = parts.memory
 
     async def recover() -> None:
         await daemon.recover()
@@ -134,19 +134,19 @@ async def _serve(
     supervisor = Supervisor(parts.client, health, stop, recover)
     health.llm = llm.breaker if llm is not None else None
     supervisor.start("beat", lambda: keep_alive(lease, health, stop))
-    if layer.embedder is not None and settings.embedding.provider == "local" and not stop.is_set():
+    if memory.embedder is not None and settings.embedding.provider == "local" and not stop.is_set():
         # the model loads once, here; in a daemon thread, so a SIGTERM meanwhile is not
         # held up by it (asyncio's own worker threads are waited for at exit)
         loader = threading.Thread(target=preload_local_model, name="model-load", daemon=True)
         loader.start()
         while loader.is_alive() and not stop.is_set():
             await asyncio.sleep(0.1)
-    if layer.embedder is not None and not stop.is_set():
-        embedder = layer.embedder
+    if memory.embedder is not None and not stop.is_set():
+        embedder = memory.embedder
         await embedder.embed_many(["aether warm-up"])
         supervisor.start(
             "embeddings",
-            lambda: embedding_service.serve(parts.client, layer.keys, embedder, stop),
+            lambda: embedding_service.serve(parts.client, memory.keys, embedder, stop),
         )
     http = mcp_http(parts, llm) if mcp_http is not None and settings.mcp.port else None
     if http is not None:
@@ -154,7 +154,7 @@ async def _serve(
     settle_heap()  # what the daemon holds from here on lives as long as it does
     health.runs = running(
         settings,
-        embeddings=layer.embedder.model_name if layer.embedder else None,
+        embeddings=memory.embedder.model_name if memory.embedder else None,
         mcp_serving=http is not None,
         started_at=lease.holder.started_at,
     )
@@ -165,7 +165,7 @@ async def _serve(
         namespace=settings.namespace,
         agent=identity.agent.get("name"),
         redis="external" if settings.redis_url else "embedded",
-        embeddings=layer.embedder.model_name if layer.embedder else "none",
+        embeddings=memory.embedder.model_name if memory.embedder else "none",
         llm=settings.llm.model or "none",
         mcp=f"{settings.mcp.host}:{settings.mcp.port}/mcp" if http else "off",
         instance=lease.holder.instance,

@@ -57,10 +57,10 @@ def event_of(run: ToolRun, event_types: tuple[str, ...]) -> tuple[str, dict[str,
 
 
 async def record_tool_events(
-    layer: MemoryLayer, archetype: Archetype, session: str, runs: list[ToolRun], now: float
+    memory: MemoryLayer, archetype: Archetype, session: str, runs: list[ToolRun], now: float
 ) -> None:
     """Record one event per run that has one in the archetype's domain."""
-    events = Events(layer, archetype)
+    events = Events(memory, archetype)
     for run in runs:
         found = event_of(run, tuple(archetype.event_types))
         if found is None:

@@ -7,8 +7,8 @@
 
 Both are built over the composition root::
 
-    async with Aether.open(Settings(namespace="support-bot")) as app:
-        graph = builder.compile(checkpointer=AetherCheckpointSaver(app), store=AetherStore(app))
+    async with Aether.open(Settings(namespace="support-bot")) as parts:
+        graph = builder.compile(checkpointer=AetherCheckpointSaver(parts), store=AetherStore(parts))
 """
 
 from aether.integrations.langgraph.checkpointer import AetherCheckpointSaver

@@ -6,8 +6,8 @@ pending write is a journaled change, so ``aether checkpoint rollback`` rewinds t
 graph's threads together with the memory, ``aether erase`` reaches them, and redis-cli
 shows them (``<ns>:langgraph:*``)::
 
-    async with Aether.open(Settings(namespace="support-bot")) as app:
-        graph = builder.compile(checkpointer=AetherCheckpointSaver(app))
+    async with Aether.open(Settings(namespace="support-bot")) as parts:
+        graph = builder.compile(checkpointer=AetherCheckpointSaver(parts))
         await graph.ainvoke({"messages": [...]}, {"configurable": {"thread_id": "t1"}})
 
 The async methods are the saver's own. The sync ones (``graph.invoke``) run them on the
@@ -86,17 +86,17 @@ class AetherCheckpointSaver(BaseCheckpointSaver[str]):
     """A LangGraph ``BaseCheckpointSaver`` whose threads are journaled aether state.
 
     Args:
-        app: the namespace's parts (``Aether`` from ``Aether.open``).
+        parts: the namespace's parts (``Aether`` from ``Aether.open``).
         serde: LangGraph's serializer (default: its ``JsonPlusSerializer``).
 
     Raises:
         InvalidOperationError: made outside a running event loop.
     """
 
-    def __init__(self, app: Parts, *, serde: SerializerProtocol | None = None) -> None:
+    def __init__(self, parts: Parts, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
         self._bridge = LoopBound("AetherCheckpointSaver")
-        self.threads = ThreadStore(app.memory)
+        self.threads = ThreadStore(parts.memory)
 
     # -- async: the saver's own ------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -193,13 +193,13 @@ class NamespacedItems:
     """A namespace's store items.
 
     Args:
-        layer: the namespace's memory layer.
+        memory: the namespace's memory layer.
     """
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
-        self.client = layer.client
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
+        self.client = memory.client
 
     async def get_many(self, refs: Sequence[tuple[Namespace, str]]) -> list[StoredItem | None]:
         """Items by (namespace, key), ``None`` where missing, in one round trip."""
@@ -253,8 +253,8 @@ class NamespacedItems:
             memory = ""
             if write.index_text is not None and write.index_text.strip():
                 doc = build_memory(
-                    self.layer,
-                    _fit(write.index_text, self.layer.settings.max_content_bytes),
+                    self.memory,
+                    _fit(write.index_text, self.memory.settings.max_content_bytes),
                     tags=_tags(namespace, write.value),
                     timestamp=now,
                 )
@@ -281,20 +281,20 @@ class NamespacedItems:
             )
             m.zadd(self.keys.lg_store_keys(namespace), {key: now})
             m.sadd(self.keys.lg_store_namespaces(), _dotted(namespace))
-        await self.layer.attach_embeddings(new_docs)
+        await self.memory.attach_embeddings(new_docs)
         for doc in new_docs:
-            self.layer.put(m, self.keys.longterm(doc["id"]), doc)
+            self.memory.put(m, self.keys.longterm(doc["id"]), doc)
         count_ops(m, self.keys, new_docs)
         if gone_docs:
-            old_docs = await self.layer.get_docs([self.keys.longterm(i) for i in gone_docs])
+            old_docs = await self.memory.get_docs([self.keys.longterm(i) for i in gone_docs])
             for memory_id, old_doc in zip(gone_docs, old_docs, strict=True):
                 if old_doc is not None:
-                    self.layer.remove(m, self.keys.longterm(memory_id))
+                    self.memory.remove(m, self.keys.longterm(memory_id))
             count_ops(m, self.keys, [d for d in old_docs if d is not None], sign=-1)
             m.hdel(self.keys.lg_store_memories(), *gone_docs)
         if not m.ops:
             return
-        await self.layer.store.apply(m, "store.write")
+        await self.memory.store.apply(m, "store.write")
         await self._drop_empty(changed_namespaces)
 
     async def _drop_empty(self, namespaces: set[Namespace]) -> None:
@@ -303,7 +303,7 @@ class NamespacedItems:
         ]
         if empty:
             m = Mutation().srem(self.keys.lg_store_namespaces(), *(_dotted(ns) for ns in empty))
-            await self.layer.store.apply(m, "store.namespaces")
+            await self.memory.store.apply(m, "store.namespaces")
 
     async def touch(self, items: Sequence[StoredItem], now: float) -> None:
         """Renew the expiry of items that have a time to live (one journaled change)."""
@@ -314,7 +314,7 @@ class NamespacedItems:
                     self.keys.lg_item(item.namespace, item.key), {"expires_at": now + item.ttl_s}
                 )
         if m.ops:
-            await self.layer.store.apply(m, "store.touch")
+            await self.memory.store.apply(m, "store.touch")
 
     async def namespaces(self) -> list[Namespace]:
         """Every namespace that holds items, sorted."""

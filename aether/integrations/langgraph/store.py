@@ -8,8 +8,8 @@ with something to index is also a long-term memory, scoped to its namespace, so
 relevance floor: an unrelated query finds nothing), and the agent's own context and
 ``aether memory search`` find it too::
 
-    async with Aether.open(Settings(namespace="support-bot")) as app:
-        store = AetherStore(app)
+    async with Aether.open(Settings(namespace="support-bot")) as parts:
+        store = AetherStore(parts)
         await store.aput(("users", "u1", "prefs"), "tea", {"text": "likes green tea"})
         hits = await store.asearch(("users", "u1"), query="what does the user drink?")
 
@@ -231,7 +231,7 @@ class AetherStore(BaseStore):
     """LangGraph's ``BaseStore`` over an aether namespace.
 
     Args:
-        app: the namespace's parts (``Aether`` from ``Aether.open``).
+        parts: the namespace's parts (``Aether`` from ``Aether.open``).
         index: the value paths indexed for search by default (``["$"]``: every string of
             the value), or LangGraph's ``IndexConfig`` (its ``fields`` are used; aether
             embeds with its own configured embedder, so ``dims`` and ``embed`` are not
@@ -244,15 +244,15 @@ class AetherStore(BaseStore):
 
     def __init__(
         self,
-        app: Parts,
+        parts: Parts,
         *,
         index: list[str] | IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._bridge = LoopBound("AetherStore")
-        self.items = NamespacedItems(app.memory)
-        self._parts = app
+        self.items = NamespacedItems(parts.memory)
+        self._parts = parts
         fields = index.get("fields") if isinstance(index, dict) else index
         self.index_fields = list(fields) if fields else ["$"]
         self._ttl: TTLConfig = ttl or TTLConfig(refresh_on_read=True)

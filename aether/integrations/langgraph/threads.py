@@ -110,13 +110,13 @@ class ThreadStore:
     """A namespace's framework threads: checkpoints, their channel values and writes.
 
     Args:
-        layer: the namespace's memory layer (its journaled store and client).
+        memory: the namespace's memory layer (its journaled store and client).
     """
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
-        self.client = layer.client
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
+        self.client = memory.client
 
     # -- writing ---------------------------------------------------------------------
     async def put(
@@ -165,7 +165,7 @@ class ThreadStore:
             blob_keys.append(key)
         if blob_keys:
             m.sadd(self.keys.lg_blobs(thread), *blob_keys)
-        await self.layer.store.apply(m, "threads.put")
+        await self.memory.store.apply(m, "threads.put")
 
     async def put_writes(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[StoredWrite]
@@ -195,7 +195,7 @@ class ThreadStore:
         if not added:
             return
         m.sadd(index, *added)
-        await self.layer.store.apply(m, "threads.put_writes")
+        await self.memory.store.apply(m, "threads.put_writes")
 
     async def delete_thread(self, thread_id: str) -> int:
         """Delete a thread's checkpoints, values and writes (journaled); returns the keys."""
@@ -206,7 +206,7 @@ class ThreadStore:
         for key in keys:
             m.delete(key)
         m.srem(self.keys.lg_threads(), thread_id)
-        await self.layer.store.apply(m, "threads.delete")
+        await self.memory.store.apply(m, "threads.delete")
         return len(keys)
 
     async def delete_checkpoints(
@@ -228,7 +228,7 @@ class ThreadStore:
                 m.delete(key)
             m.delete(index)
         m.zrem(self.keys.lg_checkpoints(thread_id, checkpoint_ns), *ids)
-        await self.layer.store.apply(m, "threads.delete_checkpoints")
+        await self.memory.store.apply(m, "threads.delete_checkpoints")
         remaining = 0
         for ns in await self.namespaces(thread_id):
             remaining += await self.client.zcard(self.keys.lg_checkpoints(thread_id, ns))
@@ -289,7 +289,7 @@ class ThreadStore:
         if blob_keys:
             m.sadd(self.keys.lg_blobs(target), *dict.fromkeys(blob_keys))
         m.sadd(self.keys.lg_threads(), target)
-        await self.layer.store.apply(m, "threads.copy")
+        await self.memory.store.apply(m, "threads.copy")
         return copied
 
     # -- reading ---------------------------------------------------------------------

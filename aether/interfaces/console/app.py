@@ -24,7 +24,7 @@ from aether.interfaces.console.pages import checkpoints, memory, operator, talk
 __all__ = ["MAX_QUERY", "build_app"]
 
 
-def build_app(agent: Aether, token: str) -> Starlette:
+def build_app(parts: Aether, token: str) -> Starlette:
     """The console over one namespace's parts, logged into with ``token``."""
     routes = [
         *guard.ROUTES,
@@ -35,5 +35,5 @@ def build_app(agent: Aether, token: str) -> Starlette:
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(guard.Guard)])
-    app.state.console = Console(agent, token)
+    app.state.console = Console(parts, token)
     return app

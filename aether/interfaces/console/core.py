@@ -71,8 +71,8 @@ class Console:
         token: the token the console is logged into with.
     """
 
-    def __init__(self, agent: Aether, token: str) -> None:
-        self.agent = agent
+    def __init__(self, parts: Aether, token: str) -> None:
+        self.parts = parts
         self.sessions = Sessions(token)
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["pretty"] = to_json
@@ -89,10 +89,10 @@ class Console:
 
     async def zone(self) -> ZoneInfo:
         """The operator's time zone (times on every page)."""
-        agent = self.agent
-        if agent.context.identity_dir is not None:  # a fresh namespace: the folder's
-            return operator_zone(await agent.identity.current(agent.context.identity_dir))
-        return operator_zone(await agent.identity.load())
+        parts = self.parts
+        if parts.assembler.identity_dir is not None:  # a fresh namespace: the folder's
+            return operator_zone(await parts.identity.current(parts.assembler.identity_dir))
+        return operator_zone(await parts.identity.load())
 
     async def run(self, op: Operation[Any, Any], **values: Any) -> Any:
         """Run one operation as the console; a bad argument is a 400."""
@@ -100,7 +100,7 @@ class Console:
             args = validated(op.arguments, values)  # every face's reading of arguments
         except InvalidOperationError as e:
             raise BadRequest(str(e)) from None
-        return await op(self.agent, self.caller, args)
+        return await op(self.parts, self.caller, args)
 
     async def page(self, request: Request, name: str, **context: Any) -> Response:
         """The template ``name`` in the layout, with what every page shows."""
@@ -115,7 +115,7 @@ class Console:
                 "when": lambda at: stamp(at, tz, time.time()),
                 "ago": _relative,
                 "zone": str(tz),
-                "namespace": self.agent.settings.namespace,
+                "namespace": self.parts.settings.namespace,
                 "page_link": lambda number: _with_page(request, number),
                 **context,
             },

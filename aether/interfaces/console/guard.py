@@ -138,7 +138,7 @@ def failed(request: Request, status: int, code: str, message: str) -> Response:
             "path": request.url.path,
             "csrf": getattr(request.state, "csrf", ""),
             "zone": "",
-            "namespace": console.agent.settings.namespace,
+            "namespace": console.parts.settings.namespace,
             "status": status,
             "code": code,
             "message": message,

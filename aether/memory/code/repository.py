@@ -206,10 +206,10 @@ class RepoGraph:
 class Repositories:
     """Indexed repositories of one namespace."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
-        self.client = layer.client
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
+        self.client = memory.client
 
     async def index(self, root: Path, progress: Callable[[int], None] | None = None) -> IndexReport:
         """Index (or re-index) the repository at ``root``.
@@ -231,7 +231,7 @@ class Repositories:
         known_list = sorted(known)
         for begin in range(0, len(known_list), 500):
             batch = known_list[begin : begin + 500]
-            docs = await self.layer.get_docs(
+            docs = await self.memory.get_docs(
                 [self.keys.repo_file(rid, path_id(p)) for p in batch], ("hash",)
             )
             stored_hash.update({p: d["hash"] for p, d in zip(batch, docs, strict=True) if d})
@@ -264,7 +264,7 @@ class Repositories:
             for path in report.removed[begin : begin + WRITE_BATCH]:
                 m.delete(self.keys.repo_file(rid, path_id(path)))
                 m.zrem(self.keys.repo_files(rid), path)
-            await self.layer.store.apply(m, "repo.index.remove")
+            await self.memory.store.apply(m, "repo.index.remove")
         report.seconds = round(time.perf_counter() - start, 3)
         if report.changed or report.removed or not known:
             meta: dict[str, str | float] = {
@@ -276,7 +276,7 @@ class Repositories:
             }
             m = Mutation().hset(self.keys.repo(rid), meta)
             m.zadd(self.keys.repos(), {rid: time.time()})
-            await self.layer.store.apply(m, "repo.index")
+            await self.memory.store.apply(m, "repo.index")
         return report
 
     async def _write(self, rid: str, docs: list[FileDoc]) -> None:
@@ -285,7 +285,7 @@ class Repositories:
         for doc in docs:
             m.json_set(self.keys.repo_file(rid, path_id(doc["path"])), doc)
         m.zadd(self.keys.repo_files(rid), {doc["path"]: now for doc in docs})
-        await self.layer.store.apply(m, "repo.index.files")
+        await self.memory.store.apply(m, "repo.index.files")
 
     async def repos(self) -> list[dict[str, str]]:
         """Indexed repositories, most recently indexed first."""
@@ -319,7 +319,7 @@ class Repositories:
         files: dict[str, FileDoc] = {}
         for begin in range(0, len(paths), 500):
             batch = paths[begin : begin + 500]
-            docs = await self.layer.get_json(
+            docs = await self.memory.get_json(
                 [self.keys.repo_file(rid, path_id(p)) for p in batch], FILE_FIELDS
             )
             files.update({p: d for p, d in zip(batch, docs, strict=True) if d})

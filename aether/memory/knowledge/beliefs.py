@@ -306,7 +306,7 @@ class Beliefs:
     """The beliefs of one namespace.
 
     Args:
-        layer: the memory layer.
+        memory: the memory layer.
         settings: the lifecycle's numbers.
         llm: extraction and contradiction checks when given; heuristics otherwise.
         search: the namespace's search (``Parts.search``; default: one of the layer's own).
@@ -314,17 +314,17 @@ class Beliefs:
 
     def __init__(
         self,
-        layer: MemoryLayer,
+        memory: MemoryLayer,
         settings: BeliefSettings,
         llm: TextModel | None = None,
         search: MemorySearch | None = None,
     ) -> None:
-        self.layer = layer
-        self.search = search or MemorySearch(layer)
-        self.keys = layer.keys
+        self.memory = memory
+        self.search = search or MemorySearch(memory)
+        self.keys = memory.keys
         self.settings = settings
         self.llm = llm
-        self.index = layer.text_index()
+        self.index = memory.text_index()
 
     def effective(self, doc: MemoryDoc, now: float | None = None) -> float:
         """The belief's effective confidence now."""
@@ -340,10 +340,10 @@ class Beliefs:
         """
         doc = None
         if len(id_or_prefix) == ID_LENGTH:  # a whole id: one read, no scan of the keyspace
-            doc = (await self.layer.get_docs([self.keys.belief(id_or_prefix)]))[0]
+            doc = (await self.memory.get_docs([self.keys.belief(id_or_prefix)]))[0]
         if doc is None:
             belief_id = resolve_prefix(await self.ids(), id_or_prefix, "belief")
-            doc = (await self.layer.get_docs([self.keys.belief(belief_id)]))[0]
+            doc = (await self.memory.get_docs([self.keys.belief(belief_id)]))[0]
         if doc is None:
             from aether.errors import NotFoundError
 
@@ -356,7 +356,7 @@ class Beliefs:
         prefix = self.keys.belief("")
         found = [
             text(k)[len(prefix) :]
-            async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)
+            async for k in self.memory.client.scan_iter(match=prefix + "*", count=1000)
         ]
         return sorted(found)
 
@@ -375,7 +375,7 @@ class Beliefs:
         docs: list[MemoryDoc] = []
         for start in range(0, len(keys), 500):
             docs += [
-                d for d in await self.layer.get_docs(keys[start : start + 500], BELIEF_FIELDS) if d
+                d for d in await self.memory.get_docs(keys[start : start + 500], BELIEF_FIELDS) if d
             ]
         when = now or time.time()
         out = [d for d in docs if status is None or matches(d.get("status"), status)]
@@ -387,7 +387,7 @@ class Beliefs:
     async def history(self, id_or_prefix: str) -> list[dict[str, object]]:
         """The belief's changes, oldest first."""
         belief = await self.get(id_or_prefix)
-        raw = await self.layer.client.lrange(self.keys.belief_history(belief["id"]), 0, -1)
+        raw = await self.memory.client.lrange(self.keys.belief_history(belief["id"]), 0, -1)
         return [json.loads(item) for item in texts(raw) if not is_tombstone(item)]
 
     async def questions(self, now: float | None = None) -> list[MemoryDoc]:
@@ -402,12 +402,12 @@ class Beliefs:
         self, statement: str, vector: list[float] | None, limit: int = NEIGHBOURS
     ) -> list[tuple[MemoryDoc, float]]:
         """The most similar active beliefs, with their similarity (cosine, or lexical)."""
-        if not await self.layer.indexed():
+        if not await self.memory.indexed():
             return []
         active = (Tag("kind") == "belief") & (Tag("status") == Status.ACTIVE.value)
         try:
             if vector is not None:
-                scored = await self.layer.nearest(vector, active, limit)
+                scored = await self.memory.nearest(vector, active, limit)
             else:
                 tokens = query_tokens(statement)
                 if not tokens:
@@ -425,7 +425,7 @@ class Beliefs:
         except (RedisSearchError, ResponseError) as e:
             log.warning("belief similarity search failed; treating as new", error=str(e))
             return []
-        docs = await self.layer.get_docs([k for k, _ in scored], BELIEF_FIELDS)
+        docs = await self.memory.get_docs([k for k, _ in scored], BELIEF_FIELDS)
         out = []
         for (_, sim), doc in zip(scored, docs, strict=True):
             if doc is None or not is_active(doc.get("status")):
@@ -458,7 +458,7 @@ class Beliefs:
             InvalidOperationError: empty or oversized text, bad tags; nothing is written.
         """
         when = now or time.time()
-        entry = await DailyLog(self.layer).log(
+        entry = await DailyLog(self.memory).log(
             statement,
             source=source,
             tags=[REMEMBER_TAG, *(tags or [])],
@@ -489,11 +489,11 @@ class Beliefs:
         if not entities:
             return
         try:
-            m = await Graph(self.layer).upsert(entities, [], evidence, now)
+            m = await Graph(self.memory).upsert(entities, [], evidence, now)
         except InvalidOperationError as e:  # a name the graph refuses: the fact stands
             log.info("entities of a remembered fact skipped", error=str(e))
             return
-        await self.layer.store.apply(m, "graph.record")
+        await self.memory.store.apply(m, "graph.record")
 
     async def learn(
         self,
@@ -560,7 +560,7 @@ class Beliefs:
     async def aliases(self, text_: str) -> dict[str, str]:
         """Folded aliases of the entities ``text_`` names -> the entity's folded name."""
         out: dict[str, str] = {}
-        for entity in await Graph(self.layer).find(text_[:2000], limit=20):
+        for entity in await Graph(self.memory).find(text_[:2000], limit=20):
             for alias in entity.get("aliases", []):
                 out[fold(alias.strip())] = fold(entity["name"].strip())
         return out
@@ -571,7 +571,7 @@ class Beliefs:
         The full-text index's best first; none when it fails (logged).
         """
         tokens = query_tokens(text_)
-        if not tokens or not await self.layer.indexed():
+        if not tokens or not await self.memory.indexed():
             return []
         query = TextQuery(
             " ".join(tokens), "content", filter_expression=where, num_results=limit, stopwords=None
@@ -586,7 +586,7 @@ class Beliefs:
 
     async def in_slot(self, slot: str, limit: int = 50) -> list[MemoryDoc]:
         """The active beliefs that state the attribute ``slot`` names (:class:`Claim`)."""
-        if not await self.layer.indexed():
+        if not await self.memory.indexed():
             return []
         query = FilterQuery(
             filter_expression=(Tag("kind") == "belief")
@@ -600,7 +600,7 @@ class Beliefs:
         except (RedisSearchError, ResponseError) as e:
             log.warning("belief slot search failed", error=str(e))
             return []
-        docs = await self.layer.get_docs([row.id for row in rows.docs], BELIEF_FIELDS)
+        docs = await self.memory.get_docs([row.id for row in rows.docs], BELIEF_FIELDS)
         return [d for d in docs if d is not None and is_active(d.get("status"))]
 
     async def _decide(
@@ -639,7 +639,7 @@ class Beliefs:
     ) -> Outcome:
         """Fold one belief in (module docs); ``aliases``: the graph's, read once by the caller."""
         statement = extracted["statement"]
-        vector = await self.layer.embed(statement)
+        vector = await self.memory.embed(statement)
         if aliases is None:
             aliases = await self.aliases(statement)
         claim = parse(statement, aliases)
@@ -685,7 +685,7 @@ class Beliefs:
         doc = base_record(
             "belief",
             statement,
-            max_bytes=self.layer.settings.max_content_bytes,
+            max_bytes=self.memory.settings.max_content_bytes,
             source="agent",
             tags=topic,
             score=self.settings.initial_confidence,
@@ -725,7 +725,7 @@ class Beliefs:
         m = m or Mutation()
         if vector is not None:
             doc["embedding"] = vector
-        self.layer.put(m, self.keys.belief(doc["id"]), doc)
+        self.memory.put(m, self.keys.belief(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         self._event(
             m,
@@ -740,7 +740,7 @@ class Beliefs:
             await self._supersede_quotes(m, old, doc)
             self.retire(m, old, doc["id"], now, doc["evidence"], similarity)
         if applied:
-            await self.layer.store.apply(m, "belief.create")
+            await self.memory.store.apply(m, "belief.create")
 
     def retire(
         self,
@@ -782,7 +782,7 @@ class Beliefs:
         """
         if not keys:
             return
-        pipe = self.layer.client.pipeline(transaction=False)
+        pipe = self.memory.client.pipeline(transaction=False)
         for key in keys:
             pipe.exists(self.keys.vector(key))
         for key, has_vector in zip(keys, await pipe.execute(), strict=True):
@@ -796,14 +796,14 @@ class Beliefs:
         """Whether ``text_`` states a belief that a later one replaced."""
         hits = await self.search.search(text_, kind="belief", include_inactive=True, limit=20)
         replaced = [h.key for h in hits if matches(h.doc.get("status"), Status.SUPERSEDED)]
-        for doc in await self.layer.get_docs(replaced, (*BELIEF_FIELDS, "kind")):
+        for doc in await self.memory.get_docs(replaced, (*BELIEF_FIELDS, "kind")):
             if doc is None:
                 continue
             successor = doc.get("superseded_by")
             superseded = matches(doc.get("status"), Status.SUPERSEDED)
             if doc.get("kind") != "belief" or not superseded or not successor:
                 continue
-            new = (await self.layer.get_docs([self.keys.belief(str(successor))], ("content",)))[0]
+            new = (await self.memory.get_docs([self.keys.belief(str(successor))], ("content",)))[0]
             change = Change.between(str(doc["content"]), str(new["content"])) if new else None
             if change is not None and change.quoted_by(text_):
                 return True
@@ -816,7 +816,7 @@ class Beliefs:
         if change.changed:  # inactive ones are left out below, as search does
             kinds = Tag("kind") == ["longterm", "daily"]
             candidates += await self.text_keys(str(old["content"]), kinds, 50)
-        docs = await self.layer.get_docs(candidates, ("content", "status"))
+        docs = await self.memory.get_docs(candidates, ("content", "status"))
         out = []
         for key, doc in zip(candidates, docs, strict=True):
             if doc is None or doc.get("status") in INACTIVE:
@@ -828,7 +828,7 @@ class Beliefs:
     def _status_ops(self, m: Mutation, doc: MemoryDoc, status: str) -> None:
         key = self.keys.belief(doc["id"])
         m.json_set(key, status, "$.status")
-        if self.layer.embedder is not None:
+        if self.memory.embedder is not None:
             refilter(m, self.keys, key, status=status)
         if is_active(doc.get("status")):  # the memory index counts active beliefs
             count_ops(m, self.keys, [{"kind": "belief", "tags": doc.get("tags", [])}], sign=-1)
@@ -852,7 +852,7 @@ class Beliefs:
             confidence=round(confidence, 6),
             similarity=round(similarity, 4),
         )
-        await self.layer.store.apply(m, "belief.reinforce")
+        await self.memory.store.apply(m, "belief.reinforce")
         return {
             **doc,
             "confidence": confidence,
@@ -873,7 +873,7 @@ class Beliefs:
         m = Mutation()
         self._status_ops(m, doc, "forgotten")
         self._event(m, doc["id"], "forget", when)
-        await self.layer.store.apply(m, "belief.forget")
+        await self.memory.store.apply(m, "belief.forget")
         return {**doc, "status": "forgotten"}
 
     async def prune(self, threshold: float | None = None, now: float | None = None) -> list[str]:
@@ -892,7 +892,7 @@ class Beliefs:
                 self._event(
                     m, doc["id"], "prune", when, effective_confidence=doc["effective_confidence"]
                 )
-            await self.layer.store.apply(m, "belief.prune")
+            await self.memory.store.apply(m, "belief.prune")
         return [d["id"] for d in doomed]
 
     async def reflect(self, now: float | None = None) -> Reflection:
@@ -904,7 +904,7 @@ class Beliefs:
         for doc in active:
             if doc["id"] in seen:
                 continue
-            vector = await self.layer.embed(str(doc["content"]))
+            vector = await self.memory.embed(str(doc["content"]))
             near = [
                 d["id"]
                 for d, sim in await self.similar(str(doc["content"]), vector, 10)

@@ -53,11 +53,11 @@ def event_text(kind: str, summary: str | None, payload: Mapping[str, object]) ->
 class Events:
     """The events of one namespace, read through an archetype."""
 
-    def __init__(self, layer: MemoryLayer, archetype: Archetype) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer, archetype: Archetype) -> None:
+        self.memory = memory
+        self.keys = memory.keys
         self.archetype = archetype
-        self.graph = Graph(layer)
+        self.graph = Graph(memory)
 
     async def record(
         self,
@@ -94,9 +94,9 @@ class Events:
             raise InvalidOperationError("duration_ms must be a non-negative number")
         check_id(session, "session id")
         payload = dict(payload or {})
-        if len(json.dumps(payload, default=str)) > self.layer.settings.max_content_bytes:
+        if len(json.dumps(payload, default=str)) > self.memory.settings.max_content_bytes:
             raise InvalidOperationError("the event payload is over the size limit")
-        if parent is not None and not await self.layer.client.exists(
+        if parent is not None and not await self.memory.client.exists(
             self.keys.event(check_id(parent))
         ):
             raise InvalidOperationError(f"parent event {parent!r} does not exist")
@@ -104,7 +104,7 @@ class Events:
         doc = base_record(
             "event",
             event_text(kind, summary, payload),
-            max_bytes=self.layer.settings.max_content_bytes,
+            max_bytes=self.memory.settings.max_content_bytes,
             source=actor,
             tags=[kind],
             score=0.5,
@@ -127,11 +127,11 @@ class Events:
         )
         entities, relations = run_extractors(self.archetype, doc)
         m = await self.graph.upsert(entities, relations, evidence=doc["id"], now=ts)
-        await self.layer.attach_embeddings([doc])
-        self.layer.put(m, self.keys.event(doc["id"]), doc)
+        await self.memory.attach_embeddings([doc])
+        self.memory.put(m, self.keys.event(doc["id"]), doc)
         m.zadd(self.keys.timeline(session), {doc["id"]: ts})
         count_ops(m, self.keys, [doc])
-        await self.layer.store.apply(m, f"event.{kind}")
+        await self.memory.store.apply(m, f"event.{kind}")
         doc.pop("embedding", None)
         return Recorded(doc, entities, relations)
 
@@ -141,7 +141,7 @@ class Events:
         Raises:
             NotFoundError: no such event.
         """
-        doc = (await self.layer.get_docs([self.keys.event(check_id(event_id))]))[0]
+        doc = (await self.memory.get_docs([self.keys.event(check_id(event_id))]))[0]
         if doc is None:
             raise NotFoundError(f"no event {event_id!r}")
         doc.pop("embedding", None)
@@ -159,7 +159,7 @@ class Events:
     ) -> list[MemoryDoc]:
         """The session's latest events, newest first."""
         ids = texts(
-            await self.layer.client.zrevrange(self.keys.timeline(check_id(session)), 0, limit - 1)
+            await self.memory.client.zrevrange(self.keys.timeline(check_id(session)), 0, limit - 1)
         )
         fields = (
             "id",
@@ -175,7 +175,7 @@ class Events:
             "timestamp",
         )
         docs = [
-            d for d in await self.layer.get_docs([self.keys.event(i) for i in ids], fields) if d
+            d for d in await self.memory.get_docs([self.keys.event(i) for i in ids], fields) if d
         ]
         if scopes:
             wanted = {check_scope(s) for s in scopes}

@@ -130,10 +130,10 @@ def _decode_entity(raw: Any) -> Entity | None:
 class Graph:
     """The entity graph of one namespace."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
-        self.client = layer.client
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
+        self.client = memory.client
 
     async def upsert(
         self,
@@ -242,7 +242,7 @@ class Graph:
         """Record entities and relations in one journaled change."""
         m = await self.upsert(entities, relations, evidence)
         if m.ops:
-            await self.layer.store.apply(m, "graph.record")
+            await self.memory.store.apply(m, "graph.record")
 
     async def retire_replaced(
         self, m: Mutation, relations: list[RelationIn], replaced: list[str], now: float

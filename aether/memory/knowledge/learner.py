@@ -73,7 +73,7 @@ class ConversationLearner:
     """Extracts beliefs, entities and relations from chat sessions.
 
     Args:
-        layer: the memory layer.
+        memory: the memory layer.
         beliefs: the belief lifecycle facts go through.
         llm: the structured extractor; deterministic extractors without one.
         speakers: how each role is named in facts ("I" of a user turn becomes the name).
@@ -81,21 +81,21 @@ class ConversationLearner:
 
     def __init__(
         self,
-        layer: MemoryLayer,
+        memory: MemoryLayer,
         beliefs: Beliefs,
         llm: StructuredModel | None = None,
         speakers: dict[str, str] | None = None,
     ) -> None:
-        self.layer = layer
+        self.memory = memory
         self.beliefs = beliefs
-        self.graph = Graph(layer)
+        self.graph = Graph(memory)
         self.llm = llm
         self.speakers = {**SPEAKERS, **(speakers or {})}
-        self.state = layer.keys.maintenance_state()
+        self.state = memory.keys.maintenance_state()
 
     async def backlog(self) -> list[str]:
         """Sessions with turns not learned from yet."""
-        chats = ChatSessions(self.layer)
+        chats = ChatSessions(self.memory)
         out = []
         for meta in await chats.list(limit=1000):
             session = str(meta["id"])
@@ -104,14 +104,14 @@ class ConversationLearner:
         return out
 
     async def _position(self, session: str) -> int:
-        raw = await self.layer.client.hget(self.state, f"learned:{session}")
+        raw = await self.memory.client.hget(self.state, f"learned:{session}")
         return int(text(raw)) if raw else 0
 
     async def learn(self, session: str, now: float | None = None) -> LearnReport:
         """Learn from the session's turns since the last run (see the module docs)."""
         report = LearnReport(session)
         start = await self._position(session)
-        messages = (await ChatSessions(self.layer).messages_from(session, start))[
+        messages = (await ChatSessions(self.memory).messages_from(session, start))[
             :MAX_TURNS_PER_RUN
         ]
         when = now or time.time()
@@ -135,7 +135,7 @@ class ConversationLearner:
                     replaced.append(str(outcome.previous.get("content", "")))
             m = await self._graph_ops(extraction, evidence, when, report, replaced)
             m.hset(self.state, {f"learned:{session}": str(start + offset + len(batch))})
-            await self.layer.store.apply(m, "knowledge.learn", "learner")
+            await self.memory.store.apply(m, "knowledge.learn", "learner")
             report.turns += len(turns)
         return report
 

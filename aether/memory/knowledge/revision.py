@@ -106,9 +106,9 @@ class Revisions:
 
     def __init__(self, beliefs: Beliefs) -> None:
         self.beliefs = beliefs
-        self.layer = beliefs.layer
-        self.keys = beliefs.layer.keys
-        self.graph = Graph(beliefs.layer)
+        self.memory = beliefs.memory
+        self.keys = beliefs.memory.keys
+        self.graph = Graph(beliefs.memory)
 
     # ------------------------------------------------------------------ replace
 
@@ -153,9 +153,14 @@ class Revisions:
         if preview:
             return revision
         entry = build_entry(
-            self.layer, content, source=source, tags=[REMEMBER_TAG], session=session, timestamp=when
+            self.memory,
+            content,
+            source=source,
+            tags=[REMEMBER_TAG],
+            session=session,
+            timestamp=when,
         )
-        m = DailyLog(self.layer).mutation([entry])
+        m = DailyLog(self.memory).mutation([entry])
         claims = [c for c in claims_of(content, aliases) if (c.subject, c.attribute) == slot]
         new = self.beliefs._build(
             content.strip(),
@@ -166,10 +171,10 @@ class Revisions:
             supersedes=next((t.id for t in found if t.kind == "belief"), None),
             slots=list(dict.fromkeys(c.slot for c in claims)) or [_slot_key(slot)],
         )
-        vector = await self.layer.embed(content)
+        vector = await self.memory.embed(content)
         await self.beliefs._write_new(new, vector, when, m=m)
         await self._retire(m, found, new["id"], when)
-        await self.layer.store.apply(m, "memory.replace")
+        await self.memory.store.apply(m, "memory.replace")
         revision.belief, revision.entry = new["id"], entry["id"]
         return revision
 
@@ -208,7 +213,7 @@ class Revisions:
             ("longterm", self.keys.longterm(memory_id)),
             ("daily", self.keys.daily_entry(memory_id)),
         ]
-        docs = await self.layer.get_docs([k for _, k in candidates], ("id", "content", "status"))
+        docs = await self.memory.get_docs([k for _, k in candidates], ("id", "content", "status"))
         for (kind, key), doc in zip(candidates, docs, strict=True):
             if doc is not None:
                 if doc.get("status") in INACTIVE:
@@ -240,13 +245,13 @@ class Revisions:
         when = now or time.time()
         m = Mutation()
         beliefs = [t.key for t in found if t.kind == "belief"]
-        for doc in await self.layer.get_docs(beliefs, BELIEF_FIELDS):
+        for doc in await self.memory.get_docs(beliefs, BELIEF_FIELDS):
             if doc is not None and is_active(doc.get("status")):
                 self.beliefs._status_ops(m, doc, Status.FORGOTTEN)
                 self.beliefs._event(m, doc["id"], "forget", when, about=about.strip())
         others = [t.key for t in found if t.kind != "belief"]
         await self.beliefs.mark(m, others, Status.FORGOTTEN)
-        await self.layer.store.apply(m, "memory.forget")
+        await self.memory.store.apply(m, "memory.forget")
         return revision
 
     async def spellings(self, name: str) -> list[str]:
@@ -313,7 +318,7 @@ class Revisions:
     ) -> list[Touched]:
         """Active memories with a clause whose claim ``wanted`` accepts."""
         keys = await self._candidates(words, names or [])
-        docs = await self.layer.get_docs(keys, ("id", "kind", "content", "status"))
+        docs = await self.memory.get_docs(keys, ("id", "kind", "content", "status"))
         out = []
         for key, doc in zip(keys, docs, strict=True):
             if doc is None or doc.get("status") in INACTIVE or doc.get("kind") not in _KINDS:
@@ -337,7 +342,7 @@ class Revisions:
 
     async def _retire(self, m: Mutation, found: list[Touched], by: str, now: float) -> None:
         beliefs = [t for t in found if t.kind == "belief"]
-        docs = await self.layer.get_docs([t.key for t in beliefs], BELIEF_FIELDS)
+        docs = await self.memory.get_docs([t.key for t in beliefs], BELIEF_FIELDS)
         for doc in docs:
             if doc is not None and is_active(doc.get("status")):
                 self.beliefs.retire(m, doc, by, now, [by])

@@ -9,7 +9,9 @@ candidates, are read here too (:meth:`CandidateReader.neighbours`,
 mirror here (:meth:`CandidateReader.forget`): ranking itself reads nothing.
 
 A search reads its candidates in two round trips (:meth:`CandidateReader.read`): both
-lists at once (BM25 and vector KNN, or the Qdrant mirror for vectors), then the
+lists at once (BM25, and the vector list from the reader's
+:mod:`~aether.memory.retrieval.vector_source`, chosen once: Redis KNN in the same round
+trip or the Qdrant mirror beside it), then the
 documents with the completion, which scores every candidate on the signal whose list
 missed it. When the index cannot answer, :meth:`CandidateReader.fallback` matches
 substrings over the last days of daily logs.
@@ -31,18 +33,14 @@ from redisvl.query.filter import FilterExpression
 from aether.memory.retrieval.fusion import Ranked
 from aether.memory.retrieval.hit import SearchHit, Signal
 from aether.memory.retrieval.search_filter import SearchFilter
+from aether.memory.retrieval.vector_source import vector_source
 from aether.memory.storage.fulltext import ensure_index, search_command, search_results
 from aether.memory.storage.layer import MemoryLayer, mget_command, read_mget
 from aether.memory.storage.records import (
     MemoryDoc,
     check_timestamp,
 )
-from aether.memory.storage.vectors import (
-    ensure_vector_index,
-    knn_query,
-    nearest_rows,
-    similarity_command,
-)
+from aether.memory.storage.vectors import ensure_vector_index, nearest_rows, similarity_command
 from aether.memory.tiers.daily import DailyLog
 from aether.store.cluster import SlotRedis
 from aether.store.functions import Functions
@@ -73,6 +71,10 @@ def text_query(tokens: list[str], flt: FilterExpression | None, num: int) -> Tex
     return query
 
 
+async def _nothing(value: Any) -> Any:
+    return value
+
+
 @dataclass
 class Candidates:
     """What the candidate round trips found (:meth:`CandidateReader.read`).
@@ -98,12 +100,13 @@ class CandidateReader:
     """Reads a search's candidates from the memory layer's indexes.
 
     Args:
-        layer: the memory layer.
+        memory: the memory layer.
     """
 
-    def __init__(self, layer: MemoryLayer):
-        self.layer = layer
-        self.index = layer.text_index()
+    def __init__(self, memory: MemoryLayer):
+        self.memory = memory
+        self.index = memory.text_index()
+        self.vectors = vector_source(memory)
 
     async def ensure_index(self, percent: Callable[[float], None] | None = None) -> None:
         """Create (or rebuild) the indexes; never writes a key (``Aether.ready`` migrates).
@@ -112,18 +115,18 @@ class CandidateReader:
             percent: told how much of the existing memories a new index has scanned.
         """
         await self._ensure_indexes(percent)
-        if isinstance(self.layer.client, SlotRedis):  # the index stays with the shard
-            self.layer.client.on_move("memory-index", self._ensure_indexes)
+        if isinstance(self.memory.client, SlotRedis):  # the index stays with the shard
+            self.memory.client.on_move("memory-index", self._ensure_indexes)
 
     async def _ensure_indexes(self, percent: Callable[[float], None] | None = None) -> None:
-        layer = self.layer
-        self.index = await ensure_index(layer.client, layer.keys, percent)
-        if layer.embedder is not None:
+        memory = self.memory
+        self.index = await ensure_index(memory.client, memory.keys, percent)
+        if memory.embedder is not None:
             await ensure_vector_index(
-                layer.client,
-                layer.keys,
-                layer.embedder.dims,
-                layer.settings.vector_datatype,
+                memory.client,
+                memory.keys,
+                memory.embedder.dims,
+                memory.settings.vector_datatype,
                 percent,
             )
 
@@ -138,45 +141,42 @@ class CandidateReader:
         Raises:
             ResponseError, RedisSearchError: the index cannot answer.
         """
-        layer = self.layer
-        if not await layer.indexed():  # a fresh namespace: nothing is stored yet
+        memory = self.memory
+        if not await memory.indexed():  # a fresh namespace: nothing is stored yet
             return Candidates({}, {}, {})
         flt = limits.expression()
-        vector = await layer.embed(query) if query.strip() else None
+        vector = await memory.embed(query) if query.strip() else None
         # both searches in one round trip, their replies read raw (see search_command)
-        pipe = layer.client.pipeline(transaction=False)
+        pipe = memory.client.pipeline(transaction=False)
         sent: list[Signal] = []
         if tokens:
             pipe.execute_command(*search_command(self.index, text_query(tokens, flt, pool)))
             sent.append(Signal.TEXT)
-        mirror = layer.mirror if layer.qdrant_search else None
-        vector_index = layer.vector_index()
-        if vector is not None and mirror is None and vector_index is not None:
-            knn = knn_query(vector, flt, pool, layer.settings.vector_datatype)
-            pipe.execute_command(*search_command(vector_index, knn))
+        if vector is not None and (knn := self.vectors.command(vector, flt, pool)) is not None:
+            pipe.execute_command(*knn)
             sent.append(Signal.VECTOR)
-        pending = [pipe.execute()] if sent else []
-        if vector is not None and mirror is not None:
-            pending.append(mirror.search(vector, pool, limits.criteria()))
-        results = await asyncio.gather(*pending)
+        replies, apart = await asyncio.gather(  # the mirror, if searched, at the same time
+            pipe.execute() if sent else _nothing([]),
+            self.vectors.apart(vector, limits, pool) if vector is not None else _nothing(None),
+        )
         out: Ranked = {}
         openings: dict[str, float] = {}
-        for name, reply in zip(sent, results[0] if sent else [], strict=True):
+        for name, reply in zip(sent, replies, strict=True):
             if name == Signal.TEXT:
                 rows = search_results(reply, scores=True, fields=False)
                 out[name] = [(key, score) for key, score, _ in rows]
             else:
-                out[name] = nearest_rows(layer.keys, reply, openings)
-        if vector is not None and mirror is not None:
-            out[Signal.VECTOR] = results[-1]
+                out[name] = self.vectors.rows(reply, openings)
+        if apart is not None:
+            out[Signal.VECTOR] = apart
         keys = list(dict.fromkeys(key for rows in out.values() for key, _ in rows))
         if not keys:
             return Candidates(out, {}, openings, openings)
         # the documents and the completion need only these keys: one more round trip
-        pipe = layer.client.pipeline(transaction=False)
+        pipe = memory.client.pipeline(transaction=False)
         pipe.execute_command(*mget_command(keys))
         completion: dict[Signal, list[Any]] = {}
-        if vector is not None and vector_index is not None:
+        if vector is not None and (vector_index := self.vectors.index()) is not None:
             completion = self._completion(out, openings, tokens, flt, vector, vector_index)
         for args in completion.values():
             pipe.execute_command(*args)
@@ -209,22 +209,22 @@ class CandidateReader:
         """
         if Signal.VECTOR not in lists:
             return {}
-        layer = self.layer
-        datatype = layer.settings.vector_datatype
+        memory = self.memory
+        datatype = memory.settings.vector_datatype
         texts, vectors = dict(lists.get(Signal.TEXT, [])), dict(lists[Signal.VECTOR])
         commands: dict[Signal, list[Any]] = {}
         first = itertools.islice(vectors, OPENINGS_READ)
         unopened = [key for key in first if key not in openings]
         if unopened:
             commands[Signal.OPENINGS] = similarity_command(
-                vector_index, layer.keys, unopened, vector, datatype, openings_only=True
+                vector_index, memory.keys, unopened, vector, datatype, openings_only=True
             )
         if Signal.TEXT not in lists:
             return commands
         vectorless = [key for key in texts if key not in vectors]
         if vectorless:
             commands[Signal.VECTOR] = similarity_command(
-                vector_index, layer.keys, vectorless, vector, datatype
+                vector_index, memory.keys, vectorless, vector, datatype
             )
         wordless = [key for key in vectors if key not in texts]
         if wordless:
@@ -242,11 +242,11 @@ class CandidateReader:
     ) -> None:
         """Add the completion's scores (:meth:`_completion`) to the lists, in place."""
         if Signal.OPENINGS in replies:  # fills ``own`` only: the lists have their best
-            nearest_rows(self.layer.keys, replies.pop(Signal.OPENINGS), own)
+            nearest_rows(self.memory.keys, replies.pop(Signal.OPENINGS), own)
         scored = {name: dict(rows) for name, rows in lists.items()}
         if Signal.VECTOR in replies:
             scored[Signal.VECTOR].update(
-                nearest_rows(self.layer.keys, replies[Signal.VECTOR], openings)
+                nearest_rows(self.memory.keys, replies[Signal.VECTOR], openings)
             )
         if Signal.TEXT in replies:
             rows = search_results(replies[Signal.TEXT], scores=True, fields=False)
@@ -256,16 +256,16 @@ class CandidateReader:
 
     async def neighbours(self, lists: list[str], reach: int, pairs: list[str]) -> Any:
         """The ids around daily entries (``Functions.neighbours``), one round trip."""
-        return await Functions(self.layer.client, self.layer.keys).neighbours(lists, reach, pairs)
+        return await Functions(self.memory.client, self.memory.keys).neighbours(lists, reach, pairs)
 
     async def documents(self, keys: list[str]) -> list[MemoryDoc | None]:
         """Documents fusion needs beyond the candidates (a hit's neighbours)."""
-        return await self.layer.get_docs(keys)
+        return await self.memory.get_docs(keys)
 
     async def forget(self, vanished: list[str]) -> None:
         """Drop from the Qdrant mirror the memories a search found gone from Redis."""
-        if vanished and self.layer.mirror is not None:  # deleted or rolled back in Redis
-            await self.layer.mirror.delete([key.rsplit(":", 1)[1] for key in vanished])
+        if vanished and self.memory.mirror is not None:  # deleted or rolled back in Redis
+            await self.memory.mirror.delete([key.rsplit(":", 1)[1] for key in vanished])
 
     async def fallback(
         self,
@@ -282,9 +282,9 @@ class CandidateReader:
             return []
         needles = tokens or [query.lower().strip()]
         since_ts = check_timestamp(since) if since is not None else None
-        days = self.layer.settings.daily_retention_days
+        days = self.memory.settings.daily_retention_days
         hits = []
-        for doc in await DailyLog(self.layer).recent(days):
+        for doc in await DailyLog(self.memory).recent(days):
             text = str(doc.get("content", "")).lower()
             matched = sum(1 for n in needles if n and n in text)
             if not matched:
@@ -298,7 +298,7 @@ class CandidateReader:
             doc.pop("embedding", None)
             hits.append(
                 SearchHit(
-                    self.layer.keys.daily_entry(doc["id"]), doc, matched / len(needles), None, None
+                    self.memory.keys.daily_entry(doc["id"]), doc, matched / len(needles), None, None
                 )
             )
         hits.sort(key=lambda h: (h.relevance, h.doc.get("timestamp", 0)), reverse=True)

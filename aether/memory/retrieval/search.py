@@ -61,7 +61,7 @@ class MemorySearch:
     handed to everything that searches.
 
     Args:
-        layer: the memory layer.
+        memory: the memory layer.
         alpha: weight of vector similarity against full text (default: the settings').
         judge: who reranks the best results when ``memory.rerank`` is on (default: the
             packaged cross-encoder for ``cross-encoder``; for ``llm`` the caller gives the
@@ -74,16 +74,16 @@ class MemorySearch:
 
     def __init__(
         self,
-        layer: MemoryLayer,
+        memory: MemoryLayer,
         alpha: float | None = None,
         judge: RelevanceJudge | None = None,
         entities: EntitySource | None = None,
     ):
-        self.layer = layer
+        self.memory = memory
         self.entities = entities
-        self.alpha = layer.settings.vector_alpha if alpha is None else alpha
-        self.candidates = CandidateReader(layer)
-        if judge is None and layer.settings.rerank == "cross-encoder":
+        self.alpha = memory.settings.vector_alpha if alpha is None else alpha
+        self.candidates = CandidateReader(memory)
+        if judge is None and memory.settings.rerank == "cross-encoder":
             judge = PackagedCrossEncoder()
         self.judge = judge
 
@@ -183,7 +183,7 @@ class MemorySearch:
         limits = SearchFilter(kind, source, tags, since, session, scopes, where)
         limits.expression()  # a bad criterion is refused before any round trip
         tokens = query_tokens(query)
-        pool = max(limit * self.layer.settings.candidates_per_result, 40)
+        pool = max(limit * self.memory.settings.candidates_per_result, 40)
         try:
             found = await self.candidates.read(query, tokens, limits, pool)
         except (ResponseError, RedisSearchError) as e:
@@ -205,7 +205,7 @@ class MemorySearch:
         now: float,
         include_inactive: bool,
     ) -> list[SearchHit]:
-        settings = self.layer.settings
+        settings = self.memory.settings
         ranked, read = found.lists, found.docs
         if not read:
             return []
@@ -223,7 +223,7 @@ class MemorySearch:
         )
         if not fused:
             return []
-        fused = await in_context(self.candidates, self.layer.keys, fused, tokens, read)
+        fused = await in_context(self.candidates, self.memory.keys, fused, tokens, read)
         fused = fusion.with_own_reading(fused, found.own, similarity)
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         judge = self.judge if settings.rerank != "off" else None

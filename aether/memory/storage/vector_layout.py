@@ -41,17 +41,17 @@ def layout_of(datatype: str) -> str:
     return f"readings-{datatype}"
 
 
-async def _without_passages(layer: MemoryLayer, keys: list[str]) -> list[str]:
+async def _without_passages(memory: MemoryLayer, keys: list[str]) -> list[str]:
     """Memories longer than the embedding window whose passages were never stored."""
-    if layer.embedder is None:
+    if memory.embedder is None:
         return []
     out: list[str] = []
     for start in range(0, len(keys), 500):
         batch = keys[start : start + 500]
-        pipe = layer.client.pipeline(transaction=False)
+        pipe = memory.client.pipeline(transaction=False)
         for key in batch:
             pipe.execute_command("JSON.STRLEN", key, "$.content")
-            pipe.exists(layer.keys.passage_vector(key, 2))
+            pipe.exists(memory.keys.passage_vector(key, 2))
         replies = await pipe.execute(raise_on_error=False)
         for i, key in enumerate(batch):
             length, has = replies[2 * i], replies[2 * i + 1]
@@ -63,28 +63,28 @@ async def _without_passages(layer: MemoryLayer, keys: list[str]) -> list[str]:
 
 
 async def _keys_with(
-    layer: MemoryLayer, prefixes: list[str], path: str
+    memory: MemoryLayer, prefixes: list[str], path: str
 ) -> tuple[list[str], list[str]]:
     """Keys under ``prefixes`` whose JSON document has ``path``, and every key seen."""
     found: list[str] = []
     every: list[str] = []
     for prefix in prefixes:
         batch: list[str] = []
-        async for raw in layer.client.scan_iter(match=prefix + "*", count=1000):
+        async for raw in memory.client.scan_iter(match=prefix + "*", count=1000):
             batch.append(text(raw))
             if len(batch) >= 500:
-                found += await _having(layer, batch, path)
+                found += await _having(memory, batch, path)
                 every += batch
                 batch = []
-        found += await _having(layer, batch, path)
+        found += await _having(memory, batch, path)
         every += batch
     return sorted(found), sorted(every)
 
 
-async def _having(layer: MemoryLayer, keys: list[str], path: str) -> list[str]:
+async def _having(memory: MemoryLayer, keys: list[str], path: str) -> list[str]:
     if not keys:
         return []
-    pipe = layer.client.pipeline(transaction=False)
+    pipe = memory.client.pipeline(transaction=False)
     for key in keys:
         pipe.execute_command("JSON.TYPE", key, path)
     replies = await pipe.execute(raise_on_error=False)
@@ -98,17 +98,17 @@ def _is_array(reply: object) -> bool:
     return reply in (b"array", "array")
 
 
-async def _other_datatype(layer: MemoryLayer) -> list[str]:
+async def _other_datatype(memory: MemoryLayer) -> list[str]:
     """Vector hashes whose vector is not stored in the configured datatype."""
-    if layer.embedder is None:
+    if memory.embedder is None:
         return []
-    size = layer.embedder.dims * (2 if layer.settings.vector_datatype == "float16" else 4)
-    scan = layer.client.scan_iter(match=layer.keys.vector_prefix() + "*", count=1000)
+    size = memory.embedder.dims * (2 if memory.settings.vector_datatype == "float16" else 4)
+    scan = memory.client.scan_iter(match=memory.keys.vector_prefix() + "*", count=1000)
     found = sorted([text(raw) async for raw in scan])
     out: list[str] = []
     for start in range(0, len(found), 1000):
         batch = found[start : start + 1000]
-        pipe = layer.client.pipeline(transaction=False)
+        pipe = memory.client.pipeline(transaction=False)
         for key in batch:
             pipe.hstrlen(key, vectors.VECTOR_FIELD)
         lengths = await pipe.execute()
@@ -117,7 +117,7 @@ async def _other_datatype(layer: MemoryLayer) -> list[str]:
 
 
 async def migrate_vectors(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     checkpoints: Checkpointer | None = None,
     actor: str = "aether",
     progress: Callable[[int, int], None] | None = None,
@@ -125,23 +125,23 @@ async def migrate_vectors(
     """Bring the namespace's vectors to the configured layout; returns how many moved.
 
     Args:
-        layer: the memory layer (its settings name the datatype).
+        memory: the memory layer (its settings name the datatype).
         checkpoints: when given, a checkpoint is taken before anything moves.
         actor: who the journal says migrated.
         progress: told (moved, total) after each batch; the caller shows it (this layer
             draws nothing).
     """
-    keys = layer.keys
-    datatype = layer.settings.vector_datatype
+    keys = memory.keys
+    datatype = memory.settings.vector_datatype
     wanted = layout_of(datatype)
-    current = await layer.client.get(keys.memory_layout())
+    current = await memory.client.get(keys.memory_layout())
     if current is not None and text(current) == wanted:
         return 0
-    in_documents, every = await _keys_with(layer, memory_prefixes(keys), "$.embedding")
+    in_documents, every = await _keys_with(memory, memory_prefixes(keys), "$.embedding")
     if not every:
         return 0  # nothing to migrate; an empty namespace keeps no marker (writes nothing)
-    in_hashes = await _other_datatype(layer)
-    long_ones = await _without_passages(layer, every)
+    in_hashes = await _other_datatype(memory)
+    long_ones = await _without_passages(memory, every)
     total = len(in_documents) + len(in_hashes) + len(long_ones)
     if total and checkpoints is not None:
         await checkpoints.create(
@@ -159,25 +159,25 @@ async def migrate_vectors(
 
     for start in range(0, len(in_documents), BATCH):
         batch = in_documents[start : start + BATCH]
-        await layer.store.apply(
-            await _from_documents(layer, batch), "memory.migrate_vectors", actor
+        await memory.store.apply(
+            await _from_documents(memory, batch), "memory.migrate_vectors", actor
         )
         advance(len(batch))
     for start in range(0, len(in_hashes), BATCH):
         batch = in_hashes[start : start + BATCH]
-        await layer.store.apply(await _reencode(layer, batch), "memory.migrate_vectors", actor)
+        await memory.store.apply(await _reencode(memory, batch), "memory.migrate_vectors", actor)
         advance(len(batch))
     for start in range(0, len(long_ones), BATCH):
         batch = long_ones[start : start + BATCH]
-        await layer.store.apply(await _as_passages(layer, batch), "memory.passages", actor)
+        await memory.store.apply(await _as_passages(memory, batch), "memory.passages", actor)
         advance(len(batch))
-    await layer.store.apply(Mutation().set(keys.memory_layout(), wanted), "memory.layout", actor)
+    await memory.store.apply(Mutation().set(keys.memory_layout(), wanted), "memory.layout", actor)
     return total
 
 
-async def _from_documents(layer: MemoryLayer, batch: list[str]) -> Mutation:
+async def _from_documents(memory: MemoryLayer, batch: list[str]) -> Mutation:
     paths = ["$.embedding", *(f"$.{f}" for f in vectors.FILTER_FIELDS)]
-    pipe = layer.client.pipeline(transaction=False)
+    pipe = memory.client.pipeline(transaction=False)
     for key in batch:
         pipe.execute_command("JSON.GET", key, *paths)
     m = Mutation()
@@ -189,16 +189,16 @@ async def _from_documents(layer: MemoryLayer, batch: list[str]) -> Mutation:
         vector = doc.pop("embedding", None)
         m.add("JSON.DEL", key, "$.embedding")
         if isinstance(vector, list) and vector:
-            vectors.store_vector(m, layer.keys, key, vector, doc, layer.settings.vector_datatype)
+            vectors.store_vector(m, memory.keys, key, vector, doc, memory.settings.vector_datatype)
     return m
 
 
-async def _as_passages(layer: MemoryLayer, batch: list[str]) -> Mutation:
+async def _as_passages(memory: MemoryLayer, batch: list[str]) -> Mutation:
     """Each long memory's vector and passages, embedded from its content anew."""
-    docs = [doc for doc in await layer.get_docs(batch) if doc is not None]
+    docs = [doc for doc in await memory.get_docs(batch) if doc is not None]
     texts = [passages(str(doc.get("content", ""))) for doc in docs]
-    assert layer.embedder is not None  # _without_passages finds none without one
-    found = await layer.embedder.embed_many([t for parts in texts for t in parts])
+    assert memory.embedder is not None  # _without_passages finds none without one
+    found = await memory.embedder.embed_many([t for parts in texts for t in parts])
     m = Mutation()
     at = 0
     for doc, parts in zip(docs, texts, strict=True):
@@ -206,24 +206,24 @@ async def _as_passages(layer: MemoryLayer, batch: list[str]) -> Mutation:
         record["embedding"] = found[at]
         record["passage_embeddings"] = found[at + 1 : at + len(parts)]
         at += len(parts)
-        key = record_key(layer.keys, str(doc["kind"]), str(doc["id"]))
+        key = record_key(memory.keys, str(doc["kind"]), str(doc["id"]))
         vectors.store_vector(
-            m, layer.keys, key, record["embedding"], doc, layer.settings.vector_datatype
+            m, memory.keys, key, record["embedding"], doc, memory.settings.vector_datatype
         )
-        vectors.store_passages(m, layer.keys, key, record, layer.settings.vector_datatype)
+        vectors.store_passages(m, memory.keys, key, record, memory.settings.vector_datatype)
     return m
 
 
-async def _reencode(layer: MemoryLayer, batch: list[str]) -> Mutation:
-    pipe = layer.client.pipeline(transaction=False)
+async def _reencode(memory: MemoryLayer, batch: list[str]) -> Mutation:
+    pipe = memory.client.pipeline(transaction=False)
     for key in batch:
         pipe.hget(key, vectors.VECTOR_FIELD)
     m = Mutation()
     for key, blob in zip(batch, await pipe.execute(), strict=True):
-        wanted = layer.settings.vector_datatype
-        stored = vectors.stored_datatype(blob, layer.embedder.dims if layer.embedder else None)
+        wanted = memory.settings.vector_datatype
+        stored = vectors.stored_datatype(blob, memory.embedder.dims if memory.embedder else None)
         if not blob or stored is None or stored == wanted:
             continue
         vector = vectors.decode(blob, stored)
-        m.hset(key, {vectors.VECTOR_FIELD: vectors.encode(vector, layer.settings.vector_datatype)})
+        m.hset(key, {vectors.VECTOR_FIELD: vectors.encode(vector, memory.settings.vector_datatype)})
     return m

@@ -57,12 +57,12 @@ def _epoch(value: str) -> float:
 class ChatSessions:
     """Conversations, most recently active first."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
 
     async def _meta_ops(self, m: Mutation, session: str, ts: float, title: str | None) -> None:
-        exists = await self.layer.client.exists(self.keys.chat_session(session))
+        exists = await self.memory.client.exists(self.keys.chat_session(session))
         stamp = datetime.fromtimestamp(ts, tz=UTC).isoformat()
         fields: dict[str, str | float] = {"updated_at": stamp, "last_message_at": ts}
         if not exists:
@@ -94,7 +94,7 @@ class ChatSessions:
         m = Mutation()
         m.zadd(self.keys.chat_messages(session), {json.dumps(message, ensure_ascii=False): ts})
         await self._meta_ops(m, session, ts, title)
-        await self.layer.store.apply(m, "chat.append")
+        await self.memory.store.apply(m, "chat.append")
         return message
 
     async def append_tool_exchange(
@@ -141,7 +141,7 @@ class ChatSessions:
             {json.dumps(msg, ensure_ascii=False): ts for msg in messages},
         )
         await self._meta_ops(m, session, ts, None)
-        await self.layer.store.apply(m, reason)
+        await self.memory.store.apply(m, reason)
 
     async def append_messages(
         self,
@@ -179,12 +179,12 @@ class ChatSessions:
                 if message["role"] in ("user", "assistant") and content.strip():
                     source = "user" if message["role"] == "user" else "agent"
                     doc = build_entry(
-                        self.layer, content, source=source, session=session, timestamp=ts
+                        self.memory, content, source=source, session=session, timestamp=ts
                     )
                     message["memory"] = doc["id"]
                     docs.append(doc)
-            await self.layer.attach_embeddings(docs)
-        m = DailyLog(self.layer).mutation(docs) if docs else Mutation()
+            await self.memory.attach_embeddings(docs)
+        m = DailyLog(self.memory).mutation(docs) if docs else Mutation()
         await self._store(m, session, messages, ts, "chat.append")
         return messages
 
@@ -194,7 +194,7 @@ class ChatSessions:
         Returns the message, or ``None`` when the session is empty.
         """
         key = self.keys.chat_messages(check_id(session, "session id"))
-        raw = await self.layer.client.zrange(key, -1, -1)
+        raw = await self.memory.client.zrange(key, -1, -1)
         if not raw:
             return None
         member = text(raw[0])
@@ -203,12 +203,12 @@ class ChatSessions:
         memory = message.get("memory")
         if memory:
             entry_key = self.keys.daily_entry(memory)
-            (doc,) = await self.layer.get_docs([entry_key])
+            (doc,) = await self.memory.get_docs([entry_key])
             if doc is not None:
                 day = date.fromisoformat(str(doc.get("day")))
-                m = DailyLog(self.layer).removal(day, [doc], whole_day=False)
+                m = DailyLog(self.memory).removal(day, [doc], whole_day=False)
         m.zrem(key, member)
-        await self.layer.store.apply(m, "chat.pop")
+        await self.memory.store.apply(m, "chat.pop")
         return message
 
     async def clear(self, session: str) -> int:
@@ -218,9 +218,9 @@ class ChatSessions:
         removes a text everywhere). Returns how many messages were removed.
         """
         key = self.keys.chat_messages(check_id(session, "session id"))
-        count = int(await self.layer.client.zcard(key))
+        count = int(await self.memory.client.zcard(key))
         if count:
-            await self.layer.store.apply(Mutation().delete(key), "chat.clear")
+            await self.memory.store.apply(Mutation().delete(key), "chat.clear")
         return count
 
     async def find_ref(self, session: str, ref: str, recent: int = 100) -> ChatMessage | None:
@@ -230,13 +230,13 @@ class ChatSessions:
 
     async def messages_from(self, session: str, start: int) -> list[ChatMessage]:
         """Messages from position ``start`` (0 = the first) to the last."""
-        raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
+        raw = await self.memory.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
         return [json.loads(member) for member in texts(raw)]
 
     async def window_state(self, session: str) -> dict[str, str]:
         """The context window's fields of the session hash (``context_*``), as stored."""
         key = self.keys.chat_session(check_id(session))
-        values = await self.layer.client.hmget(key, list(WINDOW_FIELDS))
+        values = await self.memory.client.hmget(key, list(WINDOW_FIELDS))
         return {f: text(v) for f, v in zip(WINDOW_FIELDS, values, strict=True) if v is not None}
 
     def window_state_ops(self, m: Mutation, session: str, fields: dict[str, str]) -> Mutation:
@@ -249,7 +249,7 @@ class ChatSessions:
     async def messages(self, session: str, limit: int | None = None) -> list[ChatMessage]:
         """Messages in order (the last ``limit`` when given)."""
         start = 0 if limit is None else -limit
-        raw = await self.layer.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
+        raw = await self.memory.client.zrange(self.keys.chat_messages(check_id(session)), start, -1)
         return [json.loads(member) for member in texts(raw)]
 
     async def get(self, session: str) -> dict[str, str | int | float]:
@@ -258,10 +258,10 @@ class ChatSessions:
         Raises:
             NotFoundError: no such session.
         """
-        meta = byte_map(await self.layer.client.hgetall(self.keys.chat_session(check_id(session))))
+        meta = byte_map(await self.memory.client.hgetall(self.keys.chat_session(check_id(session))))
         if not meta:
             raise NotFoundError(f"no chat session {session!r}")
-        count = await self.layer.client.zcard(self.keys.chat_messages(session))
+        count = await self.memory.client.zcard(self.keys.chat_messages(session))
         fields: dict[str, str | int | float] = {k.decode(): v.decode() for k, v in meta.items()}
         for name in ("created_at", "updated_at", "last_message_at"):  # epoch seconds, as
             value = fields.get(name)  # every --json time (stored as ISO or as a number)
@@ -271,7 +271,7 @@ class ChatSessions:
 
     async def list(self, limit: int = 50) -> list[dict[str, str | int | float]]:
         """Sessions, most recently active first."""
-        ids = await self.layer.client.zrevrange(self.keys.chat_session_index(), 0, limit - 1)
+        ids = await self.memory.client.zrevrange(self.keys.chat_session_index(), 0, limit - 1)
         return [await self.get(session) for session in texts(ids)]
 
     async def delete(self, session: str) -> None:
@@ -281,4 +281,4 @@ class ChatSessions:
         m.delete(self.keys.chat_session(session))
         m.delete(self.keys.chat_messages(session))
         m.zrem(self.keys.chat_session_index(), session)
-        await self.layer.store.apply(m, "chat.delete")
+        await self.memory.store.apply(m, "chat.delete")

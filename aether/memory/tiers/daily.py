@@ -14,7 +14,7 @@ from aether.store.state import Mutation
 
 
 def build_entry(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     content: str,
     *,
     source: str = "agent",
@@ -28,7 +28,7 @@ def build_entry(
     doc = base_record(
         "daily",
         content,
-        max_bytes=layer.settings.max_content_bytes,
+        max_bytes=memory.settings.max_content_bytes,
         source=source,
         tags=tags,
         score=score,
@@ -43,9 +43,9 @@ def build_entry(
 class DailyLog:
     """Append-only daily log of what happened."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
 
     async def log(
         self,
@@ -63,7 +63,7 @@ class DailyLog:
                 score, session id or timestamp; nothing is written.
         """
         doc = build_entry(
-            self.layer,
+            self.memory,
             content,
             source=source,
             tags=tags,
@@ -71,8 +71,8 @@ class DailyLog:
             session=session,
             timestamp=timestamp,
         )
-        await self.layer.attach_embeddings([doc])
-        await self.layer.store.apply(self.mutation([doc]), "memory.log")
+        await self.memory.attach_embeddings([doc])
+        await self.memory.store.apply(self.mutation([doc]), "memory.log")
         return doc
 
     def mutation(self, docs: Sequence[DailyEntry]) -> Mutation:
@@ -80,7 +80,7 @@ class DailyLog:
         m = Mutation()
         by_day: dict[str, list[str]] = {}
         for doc in docs:
-            self.layer.put(m, self.keys.daily_entry(doc["id"]), doc)
+            self.memory.put(m, self.keys.daily_entry(doc["id"]), doc)
             by_day.setdefault(doc["day"], []).append(doc["id"])
         for day, ids in by_day.items():
             m.rpush(self.keys.daily(date.fromisoformat(day)), *ids)
@@ -91,7 +91,7 @@ class DailyLog:
         """The ops that delete ``docs`` of ``day`` (and the day's list when ``whole_day``)."""
         m = Mutation()
         for doc in docs:
-            self.layer.remove(m, self.keys.daily_entry(doc["id"]))
+            self.memory.remove(m, self.keys.daily_entry(doc["id"]))
         if whole_day:
             m.delete(self.keys.daily(day))
         count_ops(m, self.keys, docs, sign=-1)
@@ -99,7 +99,7 @@ class DailyLog:
 
     async def ids(self, day: date) -> list[str]:
         """Entry ids of a day, chronological."""
-        return texts(await self.layer.client.lrange(self.keys.daily(day), 0, -1))
+        return texts(await self.memory.client.lrange(self.keys.daily(day), 0, -1))
 
     async def list_day(self, day: date) -> list[MemoryDoc]:
         """The entries of a day, chronological.
@@ -108,7 +108,7 @@ class DailyLog:
         after a later one.
         """
         ids = await self.ids(day)
-        docs = await self.layer.get_docs([self.keys.daily_entry(i) for i in ids])
+        docs = await self.memory.get_docs([self.keys.daily_entry(i) for i in ids])
         found = [d for d in docs if d is not None]
         return sorted(found, key=lambda d: float(d.get("timestamp") or 0.0))
 
@@ -120,7 +120,7 @@ class DailyLog:
         the index (a fresh namespace, whose index waits for its first write) the day's
         list is read whole.
         """
-        if not await self.layer.indexed():
+        if not await self.memory.indexed():
             docs = await self.list_day(day)
             return docs[offset : offset + limit], len(docs)
         from redisvl.query import FilterQuery
@@ -136,8 +136,8 @@ class DailyLog:
             sort_by="timestamp",
         )
         query.paging(offset, limit)
-        found = await self.layer.text_index().search(query.query, query_params=query.params)
-        read = await self.layer.get_docs([row.id for row in found.docs])
+        found = await self.memory.text_index().search(query.query, query_params=query.params)
+        read = await self.memory.get_docs([row.id for row in found.docs])
         return [d for d in read if d is not None], int(found.total)
 
     async def recent(self, days: int, today: date | None = None) -> list[MemoryDoc]:
@@ -152,7 +152,7 @@ class DailyLog:
         """Days that have a log, oldest first."""
         pattern = self.keys.daily(date(2000, 1, 1)).replace("2000-01-01", "[0-9]*-[0-9]*-[0-9]*")
         found = set()
-        async for raw in self.layer.client.scan_iter(match=pattern, count=1000):
+        async for raw in self.memory.client.scan_iter(match=pattern, count=1000):
             try:
                 found.add(date.fromisoformat(raw.decode().rsplit(":", 1)[1]))
             except ValueError:

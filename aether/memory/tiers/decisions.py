@@ -34,9 +34,9 @@ _PATTERN_ID = r"^[a-z0-9_]{1,64}$"
 class DecisionMemory:
     """Decisions and their outcomes."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
 
     async def record(
         self,
@@ -62,7 +62,7 @@ class DecisionMemory:
         doc = base_record(
             "decision",
             text_,
-            max_bytes=self.layer.settings.max_content_bytes,
+            max_bytes=self.memory.settings.max_content_bytes,
             source="agent",
             tags=["decision", *(tags or [])],
             score=0.6,
@@ -79,10 +79,10 @@ class DecisionMemory:
                 "outcome_note": "",
             }
         )
-        await self.layer.attach_embeddings([doc])
-        m = self.layer.put(Mutation(), self.keys.decision(doc["id"]), doc)
+        await self.memory.attach_embeddings([doc])
+        m = self.memory.put(Mutation(), self.keys.decision(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
-        await self.layer.store.apply(m, "decision.record")
+        await self.memory.store.apply(m, "decision.record")
         doc.pop("embedding", None)
         return doc
 
@@ -95,20 +95,20 @@ class DecisionMemory:
         if outcome not in DECISION_OUTCOMES:
             raise InvalidOperationError(f"outcome is one of {', '.join(DECISION_OUTCOMES)}")
         key = self.keys.decision(check_id(decision_id))
-        if not await self.layer.client.exists(key):
+        if not await self.memory.client.exists(key):
             raise NotFoundError(f"no decision {decision_id!r}")
         m = (
             Mutation()
             .json_set(key, outcome, "$.outcome")
             .json_set(key, note[:2000], "$.outcome_note")
         )
-        await self.layer.store.apply(m, "decision.outcome")
+        await self.memory.store.apply(m, "decision.outcome")
 
     async def list(self, scope: str | None = None, limit: int = 50) -> list[MemoryDoc]:
         """Decisions (of a scope), newest first."""
         wanted = check_scope(scope) if scope else None
         prefix = self.keys.decision("")
-        keys = [text(k) async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)]
+        keys = [text(k) async for k in self.memory.client.scan_iter(match=prefix + "*", count=1000)]
         fields = (
             "id",
             "title",
@@ -121,7 +121,7 @@ class DecisionMemory:
         )
         docs = [
             d
-            for d in await self.layer.get_docs(keys, fields)
+            for d in await self.memory.get_docs(keys, fields)
             if d and (wanted is None or d.get("scope") == wanted)
         ]
         docs.sort(key=lambda d: d["timestamp"], reverse=True)
@@ -141,9 +141,9 @@ class FailureRecorded:
 class FailureMemory:
     """Failures and the patterns they repeat."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
 
     async def record(
         self,
@@ -171,7 +171,7 @@ class FailureMemory:
         doc = base_record(
             "failure",
             f"{error.strip()}\n{context.strip()}".strip(),
-            max_bytes=self.layer.settings.max_content_bytes,
+            max_bytes=self.memory.settings.max_content_bytes,
             source="system",
             tags=["failure"],
             score=0.6,
@@ -187,7 +187,7 @@ class FailureMemory:
                 "event": event or "",
             }
         )
-        current = await self.layer.client.zscore(self.keys.failure_patterns(), key)
+        current = await self.memory.client.zscore(self.keys.failure_patterns(), key)
         count = int(current or 0) + 1
         detected = count == DETECT_AT
         fields: dict[str, str | float] = {
@@ -201,12 +201,12 @@ class FailureMemory:
             fields["first_seen"] = when
         if detected:
             fields["detected_at"] = when
-        await self.layer.attach_embeddings([doc])
-        m = self.layer.put(Mutation(), self.keys.failure(doc["id"]), doc)
+        await self.memory.attach_embeddings([doc])
+        m = self.memory.put(Mutation(), self.keys.failure(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
         m.zincrby(self.keys.failure_patterns(), 1, key)
         m.hset(self.keys.failure_pattern(key), fields)
-        await self.layer.store.apply(m, "failure.record")
+        await self.memory.store.apply(m, "failure.record")
         doc.pop("embedding", None)
         return FailureRecorded(doc, key, count, detected)
 
@@ -215,11 +215,11 @@ class FailureMemory:
     ) -> list[dict[str, str | int]]:
         """Known patterns (seen at least ``min_count`` times), most frequent first."""
         keys = texts(
-            await self.layer.client.zrevrangebyscore(
+            await self.memory.client.zrevrangebyscore(
                 self.keys.failure_patterns(), "+inf", min_count
             )
         )
-        pipe = self.layer.client.pipeline(transaction=False)
+        pipe = self.memory.client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(self.keys.failure_pattern(key))
         out = []

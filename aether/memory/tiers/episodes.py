@@ -31,8 +31,8 @@ class Episode(TypedDict):
 class Episodes:
     """What tools the agent called in a session, and what came back."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
 
     async def record(
         self,
@@ -47,7 +47,7 @@ class Episodes:
         """Append a tool call (output truncated) and cap the list, atomically and journaled."""
         if not tool or len(tool) > 128:
             raise InvalidOperationError("tool name must be 1-128 characters")
-        limit = self.layer.settings.episode_output_chars
+        limit = self.memory.settings.episode_output_chars
         episode = Episode(
             tool=tool,
             arguments=dict(arguments or {}),
@@ -58,14 +58,15 @@ class Episodes:
             timestamp=check_timestamp(timestamp),
         )
         payload = json.dumps(episode, ensure_ascii=False, default=str)
-        key = self.layer.keys.episode(check_id(session, "session id"))
-        await self.layer.store.apply(
-            Mutation().rpush_capped(key, self.layer.settings.episode_cap, payload), "memory.episode"
+        key = self.memory.keys.episode(check_id(session, "session id"))
+        await self.memory.store.apply(
+            Mutation().rpush_capped(key, self.memory.settings.episode_cap, payload),
+            "memory.episode",
         )
         return episode
 
     async def list(self, session: str) -> list[Episode]:
         """The session's episodes, oldest first."""
-        key = self.layer.keys.episode(check_id(session, "session id"))
-        raw = await self.layer.client.lrange(key, 0, -1)
+        key = self.memory.keys.episode(check_id(session, "session id"))
+        raw = await self.memory.client.lrange(key, 0, -1)
         return [json.loads(item) for item in raw if not is_tombstone(item)]

@@ -17,7 +17,7 @@ FLUSH_BATCH = 500
 
 
 def build_memory(
-    layer: MemoryLayer,
+    memory: MemoryLayer,
     content: str,
     *,
     source: str = "agent",
@@ -31,7 +31,7 @@ def build_memory(
     doc = base_record(
         "longterm",
         content,
-        max_bytes=layer.settings.max_content_bytes,
+        max_bytes=memory.settings.max_content_bytes,
         source=source,
         tags=tags,
         score=score,
@@ -45,9 +45,9 @@ def build_memory(
 class LongTermMemory:
     """Distilled memories that outlive the daily logs."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
 
     async def add(
         self,
@@ -60,7 +60,7 @@ class LongTermMemory:
     ) -> LongTermRecord:
         """Store a memory; ``sources`` are the daily entry ids it was distilled from."""
         doc = build_memory(
-            self.layer,
+            self.memory,
             content,
             source=source,
             tags=tags,
@@ -68,10 +68,10 @@ class LongTermMemory:
             sources=sources,
             timestamp=timestamp,
         )
-        await self.layer.attach_embeddings([doc])
-        m = self.layer.put(Mutation(), self.keys.longterm(doc["id"]), doc)
+        await self.memory.attach_embeddings([doc])
+        m = self.memory.put(Mutation(), self.keys.longterm(doc["id"]), doc)
         count_ops(m, self.keys, [doc])
-        await self.layer.store.apply(m, "memory.longterm.add")
+        await self.memory.store.apply(m, "memory.longterm.add")
         return doc
 
     async def get(self, memory_id: str) -> MemoryDoc:
@@ -80,7 +80,7 @@ class LongTermMemory:
         Raises:
             NotFoundError: no such memory.
         """
-        doc = (await self.layer.get_docs([self.keys.longterm(check_id(memory_id))]))[0]
+        doc = (await self.memory.get_docs([self.keys.longterm(check_id(memory_id))]))[0]
         if doc is None:
             raise NotFoundError(f"no long-term memory {memory_id!r}")
         return doc
@@ -88,16 +88,16 @@ class LongTermMemory:
     async def ids(self) -> list[str]:
         """Every memory id, oldest first."""
         prefix = self.keys.longterm("")
-        scan = self.layer.client.scan_iter(match=prefix + "*", count=1000)
+        scan = self.memory.client.scan_iter(match=prefix + "*", count=1000)
         found = [text(raw)[len(prefix) :] async for raw in scan]
         return sorted(found)
 
     async def delete(self, memory_id: str) -> None:
         """Delete one memory (journaled: a rollback restores it)."""
         doc = await self.get(memory_id)
-        m = self.layer.remove(Mutation(), self.keys.longterm(memory_id))
+        m = self.memory.remove(Mutation(), self.keys.longterm(memory_id))
         count_ops(m, self.keys, [doc], sign=-1)
-        await self.layer.store.apply(m, "memory.longterm.delete")
+        await self.memory.store.apply(m, "memory.longterm.delete")
 
     async def flush(self, *, confirm: bool, checkpoints: Checkpointer, actor: str = "cli") -> int:
         """Delete every long-term memory, after a checkpoint. Returns how many.
@@ -115,8 +115,8 @@ class LongTermMemory:
             m = Mutation()
             batch = [self.keys.longterm(i) for i in ids[start : start + FLUSH_BATCH]]
             for key in batch:
-                self.layer.remove(m, key)
-            docs = await self.layer.get_docs(batch, ("kind", "tags"))
+                self.memory.remove(m, key)
+            docs = await self.memory.get_docs(batch, ("kind", "tags"))
             count_ops(m, self.keys, [d for d in docs if d], sign=-1)
-            await self.layer.store.apply(m, "memory.longterm.flush", actor)
+            await self.memory.store.apply(m, "memory.longterm.flush", actor)
         return len(ids)

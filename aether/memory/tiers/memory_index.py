@@ -68,13 +68,13 @@ def _day(ts: float | None) -> str:
 class MemoryIndex:
     """Reads (and, for old namespaces, rebuilds) the topic counters."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
-        self.keys = layer.keys
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
+        self.keys = memory.keys
 
     async def read(self, max_tokens: int = 300) -> MemoryIndexTable:
         """The table within ``max_tokens``: most common topics first."""
-        pipe = self.layer.client.pipeline(transaction=False)
+        pipe = self.memory.client.pipeline(transaction=False)
         pipe.zrange(self.keys.memory_counts(), 0, -1, withscores=True)
         pipe.zrevrangebyscore(
             self.keys.memory_topics(), "+inf", "(0", start=0, num=MAX_ROWS, withscores=True
@@ -85,7 +85,7 @@ class MemoryIndex:
         topics = [(text(k), int(v)) for k, v in topics_raw]
         seen: list[float | None] = []
         if topics:
-            seen = await self.layer.client.zmscore(
+            seen = await self.memory.client.zmscore(
                 self.keys.memory_topics_seen(), [t for t, _ in topics]
             )
         total = sum(counts.values())
@@ -122,11 +122,11 @@ class MemoryIndex:
         keys: list[str] = []
         for prefix in memory_prefixes(self.keys):
             keys += [
-                text(k) async for k in self.layer.client.scan_iter(match=prefix + "*", count=1000)
+                text(k) async for k in self.memory.client.scan_iter(match=prefix + "*", count=1000)
             ]
         docs: list[MemoryDoc] = []
         for start in range(0, len(keys), 500):
-            batch = await self.layer.get_docs(
+            batch = await self.memory.get_docs(
                 keys[start : start + 500], ("kind", "tags", "timestamp", "status")
             )
             # beliefs count while active, as the incremental counters do
@@ -147,7 +147,7 @@ class MemoryIndex:
 
     async def counters(self) -> dict[str, dict[str, int]]:
         """What the counters say now (zero counts left out), to compare with a recount."""
-        pipe = self.layer.client.pipeline(transaction=False)
+        pipe = self.memory.client.pipeline(transaction=False)
         pipe.zrange(self.keys.memory_counts(), 0, -1, withscores=True)
         pipe.zrange(self.keys.memory_topics(), 0, -1, withscores=True)
         kinds, topics = await pipe.execute()
@@ -171,7 +171,7 @@ class MemoryIndex:
         ):
             m.delete(key)
         count_ops(m, self.keys, docs)
-        await self.layer.store.apply(m, "memory.index.rebuild")
+        await self.memory.store.apply(m, "memory.index.rebuild")
         kinds: dict[str, int] = {}
         for doc in docs:
             kinds[doc["kind"]] = kinds.get(doc["kind"], 0) + 1

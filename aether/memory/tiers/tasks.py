@@ -126,17 +126,17 @@ class _Records(Generic[R]):
     what = "record"
     model: type[R]
 
-    def __init__(self, layer: MemoryLayer, key: str) -> None:
-        self.layer = layer
+    def __init__(self, memory: MemoryLayer, key: str) -> None:
+        self.memory = memory
         self.key = key
 
     async def _raw(self) -> dict[str, str]:
-        raw = await self.layer.client.hgetall(self.key)
+        raw = await self.memory.client.hgetall(self.key)
         return {text(k): text(v) for k, v in raw.items()}
 
     async def _write(self, record: R, reason: str) -> None:
         m = Mutation().hset(self.key, {record.id: record.model_dump_json()})
-        await self.layer.store.apply(m, reason)
+        await self.memory.store.apply(m, reason)
 
     async def get(self, id_or_prefix: str) -> R:
         """One record by id or unique prefix.
@@ -145,7 +145,7 @@ class _Records(Generic[R]):
             NotFoundError / AmbiguousIdError: no such record, or several match.
         """
         found = resolve_prefix(list(await self._raw()), id_or_prefix, self.what)
-        return self.model.model_validate_json(text(await self.layer.client.hget(self.key, found)))
+        return self.model.model_validate_json(text(await self.memory.client.hget(self.key, found)))
 
     async def _set_status(self, id_or_prefix: str, status: TaskStatus, now: float | None) -> R:
         """Mark a record done (at ``now``) or open again; journaled as ``<what>.done|reopen``.
@@ -169,8 +169,8 @@ class Goals(_Records[Goal]):
     what = "goal"
     model = Goal
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        super().__init__(layer, layer.keys.goals())
+    def __init__(self, memory: MemoryLayer) -> None:
+        super().__init__(memory, memory.keys.goals())
 
     async def all(self) -> list[Goal]:
         """Every goal: open ones first, oldest first."""
@@ -214,9 +214,9 @@ class Tasks(_Records[Task]):
     what = "task"
     model = Task
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        super().__init__(layer, layer.keys.tasks())
-        self.goals = Goals(layer)
+    def __init__(self, memory: MemoryLayer) -> None:
+        super().__init__(memory, memory.keys.tasks())
+        self.goals = Goals(memory)
 
     async def all(self) -> list[Task]:
         """Every task: open ones by priority, due date and age, then done ones."""

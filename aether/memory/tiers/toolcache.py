@@ -15,20 +15,20 @@ Schemas = list[ToolSchema]
 class ToolSchemaCache:
     """Serialised tool schemas, so they are not rebuilt on every LLM call."""
 
-    def __init__(self, layer: MemoryLayer) -> None:
-        self.layer = layer
+    def __init__(self, memory: MemoryLayer) -> None:
+        self.memory = memory
 
     async def get(self, session: str) -> Schemas | None:
         """The cached schemas, or ``None``."""
-        raw = await self.layer.client.get(self.layer.keys.tools(check_id(session, "session id")))
+        raw = await self.memory.client.get(self.memory.keys.tools(check_id(session, "session id")))
         return None if raw is None else list(json.loads(raw))
 
     async def set(self, session: str, schemas: Schemas) -> None:
         """Cache schemas for the TTL (default 24 h)."""
-        await self.layer.client.set(
-            self.layer.keys.tools(check_id(session, "session id")),
+        await self.memory.client.set(
+            self.memory.keys.tools(check_id(session, "session id")),
             json.dumps(schemas),
-            ex=self.layer.settings.tools_ttl_s,
+            ex=self.memory.settings.tools_ttl_s,
         )
 
     async def get_or_build(self, session: str, build: Callable[[], Awaitable[Schemas]]) -> Schemas:

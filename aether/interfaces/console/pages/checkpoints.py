@@ -64,7 +64,7 @@ async def checkpoint_diff(request: Request) -> Response:
     """What a rollback to a checkpoint would change: the confirmation."""
     console = Console.of(request)
     diff = await console.run(checkpoints.checkpoint_diff, id=request.path_params["checkpoint_id"])
-    view = changes_view(diff, request, console.agent.keys)
+    view = changes_view(diff, request, console.parts.keys)
     return await console.page(request, "diff.html", diff=diff, view=CONFIRM_VIEW, **view)
 
 
@@ -81,7 +81,7 @@ async def _done_page(request: Request, title: str, result: dict[str, Any]) -> Re
         result=result,
         undoable=undoable,
         view=DONE_VIEW,
-        **changes_view(done, request, console.agent.keys),
+        **changes_view(done, request, console.parts.keys),
     )
 
 
@@ -106,7 +106,7 @@ async def undo_confirmation(request: Request) -> Response:
         diff=diff,
         undo=done[0],
         view=CONFIRM_VIEW,
-        **changes_view(diff, request, console.agent.keys),
+        **changes_view(diff, request, console.parts.keys),
     )
 
 

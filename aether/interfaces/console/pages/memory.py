@@ -63,7 +63,7 @@ async def memory_page(request: Request) -> Response:
         offset=(number - 1) * TIMELINE_PAGE,
         limit=TIMELINE_PAGE,
     )
-    cfg = console.agent.settings.memory
+    cfg = console.parts.settings.memory
     template = "_results.html" if request.headers.get("HX-Request") else "memory.html"
     return await console.page(
         request,
@@ -110,7 +110,7 @@ async def beliefs_page(request: Request) -> Response:
         pager=Pager(number, BELIEFS_PAGE, listed.total),
         questions=listed.questions[:QUESTIONS_SHOWN],
         more_questions=max(0, len(listed.questions) - QUESTIONS_SHOWN),
-        half_life=console.agent.settings.beliefs.half_life_days,
+        half_life=console.parts.settings.beliefs.half_life_days,
     )
 
 

@@ -62,16 +62,16 @@ async def ledger_page(request: Request) -> Response:
         call=call,
         older=older,
         newest=before is None,
-        model=console.agent.settings.llm.model,
+        model=console.parts.settings.llm.model,
     )
 
 
 async def identity_page(request: Request) -> Response:
     """Who the agent is, and the context it would be sent for a query."""
     console = Console.of(request)
-    agent = console.agent
+    parts = console.parts
     q = console.query(request, "q")
-    bootstrapped = await agent.identity.is_bootstrapped()
+    bootstrapped = await parts.identity.is_bootstrapped()
     who = await console.run(identity.identity_get) if bootstrapped else None
     preview = await console.run(
         identity.context_assemble, query=q or "what matters now?", max_tokens=4000
@@ -82,7 +82,7 @@ async def identity_page(request: Request) -> Response:
         who=who,
         q=q,
         preview=preview,
-        folder=agent.context.identity_dir,
+        folder=parts.assembler.identity_dir,
     )
 
 

@@ -24,8 +24,8 @@ MAX_MESSAGE = 32_000
 async def overview(request: Request) -> Response:
     """The daemon's state, what it runs, and the approvals waiting."""
     console = Console.of(request)
-    agent = console.agent
-    status = await daemon_status(agent.client, agent.keys, agent.settings)
+    parts = console.parts
+    status = await daemon_status(parts.client, parts.keys, parts.settings)
     pending = await console.run(approvals.approvals_list, status="pending")
     runs = status["running"]
     llm = {
@@ -46,9 +46,9 @@ async def overview(request: Request) -> Response:
 async def conversation(request: Request) -> Response:
     """A chat session's messages, each tool call with its approval."""
     console = Console.of(request)
-    agent = console.agent
+    parts = console.parts
     sessions = (await console.run(chat.chat_list)).sessions
-    session = console.query(request, "session", 128) or agent.settings.daemon.session
+    session = console.query(request, "session", 128) or parts.settings.daemon.session
     messages = (await console.run(chat.chat_messages, session=session, limit=100)).messages
     last = max((float(m.get("timestamp") or 0) for m in messages), default=0.0)
     calls = []
@@ -60,7 +60,7 @@ async def conversation(request: Request) -> Response:
         for d in details
         if (d.get("call") or d.get("call_id")) and d.get("approval")
     }
-    status = await daemon_status(agent.client, agent.keys, agent.settings)
+    status = await daemon_status(parts.client, parts.keys, parts.settings)
     return await console.page(
         request,
         "conversation.html",
@@ -76,7 +76,7 @@ async def conversation(request: Request) -> Response:
 async def conversation_stream(request: Request) -> Response:
     """New messages of a session as server-sent events (an hour per connection)."""
     console = Console.of(request)
-    session = console.query(request, "session", 128) or console.agent.settings.daemon.session
+    session = console.query(request, "session", 128) or console.parts.settings.daemon.session
     try:
         after = float(request.query_params.get("after", "0") or 0)
     except ValueError:
@@ -107,16 +107,16 @@ async def conversation_stream(request: Request) -> Response:
 async def conversation_send(request: Request) -> Response:
     """A message to the daemon through its inbox, as ``aether send`` sends it."""
     console = Console.of(request)
-    agent = console.agent
+    parts = console.parts
     data = await console.form(request)
     content = data.get("content", "").strip()
-    session = data.get("session", "").strip() or agent.settings.daemon.session
+    session = data.get("session", "").strip() or parts.settings.daemon.session
     if not content:
         raise BadRequest("the message is empty")
     if len(content) > MAX_MESSAGE:
         raise BadRequest(f"the message is over {MAX_MESSAGE} characters")
     await console.run(chat.chat_messages, session=session, limit=1)  # validates the session id
-    message_id = await Inbox(agent.client, agent.keys).send(content, session, sender="console")
+    message_id = await Inbox(parts.client, parts.keys).send(content, session, sender="console")
     return HTMLResponse(
         console.templates.get_template("_sent.html").render(message_id=message_id, session=session)
     )
