@@ -41,6 +41,16 @@ class CheckpointSettings(BaseModel):
     )
 
 
+class JournalSettings(BaseModel):
+    """The journal's tamper evidence."""
+
+    key: Path | None = Field(
+        default=None,
+        description="a file (mode 0600) holding the key that signs the journal's hash chain "
+        "(HMAC-SHA256); unset: the chain is hashed, not signed",
+    )
+
+
 class ArchiveSettings(BaseModel):
     """PostgreSQL archive behaviour."""
 
@@ -451,6 +461,7 @@ class Settings(BaseSettings):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    journal: JournalSettings = Field(default_factory=JournalSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
     @model_validator(mode="before")

@@ -17,6 +17,7 @@ from urllib.parse import quote
 # memory, liveness data, message queues and the checkpoint machinery itself.
 _NON_STATE_FAMILIES: tuple[str, ...] = (
     "journal",
+    "journal:",
     "checkpoint:",
     "checkpoints",
     "checkpoints:",
@@ -440,6 +441,26 @@ class Keyspace:
     def journal(self) -> str:
         """STREAM: every state mutation with its inverse."""
         return self._k("journal")
+
+    def journal_head(self) -> str:
+        """STRING: the hash chain's head, ``"<entry id> <hash>"`` (moved with each entry)."""
+        return self._k("journal", "head")
+
+    def journal_digests(self) -> str:
+        """HASH: state key -> digest of its content, as the journal's last entry left it."""
+        return self._k("journal", "digests")
+
+    def journal_anchor(self) -> str:
+        """HASH: where a trimmed or redacted chain starts and what re-chained it.
+
+        ``trimmed_to`` (the first kept entry's predecessor hash, set by a trim);
+        ``redactions`` (JSON list: each erasure that re-chained the redacted history).
+        """
+        return self._k("journal", "anchor")
+
+    def journal_signature(self) -> str:
+        """HASH: the last signed head (``id``, ``h``, ``mac``: HMAC-SHA256 by the key)."""
+        return self._k("journal", "signature")
 
     def checkpoint(self, checkpoint_id: str) -> str:
         """HASH: label, reason, actor, created_at, journal position."""

@@ -54,6 +54,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from aether.checkpoints.chain import JournalChain, Rechainer
 from aether.checkpoints.erasure_model import (
     ErasureHooks,
     ErasurePlan,
@@ -75,6 +76,7 @@ from aether.errors import (
 from aether.ids import new_id
 from aether.keys import Keyspace
 from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry
+from aether.store.journal import last_position
 from aether.store.lock import StateLock
 from aether.store.outside_redaction import redact_outside_state
 from aether.store.persistence import data_dir, files_holding, rewrite_files, wait_until_clean
@@ -145,7 +147,7 @@ class Eraser:
         self.key_dir = key_dir or default_key_dir()
         self.keys = keys
         self.checkpoints = checkpoints
-        self.store = Store(client, keys, actor=actor)
+        self.store = Store(client, keys, actor=actor, signer=checkpoints.signer)
         self.archive_dsn = archive_dsn
         self.hooks = hooks or ErasureHooks()
         self.actor = actor
@@ -423,7 +425,7 @@ class Eraser:
             counts.update(await self._redact_state(redactor, lock.token))
             phase = await self._advance("journal", counts)
         if phase == "journal":
-            counts["journal_entries"] = await self._redact_journal(redactor)
+            counts["journal_entries"] = await self._redact_journal(redactor, hold.get("id", ""))
             # nothing written from here on can bring the text back: writes go on
             await self.client.hset(self.keys.write_hold(), "writes", "open")
             phase = await self._advance("others", counts)
@@ -542,14 +544,23 @@ class Eraser:
         await flush()
         return {"state_removed": removed, "state_redacted": rewritten}
 
-    async def _redact_journal(self, redactor: Redactor) -> int:
-        """Phase 3: the journal rebuilt with its values redacted, under the same ids."""
+    async def _redact_journal(self, redactor: Redactor, erasure_id: str) -> int:
+        """Phase 3: the journal rebuilt with its values redacted, under the same ids.
+
+        The chain is recomputed over the redacted entries and the redaction recorded.
+        """
+        chain = JournalChain(self.client, self.keys, self.checkpoints.signer)
+        rechainer = Rechainer(chain, f"erasure {erasure_id}")
 
         async def redact(fields: Fields) -> Fields:
-            return await redact_entry(redactor, fields) or fields
+            # an entry whose values changed is hashed again, and so is every later one
+            return rechainer.rechained_fields(await redact_entry(redactor, fields) or fields)
 
         scratch = (self.keys.erase_scratch("journal"), self.keys.erase_scratch("old"))
-        return await rebuild_stream(self.client, self.keys.journal(), scratch, redact)
+        changed = await rebuild_stream(self.client, self.keys.journal(), scratch, redact)
+        last = await last_position(self.client, self.keys.journal())
+        await rechainer.finish(last if last != "0-0" else None)
+        return changed
 
     # -- reading -----------------------------------------------------------------------
     async def _key_pages(self) -> AsyncIterator[list[str]]:

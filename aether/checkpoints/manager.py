@@ -23,6 +23,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from aether.checkpoints.chain import JournalChain
 from aether.checkpoints.diff import KeyChange, compare, values_at_checkpoint
 from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
 from aether.codec import byte_map, command, text
@@ -42,6 +43,7 @@ from aether.store.cluster import SlotRedis
 from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, last_position
 from aether.store.lock import StateLock
+from aether.store.signing import Signer, sign_head
 from aether.store.state import WRITE_WAIT_S, while_busy
 from aether.store.values import read_values
 
@@ -63,6 +65,7 @@ class Checkpoints:
         durable: wait for the checkpoint to be fsync'd to the AOF before returning.
         budget_ms: the most work one rollback step does.
         write_wait_s: how long ``create`` waits while a rollback holds writes back.
+        signer: the journal key: the head a rollback leaves is signed with it.
     """
 
     def __init__(
@@ -73,8 +76,10 @@ class Checkpoints:
         durable: bool = True,
         budget_ms: int = 100,
         write_wait_s: float = WRITE_WAIT_S,
+        signer: Signer | None = None,
     ):
         self.client = client
+        self.signer = signer
         self.keys = keys
         self.functions = Functions(client, keys)
         self.keep = keep
@@ -86,7 +91,11 @@ class Checkpoints:
     def from_settings(cls, client: Redis, keys: Keyspace, settings: Settings) -> Checkpoints:
         """Checkpoints with the retention and step budget of ``settings``."""
         return cls(
-            client, keys, keep=settings.checkpoints.keep, budget_ms=settings.checkpoints.budget_ms
+            client,
+            keys,
+            keep=settings.checkpoints.keep,
+            budget_ms=settings.checkpoints.budget_ms,
+            signer=Signer.from_settings(settings),
         )
 
     async def create(
@@ -316,6 +325,8 @@ class Checkpoints:
             state, last, undone, ops = text(reply[0]), text(reply[1]), reply[2], reply[3]
             if state == "done":
                 log.debug("rollback steps", steps=steps)
+                if self.signer is not None:
+                    await sign_head(self.client, self.keys, self.signer)
                 return RollbackResult(target, pre, last or None, int(undone), int(ops))
             await lock.extend()
 
@@ -457,4 +468,5 @@ class Checkpoints:
         if cursor is not None and compare_ids(text(cursor), limit) < 0:
             limit = text(cursor)
         # MINID keeps entries >= limit: everything after the oldest kept checkpoint stays.
+        await JournalChain(self.client, self.keys).anchor_trim(limit)  # before: a crash between
         await self.client.xtrim(self.keys.journal(), minid=limit, approximate=False)

@@ -20,6 +20,8 @@ class Checkpoint:
         reason: why it was taken (``manual``, ``rollback``, ``context-85``...).
         actor: who took it.
         journal_pos: id of the last journal entry it includes (``0-0``: none).
+        chain: the journal chain's head hash at ``journal_pos`` (``""``: taken before the
+            journal was chained).
     """
 
     id: str
@@ -28,6 +30,7 @@ class Checkpoint:
     reason: str
     actor: str
     journal_pos: str
+    chain: str = ""
 
     @classmethod
     def from_hash(cls, raw: dict[bytes, bytes]) -> Checkpoint:
@@ -40,6 +43,7 @@ class Checkpoint:
             reason=d.get("reason", ""),
             actor=d.get("actor", ""),
             journal_pos=d["journal_pos"],
+            chain=d.get("chain", ""),
         )
 
     @property

@@ -9,6 +9,7 @@ from redis.asyncio import Redis
 from aether.config import Settings
 from aether.keys import Keyspace
 from aether.registry.model import AgentLedger, ToolRegistry
+from aether.store.signing import Signer
 from aether.store.state import Store
 
 
@@ -40,5 +41,7 @@ def open_registry(settings: Settings, client: Redis, actor: str = "aether") -> R
 
     keys = Keyspace(settings.namespace)
     return RegistryAndLedger(
-        RedisToolRegistry(Store(client, keys, actor)), RedisAgentLedger(client, keys), "redis"
+        RedisToolRegistry(Store(client, keys, actor, signer=Signer.from_settings(settings))),
+        RedisAgentLedger(client, keys),
+        "redis",
     )

@@ -59,6 +59,7 @@ FUNCTIONS: dict[str, bool] = {
     "aether_rollback_step": False,
     "aether_replay": False,
     "aether_snapshot": True,
+    "aether_digests": True,
     "aether_get_fields": True,
     "aether_neighbours": True,
     "aether_unlock": False,
@@ -209,6 +210,13 @@ class Functions:
             msgpack.packb(self.keys.non_state_prefixes()),
             budget_ms,
         )
+
+    async def digests(self, keys: Sequence[str]) -> list[str]:
+        """Each key's content digest as the journal's chain records it (``""``: absent)."""
+        if not keys:
+            return []
+        replies = await self._call("aether_digests", [self.keys.journal()], *keys)
+        return [r.decode() if isinstance(r, bytes) else str(r) for r in replies]
 
     async def get_fields(self, keys: Sequence[str], paths: Sequence[str]) -> Any:
         """``JSON.GET`` of ``paths`` for each key (false for a missing key), one round trip."""

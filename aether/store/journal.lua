@@ -40,12 +40,20 @@ steps and the snapshot also read keys found at run time (named in the journal, b
 scan), always of that same namespace and so of the same slot; the cluster client keeps
 them off half-migrated slots (aether/store/cluster.py).
 
+The journal is a hash chain. Every entry carries 'd' (the digest of each key it touched,
+as left by it: sha1 of the key's type and canonical content, '' when the key is gone), 'p'
+(its predecessor's hash) and 'h' = sha1(p, its other fields in order, length-framed). The
+chain's head ("<id> <h>") is kept at <journal>:head and the digest of every state key at
+<journal>:digests, both in the step that appends the entry, so `aether journal verify`
+(aether/checkpoints/chain.py) can tell an out-of-band edit, a forged, deleted, reordered or
+truncated entry. Checkpoints record the head ('chain').
+
 Only the journal lives here: retrieval's reads are reads.lua (library aether_reads),
 locks and the inbox's replies coordination.lua (aether_coordination), each with its own
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '17'
+local VERSION = '18'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -433,6 +441,83 @@ local function touched(ops)
   return out
 end
 
+local GENESIS = '0000000000000000000000000000000000000000'
+
+-- Each value prefixed with its length, so no two sequences frame to the same string.
+local function framed(values)
+  local out = {}
+  for i, v in ipairs(values) do out[i] = #v .. ':' .. v end
+  return table.concat(out)
+end
+
+-- sha1 of a key's type and canonical content ('' when it does not exist): equal for equal
+-- content whatever its encoding or history (hash fields and set members sorted).
+local function content_digest(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' then return '' end
+  local body
+  if t == 'string' then
+    body = {redis.call('GET', key)}
+  elseif t == 'hash' then
+    local raw, names, by = redis.call('HGETALL', key), {}, {}
+    for i = 1, #raw, 2 do
+      names[#names + 1] = raw[i]
+      by[raw[i]] = raw[i + 1]
+    end
+    table.sort(names)
+    body = {}
+    for _, n in ipairs(names) do
+      body[#body + 1] = n
+      body[#body + 1] = by[n]
+    end
+  elseif t == 'set' then
+    body = redis.call('SMEMBERS', key)
+    table.sort(body)
+  elseif t == 'zset' then
+    body = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  elseif t == 'list' then
+    body = redis.call('LRANGE', key, 0, -1)
+  elseif t == 'ReJSON-RL' then
+    body = {redis.call('JSON.GET', key)}
+  else
+    body = {redis.call('DUMP', key)}
+  end
+  return redis.sha1hex(t .. '|' .. framed(body))
+end
+
+local function chain_head(journal)
+  local head = redis.call('GET', journal .. ':head')
+  if not head then return GENESIS end
+  return string.match(head, ' (%x+)$') or GENESIS
+end
+
+-- Append fields as the chain's next entry: the touched keys' digests ('d', also kept in
+-- <journal>:digests), the predecessor's hash ('p') and the entry's ('h'); moves the head.
+local function chained_xadd(journal, id, fields, keys_touched)
+  local digests, d = journal .. ':digests', {}
+  for _, key in ipairs(keys_touched) do
+    local digest = content_digest(key)
+    d[#d + 1] = key
+    d[#d + 1] = digest
+    if digest == '' then
+      redis.call('HDEL', digests, key)
+    else
+      redis.call('HSET', digests, key, digest)
+    end
+  end
+  fields[#fields + 1] = 'd'
+  fields[#fields + 1] = cmsgpack.pack(d)
+  local prev = chain_head(journal)
+  local h = redis.sha1hex(prev .. framed(fields))
+  fields[#fields + 1] = 'p'
+  fields[#fields + 1] = prev
+  fields[#fields + 1] = 'h'
+  fields[#fields + 1] = h
+  local added = redis.call('XADD', journal, id, unpack(fields))
+  redis.call('SET', journal .. ':head', added .. ' ' .. h)
+  return added
+end
+
 -- Append an entry; `archived`: an archive follows the namespace, keep the forward values.
 local function xadd(journal, archived, id, actor, reason, fwd, inv, extra)
   local fields = {'a', actor, 'r', reason}
@@ -446,7 +531,7 @@ local function xadd(journal, archived, id, actor, reason, fwd, inv, extra)
   fields[#fields + 1] = 'i'
   fields[#fields + 1] = cmsgpack.pack(inv)
   for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
-  return redis.call('XADD', journal, id, unpack(fields))
+  return chained_xadd(journal, id, fields, touched(fwd))
 end
 
 local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writes wait for it'
@@ -498,7 +583,7 @@ local function fn_checkpoint(keys, args)
   end
   local pos = last_id(keys[1])
   redis.call('HSET', keys[2], 'id', args[1], 'created_at', args[2], 'label', args[3],
-    'reason', args[4], 'actor', args[5], 'journal_pos', pos)
+    'reason', args[4], 'actor', args[5], 'journal_pos', pos, 'chain', chain_head(keys[1]))
   redis.call('ZADD', keys[3], args[2], args[1])
   return pos
 end
@@ -631,7 +716,26 @@ local function fn_replay(keys, args)
     local _, err = apply_all(todo)
     if err then return err end
   end
-  return redis.call('XADD', keys[1], id, unpack(fields))
+  for _, key in ipairs(touched(todo)) do
+    local digest = content_digest(key)
+    if digest == '' then
+      redis.call('HDEL', keys[1] .. ':digests', key)
+    else
+      redis.call('HSET', keys[1] .. ':digests', key, digest)
+    end
+  end
+  local added = redis.call('XADD', keys[1], id, unpack(fields))
+  local h = entry_field(fields, 'h')
+  if h then redis.call('SET', keys[1] .. ':head', added .. ' ' .. h) end
+  return added
+end
+
+-- KEYS: journal; ARGV: state keys. Each key's digest as the chain records it ('' when
+-- the key does not exist): what `journal verify` compares the live state with.
+local function fn_digests(keys, args)
+  local out = {}
+  for i, key in ipairs(args) do out[i] = content_digest(key) end
+  return out
 end
 
 -- KEYS: journal; ARGV: SCAN cursor, match pattern, msgpack(excluded names),
@@ -673,4 +777,6 @@ redis.register_function('aether_rollback_begin', fn_rollback_begin)
 redis.register_function('aether_rollback_step', fn_rollback_step)
 redis.register_function('aether_replay', fn_replay)
 redis.register_function{function_name = 'aether_snapshot', callback = fn_snapshot,
+  flags = {'no-writes'}}
+redis.register_function{function_name = 'aether_digests', callback = fn_digests,
   flags = {'no-writes'}}

@@ -35,6 +35,7 @@ from aether.errors import (
 from aether.keys import Keyspace
 from aether.store.boundary import translate
 from aether.store.functions import Functions, refusal
+from aether.store.signing import Signer, sign_head
 
 Arg = str | bytes | int | float
 
@@ -208,6 +209,7 @@ class Store:
         client: a client from :func:`aether.store.client.connect`.
         keys: the namespace's keyspace.
         actor: who is changing state (recorded in the journal), e.g. ``cli`` or ``agent``.
+        signer: the journal key: each change's head is signed with it (``None``: unsigned).
     """
 
     def __init__(
@@ -216,8 +218,10 @@ class Store:
         keys: Keyspace,
         actor: str = "aether",
         write_wait_s: float = WRITE_WAIT_S,
+        signer: Signer | None = None,
     ) -> None:
         self.client = client
+        self.signer = signer
         self.keys = keys
         self.functions = Functions(client, keys)
         self.actor = actor
@@ -284,6 +288,8 @@ class Store:
         except RedisError as e:
             error = refusal(e) or InvalidOperationError
             raise error(f"state change {reason!r} refused: {e}") from e
+        if self.signer is not None:
+            await sign_head(self.client, self.keys, self.signer)
         return _text(entry)
 
     @asynccontextmanager

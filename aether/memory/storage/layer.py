@@ -21,6 +21,7 @@ from aether.memory.storage.fulltext import search_index
 from aether.memory.storage.readings import embedding_texts
 from aether.memory.storage.records import MemoryDoc, MemoryRecord
 from aether.store.functions import Functions
+from aether.store.signing import Signer
 from aether.store.state import Mutation, Store
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class MemoryLayer:
 
             mirror = QdrantMirror(settings, keys, embedder.dims)
         return cls(
-            Store(client, keys, actor),
+            Store(client, keys, actor, signer=Signer.from_settings(settings)),
             settings.memory,
             embedder,
             mirror,

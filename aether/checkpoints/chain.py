@@ -1,0 +1,395 @@
+"""The journal's hash chain: verified against the live state, re-chained by an erasure.
+
+Every journal entry carries ``p`` (its predecessor's hash), ``h`` (sha1 of ``p`` and its
+other fields, each length-framed, in order) and ``d`` (the digest of each key it touched,
+as it left it); ``store/journal.lua`` writes them in the step that applies the change, and
+keeps the head (``journal:head``) and every state key's digest (``journal:digests``).
+
+:meth:`JournalChain.verify` recomputes all of it and names each break:
+
+- ``state-edited``: a state key whose content is not what the journal last left (an
+  out-of-band write), ``state-unjournaled`` one the journal never wrote,
+  ``state-deleted`` one the journal wrote that is gone;
+- ``entry-forged``: an entry whose fields do not hash to its ``h`` (edited in place);
+- ``chain-broken``: an entry whose ``p`` is not its predecessor's hash (one deleted in
+  the middle, reordered or inserted);
+- ``truncated``: the head names an entry that is not the last (entries deleted at the
+  end), or the journal starts where no trim left it;
+- ``digests-edited``: the digests kept beside the journal disagree with the chain;
+- with a signing key (:class:`~aether.store.signing.Signer`): ``unsigned``,
+  ``bad-signature`` and ``unsigned-tail``, so a forger who recomputes the hashes but lacks
+  the key is still found.
+
+An erasure must change history: after it rewrites the journal's values it re-chains them
+(:class:`Rechainer`) and records a redaction (who, when, how many entries, the old and
+new head) that ``verify`` reports, so a redaction is told from a forgery by the record
+and, with a key, by its signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import msgpack
+from redis.asyncio import Redis
+
+from aether.codec import byte_map, text
+from aether.keys import Keyspace
+from aether.store.functions import Functions
+from aether.store.signing import Signer, sign_head
+from aether.store.streams import Fields, stream_pages
+
+__all__ = [
+    "GENESIS",
+    "Break",
+    "ChainReport",
+    "JournalChain",
+    "Rechainer",
+    "entry_hash",
+]
+
+GENESIS = "0" * 40
+"""The predecessor hash of a journal's first entry."""
+
+_CHAIN = (b"p", b"h")
+_DIGEST_BATCH = 500
+
+
+def _framed(values: Iterable[bytes]) -> bytes:
+    return b"".join(str(len(v)).encode() + b":" + v for v in values)
+
+
+def entry_hash(prev: str, fields: Fields) -> str:
+    """An entry's hash: sha1 of its predecessor's and its fields but ``p`` and ``h``.
+
+    The same framing as ``journal.lua``'s ``framed``: each value prefixed by its length.
+    """
+    body = _framed(v for name, value in fields.items() if name not in _CHAIN for v in (name, value))
+    return hashlib.sha1(prev.encode() + body, usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class Break:
+    """One place the chain or the state is not what the journal says.
+
+    Attributes:
+        kind: ``state-edited``, ``state-unjournaled``, ``state-deleted``,
+            ``entry-forged``, ``chain-broken``, ``truncated``, ``digests-edited``,
+            ``unsigned``, ``bad-signature`` or ``unsigned-tail``.
+        detail: what was found, in words.
+        entry: the journal entry it concerns, if one.
+        key: the state key it concerns, if one.
+    """
+
+    kind: str
+    detail: str
+    entry: str | None = None
+    key: str | None = None
+
+
+@dataclass
+class ChainReport:
+    """What :meth:`JournalChain.verify` found.
+
+    Attributes:
+        entries: chained entries checked.
+        keys: live state keys checked.
+        start: where the check began (a checkpoint id, ``trim`` or ``genesis``).
+        head: the head's entry id (``None``: nothing journaled).
+        legacy: entries written before the chain existed (not checked).
+        signed: whether a signing key checked the head.
+        redactions: the erasures that re-chained history, oldest first.
+        breaks: every break, in journal order then key order.
+    """
+
+    entries: int = 0
+    keys: int = 0
+    start: str = "genesis"
+    head: str | None = None
+    legacy: int = 0
+    signed: bool = False
+    redactions: list[dict[str, Any]] = field(default_factory=list)
+    breaks: list[Break] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No break."""
+        return not self.breaks
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {**asdict(self), "ok": self.ok}
+
+
+@dataclass
+class _Walk:
+    """The state of a walk down the journal."""
+
+    expected: str | None
+    last_id: str | None = None
+    last_h: str | None = None
+    digests: dict[str, str] = field(default_factory=dict)
+    chained: bool = False
+
+
+class JournalChain:
+    """Verifies, anchors and re-heads one namespace's journal chain.
+
+    Args:
+        client: the namespace's client.
+        keys: its keyspace.
+        signer: the signing key, when the deployment has one.
+    """
+
+    def __init__(self, client: Redis, keys: Keyspace, signer: Signer | None = None) -> None:
+        self.client = client
+        self.keys = keys
+        self.signer = signer
+
+    async def head(self) -> tuple[str, str] | None:
+        """The head: (entry id, hash), or ``None`` before the first chained entry."""
+        raw = await self.client.get(self.keys.journal_head())
+        if raw is None:
+            return None
+        entry, _, digest = text(raw).partition(" ")
+        return entry, digest
+
+    async def verify(
+        self, start_pos: str | None = None, start_chain: str | None = None, label: str = ""
+    ) -> ChainReport:
+        """Recompute the chain from a start and the live state's digests against it.
+
+        Args:
+            start_pos: check only the entries after this journal position (a checkpoint's).
+            start_chain: the head hash recorded at ``start_pos``.
+            label: how the report names the start.
+        """
+        anchor = {
+            text(k): text(v)
+            for k, v in (await self.client.hgetall(self.keys.journal_anchor())).items()
+        }
+        report = ChainReport(start=label or ("checkpoint" if start_pos else "genesis"))
+        report.redactions = json.loads(anchor.get("redactions", "[]"))
+        walk = _Walk(expected=start_chain)
+        async for page in stream_pages(self.client, self.keys.journal()):
+            for entry_id, fields in page:
+                if start_pos is not None and _le(entry_id, start_pos):
+                    continue
+                self._check_entry(entry_id, fields, walk, anchor, report)
+        await self._check_head(walk, report)
+        await self._check_state(walk, report)
+        if self.signer is not None:
+            await self._check_signature(walk, report)
+        return report
+
+    def _check_entry(
+        self,
+        entry_id: str,
+        fields: Fields,
+        walk: _Walk,
+        anchor: dict[str, str],
+        report: ChainReport,
+    ) -> None:
+        if b"h" not in fields:
+            if walk.chained:
+                report.breaks.append(
+                    Break("entry-forged", "an entry without the chain's fields", entry_id)
+                )
+            else:
+                report.legacy += 1
+            return
+        prev, digest = text(fields.get(b"p", b"")), text(fields[b"h"])
+        if walk.expected is None:  # the journal's first kept entry
+            starts = {GENESIS, anchor.get("trimmed_to", GENESIS)}
+            if prev not in starts:
+                report.breaks.append(
+                    Break("truncated", "the journal starts where no trim left it", entry_id)
+                )
+            elif prev != GENESIS:
+                report.start = "trim"
+        elif prev != walk.expected:
+            report.breaks.append(
+                Break(
+                    "chain-broken",
+                    "its predecessor hash is not the previous entry's: an entry was "
+                    "deleted, reordered or inserted before it",
+                    entry_id,
+                )
+            )
+        if entry_hash(prev, fields) != digest:
+            report.breaks.append(
+                Break("entry-forged", "its fields do not hash to its recorded hash", entry_id)
+            )
+        touched = msgpack.unpackb(fields.get(b"d", b"\x90"), raw=True)
+        for i in range(0, len(touched) - 1, 2):
+            walk.digests[text(touched[i])] = text(touched[i + 1])
+        walk.expected, walk.last_id, walk.last_h, walk.chained = digest, entry_id, digest, True
+        report.entries += 1
+
+    async def _check_head(self, walk: _Walk, report: ChainReport) -> None:
+        head = await self.head()
+        report.head = head[0] if head else None
+        if head is None:
+            if walk.chained:
+                report.breaks.append(Break("truncated", "the chain's head is missing"))
+            return
+        if walk.last_id is None and report.start != "genesis":
+            return  # nothing after the start: the head is the start's
+        if head != (walk.last_id, walk.last_h):
+            report.breaks.append(
+                Break(
+                    "truncated",
+                    f"the head names entry {head[0]}, the journal ends at {walk.last_id}: "
+                    "entries were deleted at its end",
+                    head[0],
+                )
+            )
+
+    async def _check_state(self, walk: _Walk, report: ChainReport) -> None:
+        kept = {
+            text(k): text(v)
+            for k, v in (await self.client.hgetall(self.keys.journal_digests())).items()
+        }
+        for key, digest in walk.digests.items():
+            if kept.get(key, "") != digest:
+                report.breaks.append(
+                    Break("digests-edited", "the kept digest disagrees with the chain", key=key)
+                )
+        expected = {**kept, **walk.digests}
+        live = [
+            text(raw)
+            async for raw in self.client.scan_iter(match=self.keys.every_key, count=1000)
+            if self.keys.is_state(text(raw))
+        ]
+        functions = Functions(self.client, self.keys)
+        seen: set[str] = set()
+        for i in range(0, len(live), _DIGEST_BATCH):
+            batch = live[i : i + _DIGEST_BATCH]
+            for key, digest in zip(batch, await functions.digests(batch), strict=True):
+                if not digest:
+                    continue  # gone since the scan
+                seen.add(key)
+                want = expected.get(key, "")
+                if not want:
+                    report.breaks.append(
+                        Break("state-unjournaled", "a state key the journal never wrote", key=key)
+                    )
+                elif want != digest:
+                    report.breaks.append(
+                        Break("state-edited", "its content is not what the journal left", key=key)
+                    )
+        report.keys = len(seen)
+        for key in sorted(k for k, d in expected.items() if d and k not in seen):
+            report.breaks.append(Break("state-deleted", "the journal left it, it is gone", key=key))
+
+    async def _check_signature(self, walk: _Walk, report: ChainReport) -> None:
+        assert self.signer is not None
+        report.signed = True
+        raw = {
+            text(k): text(v)
+            for k, v in (await self.client.hgetall(self.keys.journal_signature())).items()
+        }
+        if not raw:
+            if walk.chained:
+                report.breaks.append(Break("unsigned", "the chain's head was never signed"))
+            return
+        if not self.signer.verifies(raw.get("id", ""), raw.get("h", ""), raw.get("mac", "")):
+            report.breaks.append(
+                Break("bad-signature", "the signed head's signature does not match", raw.get("id"))
+            )
+        elif (raw["id"], raw["h"]) != (walk.last_id, walk.last_h):
+            report.breaks.append(
+                Break(
+                    "unsigned-tail",
+                    f"the last signed entry is {raw['id']}; the chain after it, or its "
+                    "rewriting, was not signed by the key",
+                    raw["id"],
+                )
+            )
+
+    async def sign(self) -> None:
+        """Sign the current head with the key (a no-op without one)."""
+        if self.signer is not None:
+            await sign_head(self.client, self.keys, self.signer)
+
+    async def anchor_trim(self, limit: str) -> None:
+        """Record where the journal will start once trimmed to ``limit`` (``XTRIM MINID``).
+
+        The first kept entry's predecessor hash, which no kept entry has.
+        """
+        first = await self.client.xrange(self.keys.journal(), min=limit, count=1)
+        fields = byte_map(first[0][1]) if first else {}
+        if b"p" in fields:
+            prev = text(fields[b"p"])
+            await self.client.hset(self.keys.journal_anchor(), "trimmed_to", prev)
+
+
+def _le(a: str, b: str) -> bool:
+    ams, _, aseq = a.partition("-")
+    bms, _, bseq = b.partition("-")
+    return (int(ams), int(aseq or 0)) <= (int(bms), int(bseq or 0))
+
+
+class Rechainer:
+    """Recomputes the chain over rewritten entries, in journal order (an erasure's rebuild).
+
+    Feed every entry to :meth:`rechained` oldest first; then :meth:`finish` moves the head,
+    the checkpoints' recorded heads and records the redaction.
+    """
+
+    def __init__(self, chain: JournalChain, why: str) -> None:
+        self.chain = chain
+        self.why = why
+        self.prev: str | None = None
+        self.renamed: dict[str, str] = {}
+        self.rechained = 0
+        self.last: tuple[str, str] | None = None
+
+    def rechained_fields(self, fields: Fields) -> Fields:
+        """``fields`` with ``p`` and ``h`` recomputed (the same object when unchanged)."""
+        if b"h" not in fields:
+            return fields
+        prev = self.prev if self.prev is not None else text(fields.get(b"p", GENESIS.encode()))
+        digest = entry_hash(prev, fields)
+        old = text(fields[b"h"])
+        self.prev = digest
+        if old == digest and text(fields.get(b"p", b"")) == prev:
+            self.renamed[old] = digest
+            return fields
+        self.renamed[old] = digest
+        self.rechained += 1
+        out = {k: v for k, v in fields.items() if k not in _CHAIN}
+        out[b"p"], out[b"h"] = prev.encode(), digest.encode()
+        return out
+
+    async def finish(self, last_id: str | None) -> dict[str, Any] | None:
+        """Move the head and the checkpoints' heads; record the redaction; sign."""
+        if not self.rechained:
+            return None
+        client, keys = self.chain.client, self.chain.keys
+        old = await self.chain.head()
+        new_head = self.prev or GENESIS
+        if last_id is not None:
+            await client.set(keys.journal_head(), f"{last_id} {new_head}")
+        for raw in await client.zrange(keys.checkpoints(), 0, -1):
+            key = keys.checkpoint(text(raw))
+            recorded = await client.hget(key, "chain")
+            if recorded is not None and text(recorded) in self.renamed:
+                await client.hset(key, "chain", self.renamed[text(recorded)])
+        record = {
+            "why": self.why,
+            "at": time.time(),
+            "entries": self.rechained,
+            "old_head": old[1] if old else None,
+            "new_head": new_head,
+        }
+        anchor = keys.journal_anchor()
+        done = json.loads(text(await client.hget(anchor, "redactions") or b"[]"))
+        await client.hset(anchor, "redactions", json.dumps([*done, record]))
+        await self.chain.sign()
+        return record

@@ -1,0 +1,193 @@
+"""The journal's hash chain: every tampering named, every legitimate change kept valid."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.checkpoints.chain import GENESIS, JournalChain, entry_hash
+from aether.checkpoints.manager import Checkpoints
+from aether.errors import ConfigError
+from aether.keys import Keyspace
+from aether.store.signing import Signer
+from aether.store.state import Mutation, Store
+
+DAY = date(2026, 3, 1)
+
+
+async def _log(store: Store, keys: Keyspace, eid: str, text: str) -> None:
+    await store.apply(
+        Mutation()
+        .json_set(keys.daily_entry(eid), {"content": text})
+        .rpush(keys.daily(DAY), eid)
+        .hset(keys.identity_profile(), {"last": eid}),
+        "memory.log",
+    )
+
+
+async def _history(store: Store, keys: Keyspace, n: int = 6) -> None:
+    for i in range(n):
+        await _log(store, keys, f"e{i}", f"observation {i}")
+
+
+def _kinds(report: object) -> list[tuple[str, str | None, str | None]]:
+    return [(b.kind, b.entry, b.key) for b in report.breaks]  # type: ignore[attr-defined]
+
+
+async def _entries(client: Redis, keys: Keyspace) -> list[tuple[str, dict[bytes, bytes]]]:
+    return [(i.decode(), dict(f)) for i, f in await client.xrange(keys.journal())]
+
+
+async def test_a_clean_journal_verifies_and_each_entry_links_to_the_last(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys)
+    report = await JournalChain(client, keys).verify()
+    assert report.ok, report.breaks
+    assert report.entries == 6 and report.keys == 8  # 6 entries, the day's list, the profile
+    entries = await _entries(client, keys)
+    assert entries[0][1][b"p"].decode() == GENESIS
+    for (_, before), (_, after) in zip(entries, entries[1:], strict=False):
+        assert after[b"p"] == before[b"h"]
+    for _, fields in entries:
+        assert entry_hash(fields[b"p"].decode(), fields) == fields[b"h"].decode()
+    head = await client.get(keys.journal_head())
+    assert head == f"{entries[-1][0]} {entries[-1][1][b'h'].decode()}".encode()
+
+
+async def test_an_out_of_band_edit_of_a_state_key_is_named(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys)
+    await client.execute_command("JSON.SET", keys.daily_entry("e2"), "$.content", '"forged memory"')
+    await client.hset(keys.identity_profile(), "name", "Mallory")
+    await client.set(keys.longterm("planted"), "x")
+    await client.delete(keys.daily_entry("e4"))
+    report = await JournalChain(client, keys).verify()
+    assert sorted((k, key) for k, _, key in _kinds(report)) == sorted(
+        [
+            ("state-edited", keys.daily_entry("e2")),
+            ("state-edited", keys.identity_profile()),
+            ("state-unjournaled", keys.longterm("planted")),
+            ("state-deleted", keys.daily_entry("e4")),
+        ]
+    )
+
+
+async def test_a_deleted_entry_in_the_middle_breaks_the_chain_at_its_successor(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys)
+    entries = await _entries(client, keys)
+    await client.xdel(keys.journal(), entries[2][0])
+    report = await JournalChain(client, keys).verify()
+    assert ("chain-broken", entries[3][0], None) in _kinds(report)
+
+
+async def test_a_truncated_journal_is_found_at_its_end_and_at_its_start(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys)
+    entries = await _entries(client, keys)
+    await client.xdel(keys.journal(), entries[-1][0])
+    tail = await JournalChain(client, keys).verify()
+    assert [k for k, _, _ in _kinds(tail)][0] == "truncated"
+    await client.xdel(keys.journal(), entries[0][0])
+    head = await JournalChain(client, keys).verify()
+    assert ("truncated", entries[1][0], None) in _kinds(head)
+
+
+async def test_reordered_entries_break_the_chain(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys, 4)
+    entries = await _entries(client, keys)
+    await client.delete(keys.journal())
+    order = [entries[0], entries[2], entries[1], entries[3]]
+    for n, (_, fields) in enumerate(order, start=1):  # the ids in order, the entries not
+        await client.xadd(keys.journal(), fields, id=f"{n}-0")  # type: ignore[arg-type]
+    await client.set(keys.journal_head(), f"4-0 {entries[3][1][b'h'].decode()}")
+    report = await JournalChain(client, keys).verify()
+    assert {k for k, _, _ in _kinds(report)} == {"chain-broken"}
+    assert [e for _, e, _ in _kinds(report)] == ["2-0", "3-0", "4-0"]
+
+
+async def test_a_forged_entry_is_found_and_a_recomputed_one_only_with_a_key(
+    store: Store, client: Redis, keys: Keyspace, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "journal.key"
+    key_file.write_bytes(os.urandom(32))
+    key_file.chmod(0o600)
+    signer = Signer.from_file(key_file)
+    signed = Store(client, keys, "agent", signer=signer)
+    await _history(signed, keys, 4)
+    assert (await JournalChain(client, keys, signer).verify()).ok
+    entries = await _entries(client, keys)
+    victim_id, victim = entries[1]
+    forged = {**victim, b"a": b"mallory"}
+    await client.delete(keys.journal())
+    for entry_id, fields in entries:
+        await client.xadd(  # type: ignore[arg-type]
+            keys.journal(), forged if entry_id == victim_id else fields, id=entry_id
+        )
+    found = await JournalChain(client, keys).verify()
+    assert ("entry-forged", victim_id, None) in _kinds(found)
+    # the forger recomputes every later hash and the head: only the key tells
+    await client.delete(keys.journal())
+    prev = GENESIS
+    for entry_id, fields in entries:
+        fields = forged if entry_id == victim_id else fields
+        h = entry_hash(prev, fields)
+        fields = {**fields, b"p": prev.encode(), b"h": h.encode()}
+        await client.xadd(keys.journal(), fields, id=entry_id)  # type: ignore[arg-type]
+        prev = h
+    await client.set(keys.journal_head(), f"{entries[-1][0]} {prev}")
+    assert (await JournalChain(client, keys).verify()).ok  # hashes alone cannot tell
+    keyed = await JournalChain(client, keys, signer).verify()
+    assert [k for k, _, _ in _kinds(keyed)] == ["unsigned-tail"]
+    await client.hset(keys.journal_signature(), mapping={"id": entries[-1][0], "h": prev})
+    assert [k for k, _, _ in _kinds(await JournalChain(client, keys, signer).verify())] == [
+        "bad-signature"
+    ]
+
+
+async def test_rollback_undo_and_pruning_keep_the_chain_valid(
+    store: Store, checkpoints: Checkpoints, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys, 3)
+    cp = await checkpoints.create(label="three")
+    assert cp.journal_pos and (await checkpoints.resolve(cp.id)).chain
+    await _history(store, keys, 6)
+    await checkpoints.rollback_to(cp.id)
+    chain = JournalChain(client, keys)
+    assert (await chain.verify()).ok
+    await checkpoints.undo()
+    assert (await chain.verify()).ok
+    for n in range(3):
+        await _log(store, keys, f"late{n}", "after the undo")
+        await checkpoints.create(label=f"late {n}")
+    await checkpoints.prune(keep=1)
+    trimmed = await chain.verify()
+    assert trimmed.ok and trimmed.start == "trim", trimmed.breaks
+    latest = (await checkpoints.list())[0]
+    since = await chain.verify(latest.journal_pos, latest.chain, latest.id)
+    assert since.ok and since.entries == 0
+
+
+def test_a_key_readable_by_others_or_too_short_is_refused(tmp_path: Path) -> None:
+    loose = tmp_path / "loose.key"
+    loose.write_bytes(os.urandom(32))
+    loose.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        Signer.from_file(loose)
+    short = tmp_path / "short.key"
+    short.write_bytes(b"tiny")
+    short.chmod(0o600)
+    with pytest.raises(ConfigError, match="at least 16 bytes"):
+        Signer.from_file(short)
+    with pytest.raises(ConfigError, match="missing.key"):
+        Signer.from_file(tmp_path / "missing.key")
