@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from aether.checkpoints.archive import Archive, open_archive
 from aether.checkpoints.archive_schema import MIGRATIONS, migrate
+from aether.checkpoints.chain import JournalChain
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
@@ -103,6 +104,10 @@ async def test_restore_to_checkpoint_and_time_from_postgres_alone(
     assert await dump_state(target, keys) == at_cp
     # the checkpoint and its journal came back too: it can be rolled back to there
     assert [c.id for c in await Checkpoints(target, keys).list()] == [cp.id]
+    # and the journal's chain goes on from the snapshot: the rebuilt namespace verifies
+    assert (await Checkpoints(target, keys).resolve(cp.id)).chain == cp.chain or cp.chain == ""
+    verified = await JournalChain(target, keys).verify()
+    assert verified.ok and verified.start == "trim", verified.breaks
 
     # by time, into another empty namespace of the same archive
     await _empty(target, keys)
@@ -111,6 +116,7 @@ async def test_restore_to_checkpoint_and_time_from_postgres_alone(
     await _empty(target, keys)
     await Archive(pg, target, keys).restore(datetime.now(UTC).isoformat())
     assert await dump_state(target, keys) == now_state
+    assert (await JournalChain(target, keys).verify()).ok
 
 
 async def test_entries_written_while_no_archive_followed_are_never_replayed(

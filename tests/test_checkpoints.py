@@ -340,4 +340,4 @@ async def test_checkpoint_writes_only_its_own_keys(
         keys.checkpoints().encode(),
     }
     assert await dump_state(client, keys) == state_before
-    assert await client.hlen(keys.checkpoint(cp.id)) == 6
+    assert await client.hlen(keys.checkpoint(cp.id)) == 7  # and the chain head at its position

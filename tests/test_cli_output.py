@@ -43,7 +43,7 @@ def _keys(value: Any) -> list[str]:
 
 
 MEMORY = ["content", "id", "kind", "score", "source", "tags", "timestamp"]
-CHECKPOINT = ["actor", "created_at", "id", "journal_pos", "label", "reason"]
+CHECKPOINT = ["actor", "chain", "created_at", "id", "journal_pos", "label", "reason"]
 TASK = ["created_at", "done_at", "due", "goal", "id", "notes", "priority", "status", "title"]
 BELIEF = [
     "confidence",
@@ -89,6 +89,10 @@ SHAPES: list[tuple[tuple[str, ...], list[str]]] = [
         ["actions", "completion_tokens", "cost_usd", "llm_calls", "prompt_tokens"],
     ),
     (("identity", "show"), ["agent", "files", "user"]),
+    (
+        ("journal", "verify"),
+        ["breaks", "entries", "head", "keys", "legacy", "ok", "redactions", "signed", "start"],
+    ),
 ]
 
 

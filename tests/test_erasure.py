@@ -187,6 +187,11 @@ async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
         assert await client.exists(record_key(keys, payload["kind"], payload["id"]))
     verified = await erase_verify(parts, caller, VerifyArgs(text=text))
     assert verified.clean, verified.found
+    # history was rewritten, and the chain says so: re-chained, recorded, verifiable
+    chain = await parts.journal.verify()
+    assert chain.ok, chain.breaks
+    assert [r["why"] for r in chain.redactions] == [f"erasure {report['id']}"]
+    assert chain.redactions[0]["entries"] > 0
 
     # the relation naming the erased entity went with it; the unrelated one stays
     assert len([k async for k in client.scan_iter(match=relations)]) == 1
@@ -214,6 +219,7 @@ async def test_an_erased_subject_is_gone_from_every_store_and_from_history(
         assert await dumps_holding(client, keys, text) == []
         assert await state_image(client, keys) == now_image
     assert (await erase_verify(parts, caller, VerifyArgs(text=text))).clean
+    assert (await parts.journal.verify()).ok  # and after the rollbacks and undos
 
     records = await parts.eraser().log()
 

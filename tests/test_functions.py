@@ -78,6 +78,7 @@ def test_each_library_holds_one_concern_and_names_its_version() -> None:
         "aether_rollback_step",
         "aether_replay",
         "aether_snapshot",
+        "aether_digests",
     }
     for name, version in LOADED:
         source = LIBRARIES[name]

@@ -100,6 +100,7 @@ async def test_export_import_restores_the_whole_memory_exactly(
         target.memory, target.checkpoints, read_portable(target.memory, first)
     )
     assert (again.created, again.merged, again.checkpoint) == (0, 0, None)
+    assert (await target.journal.verify()).ok  # an import is journaled: the chain holds
 
 
 async def test_importing_into_a_namespace_with_some_of_it_adds_only_what_is_missing(

@@ -25,6 +25,7 @@ import msgpack
 import structlog
 from redis.asyncio import Redis
 
+from aether.checkpoints.chain import JournalChain
 from aether.codec import command, text
 from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
@@ -403,6 +404,7 @@ class Archive:
 
         start = _pos(snap["start_ms"], snap["start_seq"])
         dumped_at: dict[bytes, str] = {}  # keys dumped after the first page: their position
+        restored_keys: list[str] = []
         async with self.conn.transaction():
             cursor = self.conn.cursor(
                 "SELECT key, dump, ms, seq FROM aether_snapshot_keys "
@@ -413,6 +415,7 @@ class Archive:
             async for row in cursor:
                 key = bytes(row["key"])
                 pipe.restore(key, 0, bytes(row["dump"]), replace=True)
+                restored_keys.append(key.decode())
                 if row["ms"] is not None:
                     at = _pos(row["ms"], row["seq"])
                     if compare_ids(at, start) > 0:
@@ -424,6 +427,7 @@ class Archive:
             if len(pipe):
                 await pipe.execute()
             advance(restored)
+            await self._rebase_chain(restored_keys, start)
             replayed = 0
             position = _pos(snap["ms"], snap["seq"])
             entries = self.conn.cursor(
@@ -469,9 +473,23 @@ class Archive:
             )
             pipe.zadd(self.keys.checkpoints(), {c["id"]: c["created_at"]})
         await pipe.execute()
+        await JournalChain(self.client, self.keys).fill_checkpoints()
         report = RestoreReport(snap["snapshot_id"], restored, replayed, len(cps), position)
         log.info("archive restored", **report.__dict__)
         return report
+
+    async def _rebase_chain(self, restored: list[str], start: str) -> None:
+        """The chain goes on from the snapshot's entry: its hash, the restored keys' digests."""
+        ms, _, seq = start.partition("-")
+        row = await self.conn.fetchrow(
+            "SELECT fields FROM aether_journal WHERE ns = $1 AND ms = $2 AND seq = $3",
+            self.keys.ns,
+            int(ms),
+            int(seq),
+        )
+        fields = msgpack.unpackb(bytes(row["fields"]), raw=True) if row is not None else {}
+        head = text(fields[b"h"]) if isinstance(fields, dict) and b"h" in fields else None
+        await JournalChain(self.client, self.keys).rebase(restored, start, head)
 
     async def _replay(
         self, position: str, fields: dict[bytes, bytes], dumped_at: dict[bytes, str]

@@ -181,7 +181,7 @@ class JournalChain:
                 if start_pos is not None and _le(entry_id, start_pos):
                     continue
                 self._check_entry(entry_id, fields, walk, anchor, report)
-        await self._check_head(walk, report)
+        await self._check_head(walk, anchor, report)
         await self._check_state(walk, report)
         if self.signer is not None:
             await self._check_signature(walk, report)
@@ -231,15 +231,15 @@ class JournalChain:
         walk.expected, walk.last_id, walk.last_h, walk.chained = digest, entry_id, digest, True
         report.entries += 1
 
-    async def _check_head(self, walk: _Walk, report: ChainReport) -> None:
+    async def _check_head(self, walk: _Walk, anchor: dict[str, str], report: ChainReport) -> None:
         head = await self.head()
         report.head = head[0] if head else None
         if head is None:
             if walk.chained:
                 report.breaks.append(Break("truncated", "the chain's head is missing"))
             return
-        if walk.last_id is None and report.start != "genesis":
-            return  # nothing after the start: the head is the start's
+        if walk.last_id is None and (walk.expected or anchor.get("trimmed_to")) == head[1]:
+            return  # nothing after the start (a checkpoint, a restored snapshot): its head
         if head != (walk.last_id, walk.last_h):
             report.breaks.append(
                 Break(
@@ -316,6 +316,39 @@ class JournalChain:
         """Sign the current head with the key (a no-op without one)."""
         if self.signer is not None:
             await sign_head(self.client, self.keys, self.signer)
+
+    async def rebase(self, restored: list[str], position: str, head_hash: str | None) -> None:
+        """A namespace rebuilt from a base snapshot: the chain goes on from the snapshot's entry.
+
+        Args:
+            restored: the state keys the snapshot restored (their digests are recorded).
+            position: the journal position the snapshot starts at.
+            head_hash: the chain hash of the entry at ``position`` (``None``: unchained).
+        """
+        functions = Functions(self.client, self.keys)
+        for i in range(0, len(restored), _DIGEST_BATCH):
+            batch = restored[i : i + _DIGEST_BATCH]
+            found = dict(zip(batch, await functions.digests(batch), strict=True))
+            mapping = {key: digest for key, digest in found.items() if digest}
+            if mapping:
+                await self.client.hset(self.keys.journal_digests(), mapping=mapping)  # type: ignore[arg-type]
+        if head_hash is not None:
+            await self.client.hset(self.keys.journal_anchor(), "trimmed_to", head_hash)
+            await self.client.set(self.keys.journal_head(), f"{position} {head_hash}")
+
+    async def fill_checkpoints(self) -> None:
+        """Record each checkpoint's chain head from the entry at its position, where missing."""
+        for raw in await self.client.zrange(self.keys.checkpoints(), 0, -1):
+            key = self.keys.checkpoint(text(raw))
+            if await self.client.hexists(key, "chain"):
+                continue
+            position = await self.client.hget(key, "journal_pos")
+            if position is None or text(position) == "0-0":
+                continue
+            entry = await self.client.xrange(self.keys.journal(), min=position, max=position)
+            fields = byte_map(entry[0][1]) if entry else {}
+            if b"h" in fields:
+                await self.client.hset(key, "chain", text(fields[b"h"]))
 
     async def anchor_trim(self, limit: str) -> None:
         """Record where the journal will start once trimmed to ``limit`` (``XTRIM MINID``).

@@ -112,6 +112,12 @@ COMMANDS: tuple[Entry, ...] = (
         "The PostgreSQL archive (AETHER_POSTGRES_DSN).",
     ),
     Entry(
+        "journal",
+        _P + "cli_journal",
+        "app",
+        "The journal: verify its hash chain and the state against it.",
+    ),
+    Entry(
         "identity",
         _P + "cli_identity",
         "app",

@@ -6,6 +6,7 @@ an async function with a pydantic arguments model and a typed result, working on
 :mod:`.identity` (identity and context), :mod:`.tasks` (tasks and goals), :mod:`.graph`,
 :mod:`.approvals` (the operator's answers to the agent's tool calls), :mod:`.beliefs`,
 :mod:`.chat`, :mod:`.decisions`, :mod:`.ledger` (and the tool registry), :mod:`.erasure`,
+:mod:`.journal` (the hash chain's verification),
 and the operator's own: :mod:`.transfer` (export, import, reindex), :mod:`.archive`, :mod:`.repo`,
 :mod:`.maintenance`. The CLI calls every command's operation through
 ``aether.interfaces.common.call``.
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         erasure,
         graph,
         identity,
+        journal,
         ledger,
         maintenance,
         memory,
@@ -58,6 +60,7 @@ __all__ = [
     "erasure",
     "graph",
     "identity",
+    "journal",
     "ledger",
     "maintenance",
     "memory",

@@ -19,6 +19,7 @@ from aether.keys import Keyspace
 if TYPE_CHECKING:  # each part's module is imported when the part is first used
     from redis.asyncio import Redis
 
+    from aether.checkpoints.chain import JournalChain
     from aether.checkpoints.erasure import Eraser
     from aether.checkpoints.manager import Checkpoints
     from aether.config import Settings
@@ -54,6 +55,7 @@ class Parts:
         memory: the memory layer (daily log, long-term, beliefs' storage, embedder).
         search: hybrid search over the memory index.
         checkpoints: checkpoints, rollback and undo.
+        journal: the journal's hash chain.
         identity: the agent's and operator's identity.
         assembler: the context assembler.
         tasks: the task list.
@@ -111,6 +113,14 @@ class Parts:
         from aether.checkpoints.manager import Checkpoints
 
         return Checkpoints.from_settings(self.client, self.keys, self.settings)
+
+    @cached_property
+    def journal(self) -> JournalChain:
+        """The journal's hash chain (verify, sign), with the configured key."""
+        from aether.checkpoints.chain import JournalChain
+        from aether.store.signing import Signer
+
+        return JournalChain(self.client, self.keys, Signer.from_settings(self.settings))
 
     @cached_property
     def identity(self) -> IdentityStore:
