@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 from datetime import date
 from pathlib import Path
@@ -15,6 +17,10 @@ from aether.errors import ConfigError
 from aether.keys import Keyspace
 from aether.store.signing import Signer
 from aether.store.state import Mutation, Store
+from aether.testing.model import ScriptedOpenAI
+from tests.test_daemon import SlowModel, _cli, _env, _redis_cli, _start, model
+
+__all__ = ["model"]  # the daemon's scripted model, a fixture shared with its tests
 
 DAY = date(2026, 3, 1)
 
@@ -51,7 +57,7 @@ async def test_a_clean_journal_verifies_and_each_entry_links_to_the_last(
     assert report.entries == 6 and report.keys == 8  # 6 entries, the day's list, the profile
     entries = await _entries(client, keys)
     assert entries[0][1][b"p"].decode() == GENESIS
-    for (_, before), (_, after) in zip(entries, entries[1:], strict=False):
+    for (_, before), (_, after) in itertools.pairwise(entries):
         assert after[b"p"] == before[b"h"]
     for _, fields in entries:
         assert entry_hash(fields[b"p"].decode(), fields) == fields[b"h"].decode()
@@ -95,7 +101,7 @@ async def test_a_truncated_journal_is_found_at_its_end_and_at_its_start(
     entries = await _entries(client, keys)
     await client.xdel(keys.journal(), entries[-1][0])
     tail = await JournalChain(client, keys).verify()
-    assert [k for k, _, _ in _kinds(tail)][0] == "truncated"
+    assert next(k for k, _, _ in _kinds(tail)) == "truncated"
     await client.xdel(keys.journal(), entries[0][0])
     head = await JournalChain(client, keys).verify()
     assert ("truncated", entries[1][0], None) in _kinds(head)
@@ -189,5 +195,59 @@ def test_a_key_readable_by_others_or_too_short_is_refused(tmp_path: Path) -> Non
     short.chmod(0o600)
     with pytest.raises(ConfigError, match="at least 16 bytes"):
         Signer.from_file(short)
-    with pytest.raises(ConfigError, match="missing.key"):
+    with pytest.raises(ConfigError, match=r"missing\.key"):
         Signer.from_file(tmp_path / "missing.key")
+
+
+# ------------------------------------------------- through the CLI, with the daemon up
+
+
+def test_the_chain_through_the_cli_while_the_daemon_runs(
+    cli_env: dict[str, str],
+    namespace: str,
+    tmp_path: Path,
+    model: tuple[ScriptedOpenAI, SlowModel],
+) -> None:
+    server, _ = model
+    key_file = tmp_path / "journal.key"
+    key_file.write_bytes(os.urandom(32))
+    key_file.chmod(0o600)
+    env = {**_env(cli_env, server), "AETHER_JOURNAL__KEY": str(key_file)}
+    proc = _start(env, tmp_path / "daemon.log")
+    try:
+        assert _cli(env, "send", "hello there").returncode == 0  # the daemon's own writes
+        assert _cli(env, "memory", "log", "the staging key is S-1").returncode == 0
+        checkpoint = json.loads(_cli(env, "checkpoint", "create", "--json").stdout)["id"]
+        assert _cli(env, "memory", "log", "a later note").returncode == 0
+        clean = _cli(env, "journal", "verify", "--json")
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        report = json.loads(clean.stdout)
+        assert report["ok"] and report["signed"] and report["entries"] >= 4
+        since = json.loads(_cli(env, "journal", "verify", "--from", checkpoint, "--json").stdout)
+        assert since["ok"] and since["entries"] == 1 and since["start"] == checkpoint
+
+        # a forger with redis-cli edits a memory: named, exit 1, whatever the daemon does
+        entry = next(
+            k
+            for k in _redis_cli(env, "KEYS", f"{namespace}:daily:entry:*").split()
+            if "S-1" in _redis_cli(env, "JSON.GET", k)
+        )
+        original = _redis_cli(env, "JSON.GET", entry)
+        _redis_cli(env, "JSON.SET", entry, "$.content", '"the production key is P-9"')
+        broken = _cli(env, "journal", "verify")
+        assert broken.returncode == 1
+        assert "state-edited" in broken.stdout and entry in broken.stdout
+        # a rollback does not hide it (the edit is older than the checkpoint) ...
+        assert _cli(env, "checkpoint", "rollback", checkpoint, "--yes").returncode == 0
+        after = json.loads(_cli(env, "journal", "verify", "--json").stdout)
+        assert [(b["kind"], b["key"]) for b in after["breaks"]] == [("state-edited", entry)]
+        # ... putting the content back does; and a verifier without the key still checks hashes
+        _redis_cli(env, "JSON.SET", entry, "$", original)
+        assert _cli(env, "journal", "verify").returncode == 0
+        unkeyed = {k: v for k, v in env.items() if k != "AETHER_JOURNAL__KEY"}
+        plain = json.loads(_cli(unkeyed, "journal", "verify", "--json").stdout)
+        assert plain["ok"] and not plain["signed"]
+        assert _cli(env, "journal", "verify", "--from", "nosuchcp").returncode != 0
+    finally:
+        proc.terminate()
+        proc.wait(30)
