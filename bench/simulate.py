@@ -3,7 +3,8 @@
 Two parts, one JSON object:
 
 1. **Operations.** :class:`bench.whole_product.WholeProduct` (a hypothesis state machine
-   over every operation against one real namespace, invariants after every step) run for
+   over every operation against one real namespace, invariants after every step, the
+   journal chain's verification among them) run for
    ``--steps`` steps, seed after seed, against the bench's own embedded Redis.
 2. **Daemon life.** The real :class:`aether.runtime.daemon.Daemon` (its inbox lanes,
    supervisor, approvals, heartbeat and maintenance) over ``--days`` simulated days on an
@@ -16,7 +17,7 @@ Two parts, one JSON object:
    mid-day (its task cancelled without a clean stop, a message in hand); every seventh
    day the Redis server is SIGKILLed and started again. After each day: every message
    answered exactly once, every acknowledged memory present, nothing holding writes, the
-   erased texts nowhere.
+   erased texts nowhere, the journal's hash chain and the live state verified.
 
 Prints ``{"steps", "simulated_days", "violations", "failures": [{"seed", "error"}], ...}``;
 exit status 1 when a violation was found. A failure's seed replays it:
@@ -281,6 +282,8 @@ class Life:
             self.check(bool(await self.client.exists(keys.daily_entry(entry))), f"lost {token}")
         self.check(not await self.client.exists(keys.write_hold()), "a write hold was left")
         self.check(not await self.client.exists(keys.admin_lock()), "an admin lock was left")
+        chain = await self.parts.journal.verify()  # the daemon's, the operator's, the crashes'
+        self.check(chain.ok, f"the journal chain is broken: {chain.breaks[:3]}")
 
 
 async def live(home: Path, days: int) -> dict[str, Any]:

@@ -599,6 +599,14 @@ class WholeProduct(RuleBasedStateMachine):
 
         self.run(check())
 
+    @invariant()
+    def the_journal_chain_holds(self) -> None:
+        """After every step, the chain and the live state verify (``journal verify``)."""
+        if not hasattr(self, "parts"):
+            return
+        report = self.op("journal_verify")
+        assert report["ok"], f"the journal chain is broken: {report['breaks'][:5]}"
+
     @precondition(lambda self: hasattr(self, "parts"))
     @rule()
     def the_model_agrees(self) -> None:

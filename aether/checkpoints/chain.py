@@ -28,6 +28,7 @@ and, with a key, by its signature.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -57,6 +58,10 @@ GENESIS = "0" * 40
 """The predecessor hash of a journal's first entry."""
 
 _CHAIN = (b"p", b"h")
+VERIFY_ATTEMPTS = 5
+"""How many times a check runs while writes keep moving the head (the last is reported)."""
+SIGNING_GRACE_S = 0.1
+"""How long a check waits for a head's writer to sign it before checking again."""
 _DIGEST_BATCH = 500
 
 
@@ -164,11 +169,27 @@ class JournalChain:
     ) -> ChainReport:
         """Recompute the chain from a start and the live state's digests against it.
 
+        A write during the check (a running daemon) moves the head: the check runs again,
+        so a report never mixes two states; so does a head not yet signed by its writer.
+
         Args:
             start_pos: check only the entries after this journal position (a checkpoint's).
             start_chain: the head hash recorded at ``start_pos``.
             label: how the report names the start.
         """
+        for _attempt in range(VERIFY_ATTEMPTS - 1):
+            before = await self.head()
+            report = await self._verify_once(start_pos, start_chain, label)
+            signing = any(b.kind == "unsigned-tail" for b in report.breaks)
+            if await self.head() == before and not signing:
+                return report
+            if signing:  # its writer signs the head just after writing it
+                await asyncio.sleep(SIGNING_GRACE_S)
+        return await self._verify_once(start_pos, start_chain, label)
+
+    async def _verify_once(
+        self, start_pos: str | None, start_chain: str | None, label: str
+    ) -> ChainReport:
         anchor = {
             text(k): text(v)
             for k, v in (await self.client.hgetall(self.keys.journal_anchor())).items()
