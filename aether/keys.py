@@ -41,6 +41,7 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "approval:",
     "approvals",
     "erasures",
+    "forks",
 )
 
 # Hash families whose whole hash is one item (an entity, a relation, a memory's vector):
@@ -457,6 +458,10 @@ class Keyspace:
         ``redactions`` (JSON list: each erasure that re-chained the redacted history).
         """
         return self._k("journal", "anchor")
+
+    def forks(self) -> str:
+        """HASH: fork namespace -> JSON of the fork (checkpoint, keys, when)."""
+        return self._k("forks")
 
     def journal_signature(self) -> str:
         """HASH: the last signed head (``id``, ``h``, ``mac``: HMAC-SHA256 by the key)."""

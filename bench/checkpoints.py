@@ -5,6 +5,8 @@
 - rollback_changes_per_s: changes undone per second by one rollback, for several sizes.
 - journal_bytes_per_change: journal memory per daily-log write (entry doc + list append),
   and per op.
+- write_ms: median and p99 time of one daily-log write (a document and its day list's
+  append, journaled and hash-chained) while the day's list holds 100, 1k and 10k entries.
 
 Usage: python bench/checkpoints.py [--quick]
 """
@@ -19,7 +21,9 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
+from typing import Any
 
+from percentiles import percentile
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
@@ -106,6 +110,31 @@ async def journal_bytes(client: Redis, writes: int = 2000) -> dict[str, float]:
     }
 
 
+async def write_ms(client: Redis, lengths: list[int], writes: int = 300) -> dict[str, Any]:
+    keys = Keyspace("bench-wr")
+    store = Store(client, keys)
+    day = keys.daily(date(2026, 1, 4))
+    out: dict[str, Any] = {}
+    written = 0
+    for length in lengths:
+        if written < length:
+            await _fill(store, keys, written, length - written)  # onto 2026-01-01's list
+            await client.delete(day)
+            for lo in range(0, length, 1000):  # the measured list, filled in one go
+                ids = [f"f{i}" for i in range(lo, min(lo + 1000, length))]
+                await store.apply(Mutation().rpush(day, *ids), "bench.fill")
+            written = length
+        times = []
+        for i in range(writes):
+            eid = f"w{length}-{i}"
+            m = Mutation().json_set(keys.daily_entry(eid), _entry(i)).rpush(day, eid)
+            t = time.perf_counter()
+            await store.apply(m, "memory.log")
+            times.append((time.perf_counter() - t) * 1000)
+        out[str(length)] = {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99)}
+    return out
+
+
 async def main(quick: bool) -> None:
     home = Path(tempfile.mkdtemp(prefix="aether-bench-"))
     settings = Settings(home=home, redis_appendfsync="always")
@@ -118,6 +147,7 @@ async def main(quick: bool) -> None:
             "checkpoint_ms": await checkpoint_ms(client, sizes),
             "rollback_changes_per_s": await rollback_rate(client, rb_sizes),
             "journal_bytes_per_change": await journal_bytes(client),
+            "write_ms": await write_ms(client, [100, 1_000, 10_000]),
         }
     finally:
         await client.aclose()

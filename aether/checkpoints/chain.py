@@ -104,7 +104,8 @@ class ChainReport:
     Attributes:
         entries: chained entries checked.
         keys: live state keys checked.
-        start: where the check began (a checkpoint id, ``trim`` or ``genesis``).
+        start: where the check began: ``genesis``, a checkpoint id, ``trim`` (a trimmed
+            journal or a restored snapshot) or ``fork`` (a fork's first entry).
         head: the head's entry id (``None``: nothing journaled).
         legacy: entries written before the chain existed (not checked).
         signed: whether a signing key checked the head.
@@ -232,7 +233,7 @@ class JournalChain:
                     Break("truncated", "the journal starts where no trim left it", entry_id)
                 )
             elif prev != GENESIS:
-                report.start = "trim"
+                report.start = "fork" if "forked_from" in anchor else "trim"
         elif prev != walk.expected:
             report.breaks.append(
                 Break(

@@ -25,7 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from aether.checkpoints.chain import JournalChain
 from aether.checkpoints.diff import KeyChange, compare, values_at_checkpoint
-from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges
+from aether.checkpoints.model import Checkpoint, Diff, RollbackResult, TierChanges, UndoSince
 from aether.codec import byte_map, command, text
 from aether.config import Settings
 from aether.errors import (
@@ -200,25 +200,18 @@ class Checkpoints:
             values: compare values field by field (else only which keys changed).
         """
         checkpoint = await self.resolve(id_or_prefix)
-        undo: dict[str, list[list[list[bytes]]]] = {}  # key -> its inverses, per entry
         tiers: dict[str, TierChanges] = {}
-        entries = 0
-        async for entry in entries_after(self.client, self.keys.journal(), checkpoint.journal_pos):
-            entries += 1
-            per_key: dict[str, list[list[bytes]]] = {}
-            for op in entry.inverse():
-                per_key.setdefault(text(op[1]), []).append(op)
-            for key in entry.touched_keys():
-                undo.setdefault(key, []).append(per_key.get(key, []))
-            for tier in {self.keys.tier(key) for key in entry.touched_keys()}:
-                tiers.setdefault(tier, TierChanges()).entries += 1
+        since = await self.undo_since(checkpoint)
+        for tier, count in since.tier_entries.items():
+            tiers.setdefault(tier, TierChanges()).entries = count
         changes: list[KeyChange] = []
-        ordered = sorted(undo)
+        ordered = sorted(since.undo)
         for start in range(0, len(ordered), DIFF_BATCH):  # a few round trips per batch
             batch = ordered[start : start + DIFF_BATCH]
             nows = await read_values(self.client, batch)
-            orders = [[op for ops in reversed(undo[key]) for op in ops] for key in batch]
-            thens = await values_at_checkpoint(self.client, self.keys, nows, orders)
+            thens = await values_at_checkpoint(
+                self.client, self.keys, nows, [since.undo[key] for key in batch]
+            )
             for key, then, now in zip(batch, thens, nows, strict=True):
                 change = compare(then, now)
                 if change is None:
@@ -228,7 +221,26 @@ class Checkpoints:
                     change.fields, change.added, change.removed = [], [], []
                 getattr(tiers.setdefault(change.tier, TierChanges()), change.change).append(key)
                 changes.append(change)
-        return Diff(checkpoint, entries, tiers, changes)
+        return Diff(checkpoint, since.entries, tiers, changes)
+
+    async def undo_since(self, checkpoint: Checkpoint) -> UndoSince:
+        """Each key changed since a checkpoint and the inverse ops back to it, in undo order."""
+        per_entry: dict[str, list[list[list[bytes]]]] = {}  # key -> its inverses, per entry
+        since = UndoSince()
+        async for entry in entries_after(self.client, self.keys.journal(), checkpoint.journal_pos):
+            since.entries += 1
+            per_key: dict[str, list[list[bytes]]] = {}
+            for op in entry.inverse():
+                per_key.setdefault(text(op[1]), []).append(op)
+            for key in entry.touched_keys():
+                per_entry.setdefault(key, []).append(per_key.get(key, []))
+            for tier in {self.keys.tier(key) for key in entry.touched_keys()}:
+                since.tier_entries[tier] = since.tier_entries.get(tier, 0) + 1
+        since.undo = {
+            key: [op for ops in reversed(entries) for op in ops]
+            for key, entries in per_entry.items()
+        }
+        return since
 
     def _admin_lock(self) -> StateLock:
         return StateLock(

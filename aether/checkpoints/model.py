@@ -104,3 +104,19 @@ class Diff:
             "tiers": {name: asdict(t) for name, t in sorted(self.tiers.items())},
             "changes": [c.to_dict() for c in self.changes],
         }
+
+
+@dataclass
+class UndoSince:
+    """What the journal holds after a checkpoint (``Checkpoints.undo_since``).
+
+    Attributes:
+        entries: journal entries after it.
+        undo: each key changed since, and the inverse ops that take it back, newest
+            change first (the order a rollback applies them).
+        tier_entries: entries per memory tier.
+    """
+
+    entries: int = 0
+    undo: dict[str, list[list[bytes]]] = field(default_factory=dict)
+    tier_entries: dict[str, int] = field(default_factory=dict)

@@ -103,7 +103,7 @@ COMMANDS: tuple[Entry, ...] = (
         "checkpoint",
         _P + "cli_checkpoint",
         "app",
-        "Checkpoints: create, list, show, diff, rollback, undo, prune.",
+        "Checkpoints: create, list, show, diff, rollback, undo, prune, fork.",
     ),
     Entry(
         "archive",

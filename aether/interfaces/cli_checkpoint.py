@@ -24,8 +24,8 @@ from aether.operations import archive as archive_ops
 from aether.operations import checkpoints as cp_ops
 
 app = group(
-    "Checkpoints: create, list, show, diff, rollback, undo, prune.",
-    order=("create", "list", "show", "diff", "rollback", "undo", "prune"),
+    "Checkpoints: create, list, show, diff, rollback, undo, prune, fork.",
+    order=("create", "list", "show", "diff", "rollback", "undo", "prune", "fork", "forks"),
 )
 archive_app = group(
     "The PostgreSQL archive (AETHER_POSTGRES_DSN).", order=("sync", "snapshot", "restore")
@@ -181,3 +181,32 @@ def _checkpoints_pruned(done: cp_ops.CheckpointsPruned, out: Out[cp_ops.Checkpoi
 def _snapshot_taken(done: archive_ops.Snapshot, out: Out[archive_ops.Snapshot]) -> None:
     """Take a base snapshot of the namespace's state now."""
     out.emit(done, done.snapshot)
+
+
+@command(app, "fork", cp_ops.checkpoint_fork)
+def _forked(report: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """Make a new namespace whose state is a checkpoint's; the source is untouched."""
+    out.emit(
+        report,
+        f"forked {report['source']} at {report['checkpoint']} into {report['namespace']}: "
+        f"{plural(report['keys'], 'key')} in {report['seconds']} s",
+    )
+
+
+@command(app, "forks", cp_ops.checkpoint_forks, zone=True)
+def _forks(found: dict[str, Any], out: Out[dict[str, Any]]) -> None:
+    """List this namespace's forks, and its source if it is a fork."""
+
+    def show() -> None:
+        source = found["source"]
+        if source is not None:
+            typer.echo(f"a fork of {source['source']} at checkpoint {source['checkpoint']}")
+        columns: list[Column[dict[str, Any]]] = [
+            Column("namespace", lambda f: f["namespace"], whole=True),
+            Column("checkpoint", lambda f: f["checkpoint"], whole=True),
+            Column("made", lambda f: local_time(f["at"], out.zone), whole=True),
+            Column("keys", lambda f: str(f["keys"])),
+        ]
+        out.table(found["forks"], columns, empty="no forks")
+
+    out.emit(found, show)

@@ -174,3 +174,40 @@ class UndoArgs(BaseModel):
 async def checkpoint_undo(parts: Parts, caller: Caller, args: UndoArgs) -> dict[str, Any]:
     """Undo the last rollback, atomically; reversible in turn (``redo`` undoes an undo)."""
     return (await parts.checkpoints.undo(caller.actor, redo=args.redo)).to_dict()
+
+
+class ForkArgs(BaseModel):
+    """Arguments of ``checkpoint_fork``."""
+
+    id: CheckpointId
+    to: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.{}-]+$",
+        description="The new namespace (empty): letters, digits, '_', '-', '.', a {hash tag}.",
+    )
+
+
+@operation(read_only=False, agent=False)
+async def checkpoint_fork(parts: Parts, caller: Caller, args: ForkArgs) -> dict[str, Any]:
+    """Make a new namespace whose state is a checkpoint's (identity included).
+
+    The source is only read; the fork has its own journal, its hash chain continuing from
+    the checkpoint's head, and its search indexes. Both sides record the fork.
+    """
+    from aether.checkpoints.fork import fork_namespace
+
+    target = Parts(
+        parts.settings.model_copy(update={"namespace": args.to}), parts.client, actor=caller.actor
+    )
+    report, _ = await fork_namespace(parts.client, parts.checkpoints, args.id, target.keys)
+    await target.search.ensure_index()  # its indexes, over the memories it now holds
+    return report.to_dict()
+
+
+@operation(read_only=True, agent=False)
+async def checkpoint_forks(parts: Parts, caller: Caller, args: NoArgs) -> dict[str, Any]:
+    """This namespace's forks, and its source if it is one."""
+    from aether.checkpoints.fork import forks_of
+
+    return await forks_of(parts.client, parts.keys)
