@@ -41,6 +41,22 @@ class CheckpointSettings(BaseModel):
     )
 
 
+class OtelSettings(BaseModel):
+    """OpenTelemetry spans of memory operations (the ``otel`` extra)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="emit a span per memory operation and MCP tool call, exported over OTLP "
+        "(OTEL_EXPORTER_OTLP_ENDPOINT...); off: no cost",
+    )
+    capture_content: bool = Field(
+        default=False,
+        description="put search queries and memory records on the spans (they may hold "
+        "personal data)",
+    )
+    service_name: str = Field(default="aether", description="the spans' service.name")
+
+
 class JournalSettings(BaseModel):
     """The journal's tamper evidence."""
 
@@ -462,6 +478,7 @@ class Settings(BaseSettings):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     journal: JournalSettings = Field(default_factory=JournalSettings)
+    otel: OtelSettings = Field(default_factory=OtelSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
     @model_validator(mode="before")

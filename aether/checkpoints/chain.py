@@ -198,13 +198,17 @@ class JournalChain:
         report = ChainReport(start=label or ("checkpoint" if start_pos else "genesis"))
         report.redactions = json.loads(anchor.get("redactions", "[]"))
         walk = _Walk(expected=start_chain)
-        async for page in stream_pages(self.client, self.keys.journal()):
-            for entry_id, fields in page:
-                if start_pos is not None and _le(entry_id, start_pos):
-                    continue
-                self._check_entry(entry_id, fields, walk, anchor, report)
+
+        async def walk_down() -> None:
+            async for page in stream_pages(self.client, self.keys.journal()):
+                for entry_id, fields in page:
+                    if start_pos is None or not _le(entry_id, start_pos):
+                        self._check_entry(entry_id, fields, walk, anchor, report)
+
+        # the walk is this process's work, the digests Redis's: both at once
+        _, live = await asyncio.gather(walk_down(), self._live_digests())
         await self._check_head(walk, anchor, report)
-        await self._check_state(walk, report)
+        await self._check_state(walk, live, report)
         if self.signer is not None:
             await self._check_signature(walk, report)
         return report
@@ -272,7 +276,21 @@ class JournalChain:
                 )
             )
 
-    async def _check_state(self, walk: _Walk, report: ChainReport) -> None:
+    async def _live_digests(self) -> dict[str, str]:
+        """Every live state key's content digest."""
+        live = [
+            text(raw)
+            async for raw in self.client.scan_iter(match=self.keys.every_key, count=1000)
+            if self.keys.is_state(text(raw))
+        ]
+        functions = Functions(self.client, self.keys)
+        batches = [live[i : i + _DIGEST_BATCH] for i in range(0, len(live), _DIGEST_BATCH)]
+        found: dict[str, str] = {}
+        for batch in batches:
+            found.update(zip(batch, await functions.digests(batch), strict=True))
+        return {key: digest for key, digest in found.items() if digest}  # "": gone since
+
+    async def _check_state(self, walk: _Walk, live: dict[str, str], report: ChainReport) -> None:
         kept = {
             text(k): text(v)
             for k, v in (await self.client.hgetall(self.keys.journal_digests())).items()
@@ -283,30 +301,18 @@ class JournalChain:
                     Break("digests-edited", "the kept digest disagrees with the chain", key=key)
                 )
         expected = {**kept, **walk.digests}
-        live = [
-            text(raw)
-            async for raw in self.client.scan_iter(match=self.keys.every_key, count=1000)
-            if self.keys.is_state(text(raw))
-        ]
-        functions = Functions(self.client, self.keys)
-        seen: set[str] = set()
-        for i in range(0, len(live), _DIGEST_BATCH):
-            batch = live[i : i + _DIGEST_BATCH]
-            for key, digest in zip(batch, await functions.digests(batch), strict=True):
-                if not digest:
-                    continue  # gone since the scan
-                seen.add(key)
-                want = expected.get(key, "")
-                if not want:
-                    report.breaks.append(
-                        Break("state-unjournaled", "a state key the journal never wrote", key=key)
-                    )
-                elif want != digest:
-                    report.breaks.append(
-                        Break("state-edited", "its content is not what the journal left", key=key)
-                    )
-        report.keys = len(seen)
-        for key in sorted(k for k, d in expected.items() if d and k not in seen):
+        for key, digest in live.items():
+            want = expected.get(key, "")
+            if not want:
+                report.breaks.append(
+                    Break("state-unjournaled", "a state key the journal never wrote", key=key)
+                )
+            elif want != digest:
+                report.breaks.append(
+                    Break("state-edited", "its content is not what the journal left", key=key)
+                )
+        report.keys = len(live)
+        for key in sorted(k for k, d in expected.items() if d and k not in live):
             report.breaks.append(Break("state-deleted", "the journal left it, it is gone", key=key))
 
     async def _check_signature(self, walk: _Walk, report: ChainReport) -> None:

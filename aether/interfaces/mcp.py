@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import BaseModel, Field, ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from aether import telemetry
 from aether.app import Aether
 from aether.config import Settings
 from aether.errors import (
@@ -83,6 +84,15 @@ class AetherMCPServer(MCPServer[Any]):
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
         """Call a tool; unknown tools and invalid arguments are contract errors."""
+        with telemetry.tool_span(name) as span:
+            result = await self._call_tool(name, arguments, context)
+            if isinstance(result, CallToolResult) and result.is_error:
+                span.error = _error_code(result)
+            return result
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any
+    ) -> CallToolResult | InputRequiredResult:
         if self._tool_manager.get_tool(name) is None:
             known = ", ".join(sorted(t.name for t in self._tool_manager.list_tools()))
             return _contract_error("not_found", f"unknown tool {name[:70]!r}: tools are {known}")
@@ -97,6 +107,16 @@ class AetherMCPServer(MCPServer[Any]):
             if not isinstance(e.__cause__, ValidationError):
                 raise
             return _contract_error("invalid", f"{name}: {problems(e.__cause__)}")
+
+
+def _error_code(result: CallToolResult) -> str:
+    """The contract's ``code`` of an error result (``_OTHER`` when it holds none)."""
+    try:
+        first = result.content[0]
+        code = json.loads(first.text)["code"] if isinstance(first, TextContent) else None
+    except (IndexError, ValueError, KeyError, TypeError):
+        code = None
+    return str(code) if code else "_OTHER"
 
 
 def _contract_error(code: str, message: str) -> CallToolResult:

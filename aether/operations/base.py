@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from aether import telemetry
 from aether.errors import InvalidOperationError
 from aether.messages import TextModel
 from aether.operations.parts import Parts
@@ -109,6 +110,9 @@ class Operation(Generic[A, R]):
         mcp: served as an MCP tool. Off for the few that read or write files on the
             machine the command runs on (import, export, the archive's restore, a
             repository's index): a remote MCP client must not reach its filesystem.
+        memory: the GenAI semantic conventions' memory operation it is
+            (``search_memory``, ``create_memory``...): its OpenTelemetry span's name
+            (:mod:`aether.telemetry`); ``None``: not a memory operation.
     """
 
     name: str
@@ -120,6 +124,7 @@ class Operation(Generic[A, R]):
     agent: bool
     brief: Callable[[R], str] | None = None
     mcp: bool = True
+    memory: str | None = None
 
     @property
     def summary(self) -> str:
@@ -127,8 +132,20 @@ class Operation(Generic[A, R]):
         return self.description.split("\n\n", 1)[0].replace("\n", " ")
 
     async def __call__(self, parts: Parts, caller: Caller, args: A) -> R:
-        """Run it."""
-        return await self.handler(parts, caller, args)
+        """Run it (in its memory span when tracing is on)."""
+        if self.memory is None or not telemetry.enabled():
+            return await self.handler(parts, caller, args)
+        record_id = getattr(args, "id", None)
+        query = getattr(args, "query", None)
+        with telemetry.memory_span(
+            self.memory,
+            parts.keys.ns,
+            record_id if isinstance(record_id, str) else None,
+            query if isinstance(query, str) else None,
+        ) as span:
+            result = await self.handler(parts, caller, args)
+            span.count, span.records = _records(self.memory, self.dump(result))
+            return result
 
     def parse(self, raw: Mapping[str, object], allowed: Collection[str] | None = None) -> A:
         """Arguments from a call's JSON: the one way every face reads them.
@@ -298,12 +315,32 @@ REGISTRY: dict[str, Operation[Any, Any]] = {}
 """Every operation by name, in definition order."""
 
 
+def _records(kind: str, data: Any) -> tuple[int, list[dict[str, Any]]]:
+    """How many records an operation's result holds, and those it names (for its span)."""
+    if isinstance(data, dict):
+        listed = next(
+            (v for k, v in data.items() if isinstance(v, list) and k in _RECORD_LISTS), None
+        )
+        data = listed if listed is not None else data
+    if isinstance(data, list):
+        rows = [r for r in data if isinstance(r, dict)]
+        return len(data), [
+            {"id": r.get("id"), "content": r.get("content"), "score": r.get("relevance")}
+            for r in rows
+        ]
+    return (0 if kind == "search_memory" else 1), []
+
+
+_RECORD_LISTS = frozenset({"results", "beliefs", "entities", "relations", "memories", "items"})
+
+
 def operation(
     *,
     read_only: bool,
     agent: bool = True,
     brief: Callable[[Any], str] | None = None,
     mcp: bool = True,
+    memory: str | None = None,
 ) -> Callable[[Callable[[Parts, Caller, Any], Awaitable[Any]]], Operation[Any, Any]]:
     """Register a handler as an operation named after it (see the module docs).
 
@@ -312,6 +349,7 @@ def operation(
         agent: offer it to the agent as a tool.
         brief: how the model reads its result (default compact JSON).
         mcp: serve it as an MCP tool (see :class:`Operation`).
+        memory: the GenAI memory operation it is, for its span (see :class:`Operation`).
     """
 
     def register(fn: Callable[[Parts, Caller, Any], Awaitable[Any]]) -> Operation[Any, Any]:
@@ -326,6 +364,7 @@ def operation(
             agent=agent,
             brief=brief,
             mcp=mcp,
+            memory=memory,
         )
         if op.name in REGISTRY:
             raise RuntimeError(f"operation {op.name} is defined twice")

@@ -45,7 +45,7 @@ class BeliefList(BaseModel):
     total: int = Field(default=0, description="the beliefs of that status in all")
 
 
-@operation(read_only=True, agent=False)
+@operation(read_only=True, agent=False, memory="search_memory")
 async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> BeliefList:
     """The beliefs of one status, highest confidence (after its decay) first.
 
@@ -118,7 +118,7 @@ class BeliefForgotten(BaseModel):
     forgotten: str
 
 
-@operation(read_only=False, agent=False)
+@operation(read_only=False, agent=False, memory="delete_memory")
 async def belief_forget(parts: Parts, caller: Caller, args: BeliefIdArgs) -> BeliefForgotten:
     """Forget a belief (soft: it stays in history, never reaches a context).
 

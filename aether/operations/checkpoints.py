@@ -188,7 +188,7 @@ class ForkArgs(BaseModel):
     )
 
 
-@operation(read_only=False, agent=False)
+@operation(read_only=False, agent=False, memory="create_memory_store")
 async def checkpoint_fork(parts: Parts, caller: Caller, args: ForkArgs) -> dict[str, Any]:
     """Make a new namespace whose state is a checkpoint's (identity included).
 

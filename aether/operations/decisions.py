@@ -28,7 +28,11 @@ class DecisionArgs(BaseModel):
     )
 
 
-@operation(read_only=False, brief=lambda d: f"decision {d['id']} recorded: {d['content']}")
+@operation(
+    read_only=False,
+    brief=lambda d: f"decision {d['id']} recorded: {d['content']}",
+    memory="create_memory",
+)
 async def decision_record(parts: Parts, caller: Caller, args: DecisionArgs) -> Decision:
     """Record a decision: what was chosen and why, so that later questions find it."""
     memory = DecisionMemory(parts.memory)
@@ -50,7 +54,7 @@ class OutcomeRecorded(BaseModel):
     outcome: str
 
 
-@operation(read_only=False, brief=lambda r: f"decision {r.id}: {r.outcome}")
+@operation(read_only=False, brief=lambda r: f"decision {r.id}: {r.outcome}", memory="update_memory")
 async def decision_outcome(parts: Parts, caller: Caller, args: OutcomeArgs) -> OutcomeRecorded:
     """Record how a decision turned out (success, failure, partial, accepted, rejected)."""
     await DecisionMemory(parts.memory).set_outcome(args.id, args.outcome, args.note)

@@ -45,7 +45,7 @@ def _erase_brief(result: dict[str, Any]) -> str:
     return f"erasure {result['id']} done (files: {result['files']})"
 
 
-@operation(read_only=False, agent=False, brief=_erase_brief)
+@operation(read_only=False, agent=False, brief=_erase_brief, memory="delete_memory")
 async def erase(parts: Parts, caller: Caller, args: EraseArgs) -> dict[str, Any]:
     """Erase a subject from every store, history included (or list it with dry_run).
 

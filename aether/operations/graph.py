@@ -48,7 +48,7 @@ def _entity_lines(found: Entities) -> str:
     return "\n".join(lines) or "no entities found"
 
 
-@operation(read_only=True, brief=_entity_lines)
+@operation(read_only=True, brief=_entity_lines, memory="search_memory")
 async def graph_find(parts: Parts, caller: Caller, args: FindArgs) -> Entities:
     """Entities (people, places, projects, tools) whose name or alias starts a query word."""
     return Entities(entities=await parts.graph.find(args.query, limit=FIND_LIMIT))
@@ -88,7 +88,7 @@ def _relation_lines(found: Related) -> str:
     return "\n".join(lines) or "no relations found"
 
 
-@operation(read_only=True, brief=_relation_lines)
+@operation(read_only=True, brief=_relation_lines, memory="search_memory")
 async def graph_expand(parts: Parts, caller: Caller, args: ExpandArgs) -> Related:
     """How the entities a query names relate to others, within a few hops."""
     seeds = [d["id"] for d in await parts.graph.find(args.query, limit=EXPAND_SEEDS)]

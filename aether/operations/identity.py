@@ -187,7 +187,7 @@ class Assembled(BaseModel):
     text: str
 
 
-@operation(read_only=True, agent=False)
+@operation(read_only=True, agent=False, memory="search_memory")
 async def context_assemble(parts: Parts, caller: Caller, args: ContextArgs) -> Assembled:
     """Build the messages aether would send a model for ``query``.
 

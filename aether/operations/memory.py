@@ -107,7 +107,7 @@ def _found_lines(found: SearchResults) -> str:
     return "\n".join(f"[{f.get('kind')} {f.get('id')}] {f.get('content')}" for f in found.results)
 
 
-@operation(read_only=True, brief=_found_lines)
+@operation(read_only=True, brief=_found_lines, memory="search_memory")
 async def memory_search(parts: Parts, caller: Caller, args: SearchArgs) -> SearchResults:
     """Find what the agent remembers about something, most relevant first.
 
@@ -148,7 +148,7 @@ class LogArgs(BaseModel):
     score: Annotated[float, SCORE.field("How important, 0 to 1.")] = 0.5
 
 
-@operation(read_only=False, brief=lambda r: f"logged {r['id']}")
+@operation(read_only=False, brief=lambda r: f"logged {r['id']}", memory="create_memory")
 async def memory_log(parts: Parts, caller: Caller, args: LogArgs) -> dict[str, Any]:
     """Record something that happened today in the daily log.
 
@@ -189,7 +189,7 @@ def _outcomes(summary: RememberSummary) -> str:
     )
 
 
-@operation(read_only=False, brief=_outcomes)
+@operation(read_only=False, brief=_outcomes, memory="upsert_memory")
 async def memory_remember(parts: Parts, caller: Caller, args: ContentArgs) -> RememberSummary:
     """Learn a lasting fact or preference, checked against what is already believed.
 
@@ -203,7 +203,7 @@ async def memory_remember(parts: Parts, caller: Caller, args: ContentArgs) -> Re
     return report.summary()
 
 
-@operation(read_only=False, brief=lambda r: f"noted {r['id']}")
+@operation(read_only=False, brief=lambda r: f"noted {r['id']}", memory="create_memory")
 async def memory_note(parts: Parts, caller: Caller, args: NoteArgs) -> dict[str, Any]:
     """Keep a plain long-term note as written, with no belief checks.
 
@@ -267,7 +267,7 @@ def _forgotten_text(done: Forgotten) -> str:
     return f"{verb} {len(done.items)} memories about {done.forgotten}"
 
 
-@operation(read_only=False, brief=_forgotten_text)
+@operation(read_only=False, brief=_forgotten_text, memory="delete_memory")
 async def memory_forget(parts: Parts, caller: Caller, args: ForgetArgs) -> Forgotten:
     """Forget a memory that is wrong or unwanted, by id, or everything about a subject.
 
@@ -361,7 +361,7 @@ def _replaced_text(done: Replaced) -> str:
     return f"replaced {ids} with belief {done.belief}"
 
 
-@operation(read_only=False, brief=_replaced_text)
+@operation(read_only=False, brief=_replaced_text, memory="update_memory")
 async def memory_replace(parts: Parts, caller: Caller, args: ReplaceArgs) -> Replaced:
     """Replace what is known about one thing with a new fact ("my employer" -> this).
 
@@ -406,7 +406,7 @@ class MemoryItem(BaseModel):
     memory: dict[str, Any]
 
 
-@operation(read_only=True, agent=False)
+@operation(read_only=True, agent=False, memory="search_memory")
 async def memory_get(parts: Parts, caller: Caller, args: IdArgs) -> MemoryItem:
     """One memory by id: a daily entry, a long-term note or a belief, with every field."""
     memory, id_ = parts.memory, check_id(args.id, "memory id")
@@ -532,7 +532,7 @@ class Deleted(BaseModel):
     deleted: str
 
 
-@operation(read_only=False, agent=False)
+@operation(read_only=False, agent=False, memory="delete_memory")
 async def memory_note_delete(parts: Parts, caller: Caller, args: NoteIdArgs) -> Deleted:
     """Delete one long-term note (journaled: a rollback restores it)."""
     await LongTermMemory(parts.memory).delete(check_id(args.id, "memory id"))
@@ -551,7 +551,7 @@ class Flushed(BaseModel):
     flushed: int
 
 
-@operation(read_only=False, agent=False)
+@operation(read_only=False, agent=False, memory="delete_memory")
 async def memory_notes_flush(parts: Parts, caller: Caller, args: FlushArgs) -> Flushed:
     """Delete every long-term note, after a checkpoint (a rollback to it restores them)."""
     flushed = await LongTermMemory(parts.memory).flush(

@@ -81,6 +81,10 @@ class Parts:
         self._actor = actor
         self._index_ready = False
         self._indexes_deferred = False
+        if settings.otel.enabled:  # every face (CLI, MCP, the daemon, the console) opens Parts
+            from aether import telemetry
+
+            telemetry.enable(settings)
 
     # Each part is built on first use: a command that takes a checkpoint never imports
     # the search engine, and every part is still built once per object.

@@ -81,7 +81,7 @@ class ImportArgs(BaseModel):
     )
 
 
-@operation(read_only=False, agent=False, mcp=False)
+@operation(read_only=False, agent=False, mcp=False, memory="upsert_memory")
 async def memory_import(parts: Parts, caller: Caller, args: ImportArgs) -> dict[str, Any]:
     """Import a whole-memory export, or a file of daily entries and long-term notes.
 
