@@ -27,7 +27,7 @@ from aether.errors import ConcurrentAdminError, ConflictError, InvalidOperationE
 from aether.keys import Keyspace
 from aether.store.values import encode_value, read_values
 
-__all__ = ["ForkReport", "fork_namespace", "forks_of"]
+__all__ = ["ForkReport", "copy_state", "fork_namespace", "forks_of"]
 
 BATCH = 500
 ATTEMPTS = 5
@@ -86,17 +86,7 @@ async def fork_namespace(
             f"{text(occupied[0])!r}); a fork is made only into an empty namespace"
         )
     started = time.monotonic()
-    chain = JournalChain(client, source)
-    for _attempt in range(ATTEMPTS):
-        head = await chain.head()
-        copied = await _copy(client, checkpoints, checkpoint, target)
-        if await chain.head() == head:
-            break
-        await _drop(client, target)
-    else:
-        raise ConcurrentAdminError(
-            f"namespace {source.ns!r} kept changing while it was forked; try again"
-        )
+    copied = await copy_state(client, checkpoints, checkpoint, target)
     report = ForkReport(
         source.ns,
         checkpoint.id,
@@ -112,6 +102,29 @@ async def fork_namespace(
     await client.hset(target.journal_anchor(), "forked_from", record)
     await client.hset(source.forks(), target.ns, record)
     return report, copied
+
+
+async def copy_state(
+    client: Redis, checkpoints: Checkpoints, checkpoint: Checkpoint, target: Keyspace
+) -> list[str]:
+    """Every state key of the source as at ``checkpoint``, written under ``target``; its keys.
+
+    A write to the source meanwhile moves its chain's head: the copy is dropped and made
+    again.
+
+    Raises:
+        ConcurrentAdminError: the source kept changing through every attempt.
+    """
+    chain = JournalChain(client, checkpoints.keys)
+    for _attempt in range(ATTEMPTS):
+        head = await chain.head()
+        copied = await _copy(client, checkpoints, checkpoint, target)
+        if await chain.head() == head:
+            return copied
+        await _drop(client, target)
+    raise ConcurrentAdminError(
+        f"namespace {checkpoints.keys.ns!r} kept changing while it was copied; try again"
+    )
 
 
 async def _copy(

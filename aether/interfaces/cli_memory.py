@@ -289,6 +289,15 @@ def search(
             "coverage, match and recency (--json always carries them, as 'signals').",
         ),
     ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="TIME",
+            help="Search the memory as recorded at this time (7d, 12h, 30m or ISO-8601), "
+            "read from the journal's history: the live state is untouched.",
+        ),
+    ] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors + recency); exit 2 when nothing relevant is found.
@@ -300,6 +309,7 @@ def search(
     if not query.strip():  # a usage error, like a bad option (64), not "nothing found" (2)
         fail("the query is empty: say what to look for", as_json, EXIT_USAGE, "invalid")
     since_at = since_option(ctx, since)
+    as_of_at = since_option(ctx, as_of)
 
     args = arguments(
         ctx,
@@ -312,6 +322,7 @@ def search(
         limit=limit,
         include_inactive=include_inactive,
         explain=explain or as_json,
+        as_of=as_of_at.timestamp() if as_of_at else None,
     )
     found, zone = call_in_zone(ctx, ops.memory_search, args)
     hits = [{k: v for k, v in hit.items() if k != "key"} for hit in found.results]

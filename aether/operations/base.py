@@ -19,15 +19,16 @@ it and prints its result. Adding an operation is one definition plus one line pe
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, get_type_hints
+from typing import Annotated, Any, Generic, TypeVar, get_type_hints
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from aether import telemetry
 from aether.errors import InvalidOperationError
@@ -132,7 +133,17 @@ class Operation(Generic[A, R]):
         return self.description.split("\n\n", 1)[0].replace("\n", " ")
 
     async def __call__(self, parts: Parts, caller: Caller, args: A) -> R:
-        """Run it (in its memory span when tracing is on)."""
+        """Run it (in its memory span when tracing is on).
+
+        With an ``as_of`` argument it runs over the state as it was then
+        (:meth:`Parts.as_of`), its caller's clock at that time.
+        """
+        as_of = getattr(args, "as_of", None)
+        if isinstance(as_of, int | float):
+            when = float(as_of)
+            async with parts.as_of(when) as past:
+                then = dataclasses.replace(caller, clock=lambda: when)
+                return await self(past, then, args.model_copy(update={"as_of": None}))
         if self.memory is None or not telemetry.enabled():
             return await self.handler(parts, caller, args)
         record_id = getattr(args, "id", None)
@@ -239,6 +250,21 @@ def for_the_cli(
     """
     hint: dict[str, Any] = {"argument": argument, "flags": list(flags), "metavar": metavar}
     return {FOR_THE_CLI: hint | {"parser": parser, "hidden": hidden, "default": default}}
+
+
+AsOf = Annotated[
+    float | None,
+    Field(
+        default=None,
+        description="Answer from the state as recorded at this time (epoch seconds), read "
+        "from the journal's history: the live state is untouched.",
+        json_schema_extra={
+            **not_for_agent(),
+            **for_the_cli(parser="since", metavar="TIME", flags=("--as-of",)),
+        },
+    ),
+]
+"""The ``as_of`` argument of the reads that answer from the past (``Operation.__call__``)."""
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from aether.memory.knowledge.beliefs import Reflection
 from aether.memory.storage.records import public
 from aether.memory.storage.status import BeliefStatus, Status, is_active
 from aether.operations import ranges
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import AsOf, Caller, NoArgs, operation
 from aether.operations.parts import Parts
 
 __all__ = [
@@ -35,6 +35,7 @@ class BeliefListArgs(BaseModel):
     )
     limit: int = Field(default=200, ge=1, le=2000, description="At most this many.")
     offset: int = Field(default=0, ge=0, description="Skip this many first (a page).")
+    as_of: AsOf = None
 
 
 class BeliefList(BaseModel):
@@ -67,9 +68,15 @@ async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> Bel
 
 
 class BeliefIdArgs(BaseModel):
-    """Arguments of ``belief_show``."""
+    """Arguments of ``belief_forget``."""
 
     id: str = Field(description="A belief id or a unique prefix.")
+
+
+class BeliefShowArgs(BeliefIdArgs):
+    """Arguments of ``belief_show``."""
+
+    as_of: AsOf = None
 
 
 class BeliefDetail(BaseModel):
@@ -81,7 +88,7 @@ class BeliefDetail(BaseModel):
 
 
 @operation(read_only=True, agent=False)
-async def belief_show(parts: Parts, caller: Caller, args: BeliefIdArgs) -> BeliefDetail:
+async def belief_show(parts: Parts, caller: Caller, args: BeliefShowArgs) -> BeliefDetail:
     """One belief with its confidence after decay, its history and its chain.
 
     The history: created, reinforced, contradicted, forgotten. The chain: the beliefs it

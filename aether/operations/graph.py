@@ -11,7 +11,7 @@ from aether.errors import InvalidOperationError
 from aether.identifiers import IdentifierMatcher
 from aether.memory.knowledge.extraction import MAX_NAME, clean_name
 from aether.memory.knowledge.graph import Entity, EntityIn
-from aether.operations.base import Caller, not_for_agent, operation
+from aether.operations.base import AsOf, Caller, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import DEPTH
 
@@ -75,6 +75,7 @@ class ExpandArgs(BaseModel):
         description="Also the relations later facts retired (superseded), marked retired.",
         json_schema_extra=not_for_agent(),
     )
+    as_of: AsOf = None
 
 
 class Related(BaseModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from aether.operations.base import Caller, NoArgs, operation
+from aether.operations.base import AsOf, Caller, NoArgs, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import MAX_TOKENS
 
@@ -147,6 +147,7 @@ class ContextArgs(BaseModel):
         description="The conversation, for its newest messages and the older messages of "
         "its window that hold the query.",
     )
+    as_of: AsOf = None
 
     @field_validator("query")
     @classmethod

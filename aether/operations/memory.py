@@ -16,7 +16,7 @@ from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
-from aether.operations.base import Caller, NoArgs, for_the_cli, not_for_agent, operation
+from aether.operations.base import AsOf, Caller, NoArgs, for_the_cli, not_for_agent, operation
 from aether.operations.parts import Parts
 from aether.operations.ranges import LIMIT, SCORE, TTL_S
 
@@ -89,6 +89,7 @@ class SearchArgs(BaseModel):
         "word coverage, the fused match, recency's share and the floor's decision.",
         json_schema_extra=not_for_agent(),
     )
+    as_of: AsOf = None
 
 
 class SearchResults(BaseModel):

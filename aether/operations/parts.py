@@ -9,7 +9,8 @@ is a ``Parts`` that can also open a connection, get ready and make runtimes.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -175,6 +176,30 @@ class Parts:
         from aether.registry.approvals import Approvals
 
         return Approvals(self.client, self.keys)
+
+    @asynccontextmanager
+    async def as_of(self, when: float) -> AsyncIterator[Parts]:
+        """The parts of the state as it was at ``when`` (epoch seconds), for reading.
+
+        The state is rebuilt from the journal into a scratch namespace of its own, with
+        its indexes, and dropped afterwards; the live state is only read.
+
+        Raises:
+            CheckpointError: the journal no longer reaches back to ``when``, or it is to come.
+        """
+        from aether.checkpoints.history import drop_namespace, past_namespace, state_at
+
+        target = past_namespace(self.keys)
+        settings = self.settings.model_copy(
+            update={"namespace": target.ns, "qdrant_url": None, "qdrant_path": None}
+        )
+        past = Parts(settings, self.client, actor=self._actor, wrap_local=self._wrap_local)
+        try:
+            await state_at(self.client, self.checkpoints, when, target)
+            await past.search.ensure_index()
+            yield past
+        finally:
+            await drop_namespace(self.client, target)
 
     async def ready(
         self, *, migrate: bool = True, progress: Callable[[int, int], None] | None = None
