@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "codec",
         "tokens",
         "identifiers",
+        "telemetry",
     },
     {"server"},
     {"store"},

@@ -89,6 +89,10 @@ TOOLS = {
     "tools_list",
     "tools_show",
     "maintenance_run",
+    # audit and branch (issue 67)
+    "journal_verify",
+    "checkpoint_fork",
+    "checkpoint_forks",
 }
 
 

@@ -30,7 +30,7 @@ def test_every_group_has_its_operations() -> None:
     operator_groups = {"archive", "maintenance", "repo", "tools"}
     assert (
         REQUIRED_GROUPS
-        | {"graph", "approvals", "belief", "chat", "decision", "ledger", "erase"}
+        | {"graph", "approvals", "belief", "chat", "decision", "ledger", "erase", "journal"}
         | operator_groups
         == groups
     )

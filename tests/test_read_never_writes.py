@@ -89,6 +89,8 @@ READ_ONLY_TOOLS: dict[str, dict[str, object]] = {
     "ledger_totals": {},
     "tools_list": {},
     "tools_show": {"name": "no_such_tool"},  # not found: still a read
+    "journal_verify": {},
+    "checkpoint_forks": {},
 }
 ANSWERS_NOT_FOUND = {"belief_show", "memory_get", "tools_show"}
 
