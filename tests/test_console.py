@@ -929,3 +929,24 @@ async def test_nothing_to_undo_and_a_wrong_token_are_said_as_such(
     csrf = await _login(http)
     posted = await http.post("/checkpoints/undo", data={"csrf": csrf})
     assert posted.status_code == 409 and "nothing to undo" in posted.text
+
+
+async def test_the_checkpoints_page_lists_forks_and_a_fork_names_its_source(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    from aether.operations import Caller
+    from aether.operations.checkpoints import ForkArgs, checkpoint_fork
+
+    http, agent = console
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert "Forks" not in (await http.get("/checkpoints", headers=bearer)).text
+    checkpoint = await agent.checkpoints.create(label="before the trial")
+    trial = agent.keys.ns + ".trial"
+    await checkpoint_fork(agent, Caller("operator"), ForkArgs(id=checkpoint.id, to=trial))
+    page = (await http.get("/checkpoints", headers=bearer)).text
+    assert "Forks" in page and f"<code>{trial}</code>" in page and checkpoint.id in page
+    fork = Aether(agent.settings.model_copy(update={"namespace": trial}), agent.client)
+    transport = httpx.ASGITransport(app=build_app(fork, TOKEN))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as other:
+        seen = (await other.get("/checkpoints", headers=bearer)).text
+    assert f"a fork of <code>{agent.keys.ns}</code>" in seen and checkpoint.id in seen

@@ -25,7 +25,7 @@ import msgpack
 import structlog
 from redis.asyncio import Redis
 
-from aether.checkpoints.chain import JournalChain
+from aether.checkpoints.chain import JournalChain, Rechainer
 from aether.codec import command, text
 from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
@@ -569,13 +569,16 @@ class Archive:
         bytes on disk. Returns counts per table.
         """
         entries = removed = rewritten = labels = 0
+        rechainer = Rechainer(JournalChain(self.client, self.keys), "archive redaction")
         async for rows in self._journal_rows():
             updates = []
             for row in rows:
                 fields = msgpack.unpackb(bytes(row["fields"]), raw=True)
                 redacted = await redact_entry(redactor, fields)
-                if redacted is not None:
-                    packed = msgpack.packb(redacted, use_bin_type=True)
+                # the archived chain is recomputed as the journal's is (same entries, same ids)
+                chained = rechainer.rechained_fields(redacted or fields)
+                if chained is not fields:
+                    packed = msgpack.packb(chained, use_bin_type=True)
                     updates.append((self.keys.ns, row["ms"], row["seq"], packed))
             if updates:
                 await self.conn.executemany(

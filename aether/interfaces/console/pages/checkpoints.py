@@ -55,8 +55,14 @@ async def checkpoints_page(request: Request) -> Response:
     console = Console.of(request)
     listed = await console.run(checkpoints.checkpoint_list)
     done = await console.run(checkpoints.checkpoint_rollbacks)
+    forks = await console.run(checkpoints.checkpoint_forks)
     return await console.page(
-        request, "checkpoints.html", checkpoints=listed.checkpoints, rollbacks=done.rollbacks
+        request,
+        "checkpoints.html",
+        checkpoints=listed.checkpoints,
+        rollbacks=done.rollbacks,
+        forks=forks["forks"],
+        source=forks["source"],
     )
 
 
