@@ -105,6 +105,36 @@ def memory_span(
         record_id: the record the operation names, if one.
         query: a search's text (recorded only when content capture is on).
     """
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": operation,
+        "gen_ai.memory.store.id": store,
+    }
+    if record_id is not None:
+        attributes["gen_ai.memory.record.id"] = record_id
+    if query is not None and _STATE.capture_content:
+        attributes["gen_ai.memory.query.text"] = query
+    with _span(operation, "INTERNAL", attributes) as record:
+        yield record
+
+
+@contextlib.contextmanager
+def tool_span(tool: str) -> Iterator[SpanRecord]:
+    """A span for one MCP tool call, as the MCP server sees it.
+
+    A call that answers with an error result sets the yielded record's ``error``.
+    """
+    attributes = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": tool,
+        "gen_ai.operation.name": "execute_tool",
+    }
+    with _span(f"tools/call {tool}", "SERVER", attributes) as record:
+        yield record
+
+
+@contextlib.contextmanager
+def _span(name: str, kind: str, attributes: dict[str, Any]) -> Iterator[SpanRecord]:
+    """A span with these attributes; what the record holds when it ends goes on it too."""
     record = SpanRecord()
     tracer = _STATE.tracer
     if tracer is None:
@@ -113,14 +143,12 @@ def memory_span(
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     with tracer.start_as_current_span(
-        operation, kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False
+        name,
+        kind=SpanKind[kind],
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
     ) as span:
-        span.set_attribute("gen_ai.operation.name", operation)
-        span.set_attribute("gen_ai.memory.store.id", store)
-        if record_id is not None:
-            span.set_attribute("gen_ai.memory.record.id", record_id)
-        if query is not None and _STATE.capture_content:
-            span.set_attribute("gen_ai.memory.query.text", query)
         try:
             yield record
         except BaseException as e:
@@ -131,36 +159,6 @@ def memory_span(
             span.set_attribute("gen_ai.memory.record.count", record.count)
         if record.records and _STATE.capture_content:
             span.set_attribute("gen_ai.memory.records", json.dumps(record.records, default=str))
-
-
-@contextlib.contextmanager
-def tool_span(tool: str) -> Iterator[SpanRecord]:
-    """A span for one MCP tool call, as the MCP server sees it.
-
-    A call that answers with an error result sets the yielded record's ``error``.
-    """
-    record = SpanRecord()
-    tracer = _STATE.tracer
-    if tracer is None:
-        yield record
-        return
-    from opentelemetry.trace import SpanKind, Status, StatusCode
-
-    with tracer.start_as_current_span(
-        f"tools/call {tool}",
-        kind=SpanKind.SERVER,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        span.set_attribute("mcp.method.name", "tools/call")
-        span.set_attribute("gen_ai.tool.name", tool)
-        span.set_attribute("gen_ai.operation.name", "execute_tool")
-        try:
-            yield record
-        except BaseException as e:
-            span.set_attribute("error.type", type(e).__name__)
-            span.set_status(Status(StatusCode.ERROR, str(e)[:200]))
-            raise
         if record.error is not None:
             span.set_attribute("error.type", record.error)
             span.set_status(Status(StatusCode.ERROR, record.error))
