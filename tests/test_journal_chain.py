@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from aether.checkpoints.chain import GENESIS, JournalChain, entry_hash
 from aether.checkpoints.manager import Checkpoints
+from aether.config import Settings
 from aether.errors import ConfigError
 from aether.keys import Keyspace
 from aether.store.signing import Signer
@@ -251,3 +252,24 @@ def test_the_chain_through_the_cli_while_the_daemon_runs(
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+async def test_a_namespace_from_before_the_chain_is_adopted_at_start(
+    settings: Settings, client: Redis
+) -> None:
+    from aether.operations import Parts
+
+    parts = Parts(settings.model_copy(update={"embedding": {"provider": "none"}}), client)
+    keys = parts.keys
+    # what an older release left: state keys and journal entries without the chain
+    await client.execute_command("JSON.SET", keys.daily_entry("old1"), "$", '{"content": "x"}')
+    await client.rpush(keys.daily(DAY), "old1")
+    await client.xadd(keys.journal(), {"a": "cli", "r": "memory.log", "k": "\x90", "i": "\x90"})
+    await parts.ready()  # the daemon's start: the state's baseline recorded once
+    assert await parts.journal.adopt() == 0
+    await _log(parts.memory.store, keys, "new1", "written with the chain")
+    report = await parts.journal.verify()
+    assert report.ok and report.legacy == 1 and report.entries >= 1, report.breaks
+    await client.execute_command("JSON.SET", keys.daily_entry("old1"), "$.content", '"y"')
+    edited = await parts.journal.verify()
+    assert [(b.kind, b.key) for b in edited.breaks] == [("state-edited", keys.daily_entry("old1"))]

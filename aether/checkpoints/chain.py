@@ -345,6 +345,27 @@ class JournalChain:
         if self.signer is not None:
             await sign_head(self.client, self.keys, self.signer)
 
+    async def adopt(self) -> int:
+        """A namespace written before the chain existed: record its state keys' digests once.
+
+        Its later entries are chained; the state they did not touch is checked against
+        this baseline. Concurrent writes are safe: a digest the chain already set is kept.
+        Returns how many keys were adopted (0: the chain already covers the namespace).
+        """
+        if await self.client.exists(self.keys.journal_head(), self.keys.journal_digests()):
+            return 0
+        if not await self.client.exists(self.keys.journal()):
+            return 0  # nothing was ever journaled: a fresh namespace
+        live = await self._live_digests()
+        if not live:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for key, digest in live.items():
+            pipe.hsetnx(self.keys.journal_digests(), key, digest)
+        pipe.hset(self.keys.journal_anchor(), "adopted", str(time.time()))
+        await pipe.execute()
+        return len(live)
+
     async def rebase(self, restored: list[str], position: str, head_hash: str | None) -> None:
         """A namespace rebuilt from a base snapshot: the chain goes on from the snapshot's entry.
 

@@ -212,7 +212,8 @@ class Parts:
 
         Args:
             migrate: first bring a namespace whose vectors are in an older layout to the
-                configured one, after a checkpoint (``aether.memory.storage.vector_layout``).
+                configured one, after a checkpoint (``aether.memory.storage.vector_layout``),
+                and give a namespace written before the journal's chain its baseline.
                 That is a journaled write, so a process that may only read (a CLI command,
                 the MCP server over stdio) passes ``False``: a read never writes, and a look
                 between a rollback and its undo never blocks the undo. The daemon
@@ -223,6 +224,7 @@ class Parts:
             if migrate:
                 from aether.memory.storage.vector_layout import migrate_vectors
 
+                await self.journal.adopt()  # before any chained write: a pre-chain namespace
                 await migrate_vectors(
                     self.memory, self.checkpoints, self.memory.store.actor, progress
                 )
