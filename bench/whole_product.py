@@ -28,6 +28,7 @@ import itertools
 import operator
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -40,10 +41,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
+from aether.checkpoints.chain import JournalChain
+from aether.checkpoints.history import drop_namespace
 from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.integrations.langgraph import AetherCheckpointSaver, AetherStore
 from aether.integrations.openai_agents import AetherSession
+from aether.keys import Keyspace
 from aether.memory.portable import export_memory, import_memory, read_portable
 from aether.operations import REGISTRY, Caller, Parts
 from aether.runtime.agent import AgentRuntime
@@ -432,6 +436,41 @@ class WholeProduct(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.checkpoints))
     @rule(data=st.data())
+    def fork(self, data: st.DataObject) -> None:
+        """A fork holds its checkpoint's keys, verifies, and leaves the source as it was."""
+        self.counted("fork")
+        cp_id, _, image = data.draw(st.sampled_from(self.checkpoints))
+        before = self.image()
+        to = f"{self.parts.keys.ns}.fork{next(self.numbers)}"
+        made = self.op("checkpoint_fork", id=cp_id, to=to)
+        forked = Keyspace(to)
+        try:
+            if image:
+                prefix = len(self.parts.keys.prefix)
+                assert made["keys"] == len(image), (made["keys"], len(image))
+                copied = self.run(state_image(self.client, forked))
+                assert {k[len(forked.prefix) :] for k in copied} == {k[prefix:] for k in image}
+            chain = self.run(JournalChain(self.client, forked).verify())
+            assert chain.ok, chain.breaks[:3]
+        finally:
+            self.run(drop_namespace(self.client, forked))
+            self.run(self.client.hdel(self.parts.keys.forks(), to))
+        assert self.image() == before, "a fork changed its source"
+
+    @rule(word=st.sampled_from(WORDS))
+    def as_of_now_is_the_live_state(self, word: str) -> None:
+        """Read as of now, the past (rebuilt from the journal) is the present."""
+        self.counted("as of")
+        now = time.time() + 0.002
+        for name, values in (
+            ("belief_list", {"status": "all"}),
+            ("memory_search", {"query": word, "limit": 10}),
+        ):
+            live, past = self.op(name, **values), self.op(name, **values, as_of=now)
+            assert _ids(live) == _ids(past), (name, _ids(live), _ids(past))
+
+    @precondition(lambda self: bool(self.checkpoints))
+    @rule(data=st.data())
     def rollback(self, data: st.DataObject) -> None:
         self.counted("rollback")
         cp_id, expected, image = data.draw(st.sampled_from(self.checkpoints))
@@ -643,6 +682,12 @@ class WholeProduct(RuleBasedStateMachine):
         assert graph == self.expected.graph, (graph, self.expected.graph)
         assert store == self.expected.store, (store, self.expected.store)
         assert session == self.expected.session, (session, self.expected.session)
+
+
+def _ids(found: dict[str, Any]) -> list[tuple[str, str]]:
+    """A read's records by id and status (what moves with the clock left out)."""
+    rows = found.get("beliefs") or found.get("results") or []
+    return sorted((str(r["id"]), str(r.get("status", ""))) for r in rows)
 
 
 def json_summary(counters: Counters) -> dict[str, Any]:

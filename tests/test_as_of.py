@@ -162,3 +162,19 @@ def test_the_cli_answers_as_of_a_time(cli_env: dict[str, str]) -> None:
     assert [b["content"] for b in now] == ["I live in Faro now"]
     bad = invoke_cli(cli_env, "memory", "search", "live", "--as-of", "not a time")
     assert bad.returncode == 64
+
+
+async def test_as_of_before_an_erasure_does_not_bring_the_text_back(
+    settings: Settings, client: Redis
+) -> None:
+    parts = _parts(settings, client)
+    await parts.ready()
+    secret = f"Quarzvelt-{uuid.uuid4().hex[:8]}"
+    await _op(parts, "memory_log", content=f"the badge code of {secret} is 4471")
+    await _op(parts, "memory_log", content="the lobby opens at eight")
+    before = await _head_ms(client, parts) / 1000 + 0.0009
+    assert (await _op(parts, "memory_search", query=secret, as_of=before))["results"]
+    await parts.eraser("operator").erase(secret)
+    then = await _op(parts, "memory_search", query="badge code lobby", limit=10, as_of=before)
+    assert secret not in json.dumps(then)  # history was redacted: the past holds no copy
+    assert [h["content"] for h in then["results"]] == ["the lobby opens at eight"]
