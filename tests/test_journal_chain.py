@@ -225,7 +225,7 @@ def test_the_chain_through_the_cli_while_the_daemon_runs(
         report = json.loads(clean.stdout)
         assert report["ok"] and report["signed"] and report["entries"] >= 4
         since = json.loads(_cli(env, "journal", "verify", "--from", checkpoint, "--json").stdout)
-        assert since["ok"] and since["entries"] == 1 and since["start"] == checkpoint
+        assert since["ok"] and since["entries"] >= 1 and since["start"] == checkpoint
 
         # a forger with redis-cli edits a memory: named, exit 1, whatever the daemon does
         entry = next(

@@ -53,7 +53,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '18'
+local VERSION = '19'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -83,6 +83,30 @@ local MIN_ARGS = {
   RESTORE = 1, ['JSON.SET'] = 2, ['JSON.MERGE'] = 2, ['JSON.ARRAPPEND'] = 2,
   ['JSON.NUMINCRBY'] = 2, ['JSON.STRAPPEND'] = 2,
 }
+
+-- What one call did to each key, for its digest (see chained_xadd): the items appended to
+-- the right of a list, whether the key existed before the call's first op on it, and the
+-- keys changed any other way. Reset at the start of each call that journals.
+local appended, existed, rewritten = {}, {}, {}
+
+local function reset_tracking()
+  appended, existed, rewritten = {}, {}, {}
+end
+
+local function track(op, trims)
+  local cmd, key = op[1], op[2]
+  if existed[key] == nil then existed[key] = redis.call('EXISTS', key) == 1 end
+  if rewritten[key] then return end
+  local first = (cmd == 'RPUSH' and 3) or (cmd == 'RPUSHCAP' and not trims and 4) or nil
+  if first == nil then
+    rewritten[key] = true
+    appended[key] = nil
+    return
+  end
+  local items = appended[key] or {}
+  for i = first, #op do items[#items + 1] = op[i] end
+  appended[key] = items
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -330,6 +354,8 @@ local function apply_op(op)
   end
   local bad = check_op(op)
   if bad then return redis.error_reply(bad) end
+  local trims = cmd == 'RPUSHCAP' and redis.call('LLEN', key) + (#op - 3) > tonumber(op[3])
+  track(op, trims)
   local enc0 = encoding(key)
   if enc0 == nil then
     apply_plain(op)
@@ -450,6 +476,16 @@ local function framed(values)
   return table.concat(out)
 end
 
+-- A list's digest folds its items in order, so an append only extends it:
+-- d(empty) = LIST_BASE, d(items + x) = sha1(d(items) .. framed(x)).
+local LIST_BASE = 'aether-list-digest'
+
+local function list_digest(from, items)
+  local d = from
+  for _, item in ipairs(items) do d = redis.sha1hex(d .. #item .. ':' .. item) end
+  return d
+end
+
 -- sha1 of a key's type and canonical content ('' when it does not exist): equal for equal
 -- content whatever its encoding or history (hash fields and set members sorted).
 local function content_digest(key)
@@ -476,7 +512,7 @@ local function content_digest(key)
   elseif t == 'zset' then
     body = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
   elseif t == 'list' then
-    body = redis.call('LRANGE', key, 0, -1)
+    return list_digest(LIST_BASE, redis.call('LRANGE', key, 0, -1))
   elseif t == 'ReJSON-RL' then
     body = {redis.call('JSON.GET', key)}
   else
@@ -496,7 +532,15 @@ end
 local function chained_xadd(journal, id, fields, keys_touched)
   local digests, d = journal .. ':digests', {}
   for _, key in ipairs(keys_touched) do
-    local digest = content_digest(key)
+    local digest
+    local items = appended[key]
+    local before = LIST_BASE
+    if items and existed[key] then before = redis.call('HGET', digests, key) end  -- false: unknown
+    if items and before and redis.call('TYPE', key)['ok'] == 'list' then
+      digest = list_digest(before, items)  -- appends only: O(items), not O(list)
+    else
+      digest = content_digest(key)
+    end
     d[#d + 1] = key
     d[#d + 1] = digest
     if digest == '' then
@@ -555,6 +599,7 @@ end
 -- touch (declared). ARGV: namespace prefix, actor, reason, msgpack(ops), and the token of
 -- the erasure holding writes (only the erasure itself passes it)
 local function fn_apply(keys, args)
+  reset_tracking()
   local refused = held(keys[2], args[5])
   if refused then return refused end
   local prefix, actor, reason = args[1], args[2], args[3]
@@ -630,6 +675,7 @@ end
 -- entries undone, ops applied}; on an error this step's own changes are undone and the
 -- hold stays.
 local function fn_rollback_step(keys, args)
+  reset_tracking()
   local journal, hold = keys[1], keys[3]
   if redis.call('GET', keys[2]) ~= args[1] then
     return redis.error_reply('ERR aether: admin lock not held')
