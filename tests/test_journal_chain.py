@@ -273,3 +273,40 @@ async def test_a_namespace_from_before_the_chain_is_adopted_at_start(
     await client.execute_command("JSON.SET", keys.daily_entry("old1"), "$.content", '"y"')
     edited = await parts.journal.verify()
     assert [(b.kind, b.key) for b in edited.breaks] == [("state-edited", keys.daily_entry("old1"))]
+
+
+async def test_a_rollback_of_a_long_list_settles_its_digest_in_later_steps(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    day = keys.daily(DAY)
+    await store.apply(Mutation().rpush(day, *(f"kept {i}" for i in range(2500))), "kept")
+    cp = await Checkpoints(client, keys).create(label="long list")
+    for part in range(4):
+        await store.apply(Mutation().rpush(day, *(f"late {part}.{i}" for i in range(500))), "late")
+    chain = JournalChain(client, keys)
+    # a rollback made in steps of 1 ms, stopped once its ops are applied
+    cps = Checkpoints(client, keys, budget_ms=1)
+    lock = cps._admin_lock()
+    assert await lock.acquire()
+    pre = await cps.create(label="pre", prune=False)
+    assert await cps._begin(lock, await cps.resolve(cp.id), pre, "cli", "rollback")
+    while await client.hget(keys.journal_digests(), day) != b"~":
+        assert (await cps._step(lock, 1))[0] == b"more"
+    # unsettled while the rollback holds writes: not a break
+    assert (await chain.verify()).ok
+    hold = await client.hgetall(keys.write_hold())
+    await client.delete(keys.write_hold())
+    assert ("state-unsettled", None, day) in _kinds(await chain.verify())
+    await client.hset(keys.write_hold(), mapping=hold)  # type: ignore[arg-type]
+    await lock.release()
+    finished = await cps.finish_interrupted()
+    assert finished is not None and finished.entries_undone == 4
+    assert await client.llen(day) == 2500
+    report = await chain.verify()
+    assert report.ok, report.breaks
+    entries = await _entries(client, keys)
+    settles = [f for _, f in entries if b"settled" in f]
+    assert settles and all(f[b"i"] == b"\x90" for f in settles)  # no ops: digests only
+    # the settled digest is the list's own: an edit after it is named
+    await client.lset(day, 7, "edited")
+    assert ("state-edited", None, day) in _kinds(await chain.verify())

@@ -16,6 +16,8 @@ keeps the head (``journal:head``) and every state key's digest (``journal:digest
 - ``truncated``: the head names an entry that is not the last (entries deleted at the
   end), or the journal starts where no trim left it;
 - ``digests-edited``: the digests kept beside the journal disagree with the chain;
+- ``state-unsettled``: a long list a rollback changed and never came back to digest
+  (while a rollback runs, such a list is not checked);
 - with a signing key (:class:`~aether.store.signing.Signer`): ``unsigned``,
   ``bad-signature`` and ``unsigned-tail``, so a forger who recomputes the hashes but lacks
   the key is still found.
@@ -58,6 +60,9 @@ GENESIS = "0" * 40
 """The predecessor hash of a journal's first entry."""
 
 _CHAIN = (b"p", b"h")
+UNSETTLED = "~"
+"""The digest a rollback step records for a long list it changed: its settling steps, at
+the rollback's end and with writes still held, record the real one (``journal.lua``)."""
 VERIFY_ATTEMPTS = 5
 """How many times a check runs while writes keep moving the head (the last is reported)."""
 SIGNING_GRACE_S = 0.1
@@ -84,6 +89,7 @@ class Break:
 
     Attributes:
         kind: ``state-edited``, ``state-unjournaled``, ``state-deleted``,
+            ``state-unsettled`` (a rollback that left a list undigested never finished),
             ``entry-forged``, ``chain-broken``, ``truncated``, ``digests-edited``,
             ``unsigned``, ``bad-signature`` or ``unsigned-tail``.
         detail: what was found, in words.
@@ -301,6 +307,18 @@ class JournalChain:
                     Break("digests-edited", "the kept digest disagrees with the chain", key=key)
                 )
         expected = {**kept, **walk.digests}
+        rolling_back = bool(await self.client.exists(self.keys.write_hold()))
+        for key in sorted(k for k, d in expected.items() if d == UNSETTLED):
+            expected.pop(key)
+            live.pop(key, None)
+            if not rolling_back:
+                report.breaks.append(
+                    Break(
+                        "state-unsettled",
+                        "a rollback left it to be digested and never finished",
+                        key=key,
+                    )
+                )
         for key, digest in live.items():
             want = expected.get(key, "")
             if not want:

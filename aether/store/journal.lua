@@ -53,7 +53,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '19'
+local VERSION = '20'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -88,9 +88,11 @@ local MIN_ARGS = {
 -- the right of a list, whether the key existed before the call's first op on it, and the
 -- keys changed any other way. Reset at the start of each call that journals.
 local appended, existed, rewritten = {}, {}, {}
+-- The long lists a rollback step left unsettled (see chained_xadd), this call.
+local unsettled = {}
 
 local function reset_tracking()
-  appended, existed, rewritten = {}, {}, {}
+  appended, existed, rewritten, unsettled = {}, {}, {}, {}
 end
 
 local function track(op, trims)
@@ -527,28 +529,44 @@ local function chain_head(journal)
   return string.match(head, ' (%x+)$') or GENESIS
 end
 
--- Append fields as the chain's next entry: the touched keys' digests ('d', also kept in
--- <journal>:digests), the predecessor's hash ('p') and the entry's ('h'); moves the head.
-local function chained_xadd(journal, id, fields, keys_touched)
-  local digests, d = journal .. ':digests', {}
-  for _, key in ipairs(keys_touched) do
-    local digest
-    local items = appended[key]
-    local before = LIST_BASE
-    if items and existed[key] then before = redis.call('HGET', digests, key) end  -- false: unknown
-    if items and before and redis.call('TYPE', key)['ok'] == 'list' then
-      digest = list_digest(before, items)  -- appends only: O(items), not O(list)
-    else
-      digest = content_digest(key)
-    end
-    d[#d + 1] = key
-    d[#d + 1] = digest
-    if digest == '' then
-      redis.call('HDEL', digests, key)
-    else
-      redis.call('HSET', digests, key, digest)
-    end
+-- The digest a key is left with by this call ('' when gone). Appends to a list with a
+-- settled digest extend it in O(items). With `defer` (a rollback step), any other change to
+-- a list longer than SETTLE_AT is recorded UNSETTLED and digested by the rollback's
+-- settling steps (fn_rollback_step), a page at a time: folding a long list at every step
+-- would keep Redis busy far past the step's budget.
+local UNSETTLED = '~'
+local SETTLE_AT = 1000
+local SETTLE_PAGE = 1000
+
+local function left_digest(digests, key, defer)
+  local items = appended[key]
+  local before = LIST_BASE
+  if items and existed[key] then before = redis.call('HGET', digests, key) end  -- false: unknown
+  if before == UNSETTLED then before = false end
+  local t = redis.call('TYPE', key)['ok']
+  if items and before and t == 'list' then
+    return list_digest(before, items)  -- appends only: O(items), not O(list)
   end
+  if defer and t == 'list' and redis.call('LLEN', key) > SETTLE_AT then
+    unsettled[#unsettled + 1] = key
+    return UNSETTLED
+  end
+  return content_digest(key)
+end
+
+local function keep_digest(digests, key, digest)
+  if digest == '' then
+    redis.call('HDEL', digests, key)
+  else
+    redis.call('HSET', digests, key, digest)
+  end
+end
+
+-- Append fields as the chain's next entry with 'd', the flat key/digest pairs it left (also
+-- kept in <journal>:digests), the predecessor's hash ('p') and the entry's ('h'); moves the
+-- head.
+local function chain_append(journal, id, fields, d)
+  for i = 1, #d, 2 do keep_digest(journal .. ':digests', d[i], d[i + 1]) end
   fields[#fields + 1] = 'd'
   fields[#fields + 1] = cmsgpack.pack(d)
   local prev = chain_head(journal)
@@ -562,8 +580,18 @@ local function chained_xadd(journal, id, fields, keys_touched)
   return added
 end
 
+-- Append fields as the chain's next entry, digesting the keys it touched.
+local function chained_xadd(journal, id, fields, keys_touched, defer)
+  local d = {}
+  for _, key in ipairs(keys_touched) do
+    d[#d + 1] = key
+    d[#d + 1] = left_digest(journal .. ':digests', key, defer)
+  end
+  return chain_append(journal, id, fields, d)
+end
+
 -- Append an entry; `archived`: an archive follows the namespace, keep the forward values.
-local function xadd(journal, archived, id, actor, reason, fwd, inv, extra)
+local function xadd(journal, archived, id, actor, reason, fwd, inv, extra, defer)
   local fields = {'a', actor, 'r', reason}
   if archived then
     fields[#fields + 1] = 'f'
@@ -575,7 +603,7 @@ local function xadd(journal, archived, id, actor, reason, fwd, inv, extra)
   fields[#fields + 1] = 'i'
   fields[#fields + 1] = cmsgpack.pack(inv)
   for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
-  return chained_xadd(journal, id, fields, touched(fwd))
+  return chained_xadd(journal, id, fields, touched(fwd), defer)
 end
 
 local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writes wait for it'
@@ -668,6 +696,42 @@ local function fn_rollback_begin(keys, args)
   return 1
 end
 
+-- A rollback's settling, once its ops are applied: digests the lists its steps left
+-- UNSETTLED, a page of SETTLE_PAGE items at a time while the budget lasts (writes stay
+-- held, so a list does not change between pages), the progress kept in the hold ('sk' the
+-- list's place in `pending`, 'so' the items folded, 'sd' their fold). The lists settled by
+-- this call are chained as one entry without ops ('settled': how many). Returns whether
+-- every list is settled, and the last entry's id.
+local function settle_step(journal, hold, h, pending, archived, last, t0, budget)
+  local idx, off, partial = tonumber(h.sk or '1'), tonumber(h.so or '0'), h.sd or LIST_BASE
+  local d = {}
+  while idx <= #pending do
+    local key = pending[idx]
+    local finished_key = true
+    if redis.call('TYPE', key)['ok'] == 'list' then
+      local page = redis.call('LRANGE', key, off, off + SETTLE_PAGE - 1)
+      partial, off = list_digest(partial, page), off + #page
+      finished_key = #page < SETTLE_PAGE
+    else
+      partial = content_digest(key)  -- no longer a list (or gone): small, at once
+    end
+    if finished_key then
+      d[#d + 1] = key
+      d[#d + 1] = partial
+      idx, off, partial = idx + 1, 0, LIST_BASE
+    end
+    if work_ms(t0) >= budget then break end
+  end
+  if #d > 0 then
+    local fields = {'a', h.actor, 'r', h.reason, archived and 'f' or 'k', cmsgpack.pack({}),
+      'i', cmsgpack.pack({}), 'to', h.label, 'settled', tostring(#d / 2)}
+    last = chain_append(journal, '*', fields, d)
+  end
+  if idx > #pending then return true, last end
+  redis.call('HSET', hold, 'sk', idx, 'so', off, 'sd', partial, 'last', last)
+  return false, last
+end
+
 -- Rollback, step 2, called until it answers 'done'. KEYS: journal, admin lock, write hold,
 -- archive cursor. ARGV: lock token, budget (ms). Applies the journal's inverses from the
 -- hold's cursor down towards the target for at most the budget, journals what it applied
@@ -717,19 +781,32 @@ local function fn_rollback_step(keys, args)
       if out_of_time then break end
     end
   end
-  local last = h.last
+  local last, archived = h.last, redis.call('EXISTS', keys[4]) == 1
   if #fwd > 0 then
-    last = xadd(journal, redis.call('EXISTS', keys[4]) == 1, '*', h.actor, h.reason, fwd,
-      flatten(inverse),
-      {'to', h.label, 'part', tostring(tonumber(h.parts) + 1)})
+    last = xadd(journal, archived, '*', h.actor, h.reason, fwd, flatten(inverse),
+      {'to', h.label, 'part', tostring(tonumber(h.parts) + 1)}, true)
   end
   local ops = tonumber(h.ops) + #fwd
-  if finished then
-    redis.call('DEL', hold)
-    return {'done', last, undone, ops}
+  local pending = h.unsettled and cjson.decode(h.unsettled) or {}
+  local seen = {}
+  for _, key in ipairs(pending) do seen[key] = true end
+  for _, key in ipairs(unsettled) do
+    if not seen[key] then
+      seen[key] = true
+      pending[#pending + 1] = key
+    end
   end
   redis.call('HSET', hold, 'cur', cur, 'opi', opi, 'undone', undone, 'ops', ops,
-    'parts', tonumber(h.parts) + (#fwd > 0 and 1 or 0), 'last', last)
+    'parts', tonumber(h.parts) + (#fwd > 0 and 1 or 0), 'last', last,
+    'unsettled', #pending > 0 and cjson.encode(pending) or '[]')
+  if finished and not out_of_time then
+    local settled
+    settled, last = settle_step(journal, hold, h, pending, archived, last, t0, budget)
+    if settled then
+      redis.call('DEL', hold)
+      return {'done', last, undone, ops}
+    end
+  end
   return {'more', last, undone, ops}
 end
 
@@ -762,12 +839,23 @@ local function fn_replay(keys, args)
     local _, err = apply_all(todo)
     if err then return err end
   end
+  -- digests as the entry recorded them where it left a list unsettled or settled lists
+  local recorded, settles = {}, entry_field(fields, 'settled') ~= nil
+  local d = entry_field(fields, 'd')
+  if d then
+    local pairs_ = cmsgpack.unpack(d)
+    for i = 1, #pairs_, 2 do recorded[pairs_[i]] = pairs_[i + 1] end
+  end
   for _, key in ipairs(touched(todo)) do
-    local digest = content_digest(key)
-    if digest == '' then
-      redis.call('HDEL', keys[1] .. ':digests', key)
+    if recorded[key] == UNSETTLED then
+      keep_digest(keys[1] .. ':digests', key, UNSETTLED)
     else
-      redis.call('HSET', keys[1] .. ':digests', key, digest)
+      keep_digest(keys[1] .. ':digests', key, content_digest(key))
+    end
+  end
+  if settles then
+    for key in pairs(recorded) do
+      if not skip[key] then keep_digest(keys[1] .. ':digests', key, content_digest(key)) end
     end
   end
   local added = redis.call('XADD', keys[1], id, unpack(fields))
