@@ -469,6 +469,14 @@ class WholeProduct(RuleBasedStateMachine):
             live, past = self.op(name, **values), self.op(name, **values, as_of=now)
             assert _ids(live) == _ids(past), (name, _ids(live), _ids(past))
 
+    @rule()
+    def valid_at_now_is_what_is_active(self) -> None:
+        """True now, by valid time: the active beliefs (none of the sim's states a window)."""
+        self.counted("valid at")
+        active = self.op("belief_list", status="active", limit=2000)
+        true_now = self.op("belief_list", valid_at=self.caller.clock() + 0.002, limit=2000)
+        assert _ids(true_now) == _ids(active), (_ids(true_now), _ids(active))
+
     @precondition(lambda self: bool(self.checkpoints))
     @rule(data=st.data())
     def rollback(self, data: st.DataObject) -> None:

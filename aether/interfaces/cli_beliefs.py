@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -34,11 +35,22 @@ STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 
 
+def _valid(belief: Mapping[str, Any]) -> str | None:
+    """The valid time its statement gives, by day (UTC): ``from 2024-03-01 to 2024-06-30``."""
+    said = []
+    for word, name, shift in (("from", "valid_from", 0.0), ("to", "valid_until", -1.0)):
+        value = belief.get(name)
+        if isinstance(value, int | float):  # an end is exclusive: its last day is before it
+            said.append(f"{word} {datetime.fromtimestamp(value + shift, UTC).date().isoformat()}")
+    return " ".join(said) or None
+
+
 BELIEF_COLUMNS: list[Column[dict[str, Any]]] = [
     Column("id", lambda b: b["id"], whole=True),
     Column("confidence", lambda b: f"{b['effective_confidence']:.2f}", justify="right"),
     Column("status", lambda b: b.get("status")),
     Column("type", lambda b: b.get("type")),
+    Column("valid", _valid),
     Column("statement", lambda b: b["content"]),
 ]
 

@@ -91,10 +91,13 @@ def read_stdin(ctx: typer.Context, limit: int) -> str:
         fail(f"stdin is not UTF-8 text (byte {e.start})", state(ctx).json, EXIT_USAGE)
 
 
-def since_option(ctx: typer.Context, value: str | None) -> datetime | None:
-    """``--since`` read at the command's boundary: a bad value is a usage error (64)."""
+def since_option(ctx: typer.Context, value: str | None, flag: str = "--since") -> datetime | None:
+    """``--since`` (or ``flag``) read at the command's boundary.
+
+    A bad value is a usage error (64) naming the flag.
+    """
     try:
-        return parse_since(value)
+        return parse_since(value, flag)
     except InvalidOperationError as e:
         fail(str(e), state(ctx).json, EXIT_USAGE, "invalid")
 
@@ -309,7 +312,7 @@ def search(
     if not query.strip():  # a usage error, like a bad option (64), not "nothing found" (2)
         fail("the query is empty: say what to look for", as_json, EXIT_USAGE, "invalid")
     since_at = since_option(ctx, since)
-    as_of_at = since_option(ctx, as_of)
+    as_of_at = since_option(ctx, as_of, "--as-of")
 
     args = arguments(
         ctx,

@@ -183,8 +183,10 @@ def _typer_parameter(p: Parameter) -> inspect.Parameter:
     parser = PARSERS[p.cli.parser] if p.cli.parser is not None else None
     info = typer.Option(
         *flags,
-        help=parser.help if parser else p.description,
-        metavar=parser.metavar if parser else p.cli.metavar,
+        help=f"{p.description} {parser.help}"
+        if parser and p.description
+        else (parser.help if parser else p.description),
+        metavar=p.cli.metavar or (parser.metavar if parser else None),
         min=None if parser else p.low,
         max=None if parser else p.high,
     )
@@ -258,14 +260,18 @@ def build(
     declared = options(model, skip=fixed, positional=positional)
     renamed = {name: field for field, name in (positional or {}).items()}
     names = {p.name: renamed.get(p.name) or _field_of(model, p.name) for p in declared}
-    parsers = {p.name: p.cli.parser for p in offered_parameters(model) if p.cli.parser}
+    parsers = {
+        p.name: (p.cli.parser, (p.cli.flags or ("--" + p.name.replace("_", "-"),))[0])
+        for p in offered_parameters(model)
+        if p.cli.parser
+    }
 
     def body(ctx: typer.Context, json_: bool = False, **given: Any) -> None:
         as_json = wants_json(ctx, json_)
         raw = {names[k]: v for k, v in given.items()}
-        for field, parser in parsers.items():
+        for field, (parser, flag) in parsers.items():
             if raw.get(field) is not None:
-                raw[field] = _parsed(ctx, parser, raw[field])
+                raw[field] = _parsed(ctx, parser, raw[field], flag)
         args = arguments(ctx, model, **raw, **(fixed or {}))
         if zone:
             result, where = call_in_zone(ctx, op, args, llm=llm)
@@ -296,10 +302,10 @@ def _field_of(model: type[Any], name: str) -> str:
     raise KeyError(name)
 
 
-def _parsed(ctx: typer.Context, parser: str, text: Any) -> Any:
+def _parsed(ctx: typer.Context, parser: str, text: Any, flag: str) -> Any:
     from aether.errors import InvalidOperationError
 
     try:
-        return PARSERS[parser].read(str(text))
+        return PARSERS[parser].read(str(text), flag)
     except InvalidOperationError as e:
         fail(str(e), state(ctx).json, EXIT_USAGE, "invalid")

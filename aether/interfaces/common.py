@@ -307,7 +307,14 @@ def human(name: str, value: Any, zone: ZoneInfo = _UTC) -> str:
         return ", ".join(human(name, v, zone) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k} {human(str(k), v, zone)}" for k, v in value.items())
-    is_time = name.endswith("_at") or name in ("timestamp", "at", "created", "due_at")
+    is_time = name.endswith("_at") or name in (
+        "timestamp",
+        "at",
+        "created",
+        "due_at",
+        "valid_from",
+        "valid_until",
+    )
     if is_time and isinstance(value, int | float) and 0 < value < 253_402_300_800:
         return local_time(float(value), zone)
     if isinstance(value, float):

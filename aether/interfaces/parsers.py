@@ -24,17 +24,17 @@ class Parser:
     """How the CLI reads one kind of option text.
 
     Attributes:
-        read: the text -> the argument's value.
+        read: (the text, the option's flag for errors) -> the argument's value.
         help: what the option accepts (its help on the CLI).
         metavar: the placeholder help shows.
     """
 
-    read: Callable[[str], Any]
+    read: Callable[[str, str], Any]
     help: str
     metavar: str
 
 
-def parse_since(value: str | None) -> datetime | None:
+def parse_since(value: str | None, flag: str = "--since") -> datetime | None:
     """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive).
 
     Raises:
@@ -48,20 +48,20 @@ def parse_since(value: str | None) -> datetime | None:
         minutes = amount * {"d": 1440, "h": 60, "m": 1}[unit]
         if minutes > ranges.SINCE_MAX_DAYS * 1440:
             raise InvalidOperationError(
-                f"--since {value!r} is too far back: at most {ranges.SINCE_MAX_DAYS} days"
+                f"{flag} {value!r} is too far back: at most {ranges.SINCE_MAX_DAYS} days"
             )
         return datetime.now(UTC) - timedelta(minutes=minutes)
     try:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError as e:
         raise InvalidOperationError(
-            f"--since {value!r}: use 7d, 12h, 30m or an ISO-8601 time"
+            f"{flag} {value!r}: use 7d, 12h, 30m or an ISO-8601 time"
         ) from e
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _since_timestamp(value: str) -> float | None:
-    when = parse_since(value)
+def _since_timestamp(value: str, flag: str) -> float | None:
+    when = parse_since(value, flag)
     return when.timestamp() if when else None
 
 

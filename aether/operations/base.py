@@ -266,6 +266,22 @@ AsOf = Annotated[
 ]
 """The ``as_of`` argument of the reads that answer from the past (``Operation.__call__``)."""
 
+ValidAt = Annotated[
+    float | None,
+    Field(
+        default=None,
+        description="Only what was true at this time (epoch seconds): a belief holds from "
+        "the start its statement gives ('since March') or its recording, until the end it "
+        "gives ('until Friday') or the start of the belief that superseded it. Superseded "
+        "beliefs count: what was true then may have changed since.",
+        json_schema_extra={
+            **not_for_agent(),
+            **for_the_cli(parser="since", metavar="TIME", flags=("--valid-at",)),
+        },
+    ),
+]
+"""The ``valid_at`` argument: valid time, what was true then (``knowledge.valid_time``)."""
+
 
 @functools.cache
 def _adapter(result_type: Any) -> TypeAdapter[Any]:

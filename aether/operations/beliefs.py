@@ -11,10 +11,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from aether.memory.knowledge.beliefs import Reflection
+from aether.memory.knowledge.valid_time import holds_at
 from aether.memory.storage.records import public
-from aether.memory.storage.status import BeliefStatus, Status, is_active
+from aether.memory.storage.status import BeliefStatus, Status, is_active, matches
 from aether.operations import ranges
-from aether.operations.base import AsOf, Caller, NoArgs, operation
+from aether.operations.base import AsOf, Caller, NoArgs, ValidAt, operation
 from aether.operations.parts import Parts
 
 __all__ = [
@@ -36,6 +37,7 @@ class BeliefListArgs(BaseModel):
     limit: int = Field(default=200, ge=1, le=2000, description="At most this many.")
     offset: int = Field(default=0, ge=0, description="Skip this many first (a page).")
     as_of: AsOf = None
+    valid_at: ValidAt = None
 
 
 class BeliefList(BaseModel):
@@ -50,12 +52,25 @@ class BeliefList(BaseModel):
 async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> BeliefList:
     """The beliefs of one status, highest confidence (after its decay) first.
 
-    With the open questions: beliefs too uncertain to rely on.
+    With the open questions: beliefs too uncertain to rely on. With ``valid_at``, the
+    beliefs true at that time, active or superseded since (``status`` other than
+    ``active`` or ``all`` narrows them).
     """
     beliefs = parts.beliefs()
     now = caller.clock()
     every = await beliefs.select(None, now)  # one pass over the beliefs for both lists
-    found = [b for b in every if args.status == "all" or b.get("status") == args.status]
+    if args.valid_at is not None:
+        held = [Status.ACTIVE.value, Status.SUPERSEDED.value]
+        if args.status not in ("all", Status.ACTIVE.value):
+            held = [args.status]
+        true_then = {id(b) for b in holds_at(every, args.valid_at)}
+        found = [
+            b
+            for b in every
+            if id(b) in true_then and any(matches(b.get("status"), s) for s in held)
+        ]
+    else:
+        found = [b for b in every if args.status == "all" or b.get("status") == args.status]
     page = found[args.offset : args.offset + args.limit]
     shown = [_shown(b, beliefs.effective(b, now)) for b in page]
     uncertain = parts.settings.beliefs.uncertain_at

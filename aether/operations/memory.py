@@ -199,7 +199,11 @@ async def memory_remember(parts: Parts, caller: Caller, args: ContentArgs) -> Re
     Returns each belief's ``id`` and ``action`` (created, reinforced, superseded).
     """
     report = await parts.beliefs(caller.llm).remember(
-        args.content, source=args.source, tags=args.tags, session=caller.session
+        args.content,
+        source=args.source,
+        tags=args.tags,
+        session=caller.session,
+        now=caller.clock(),
     )
     return report.summary()
 

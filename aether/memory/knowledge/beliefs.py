@@ -51,6 +51,7 @@ from aether.ids import ID_LENGTH, new_id, resolve_prefix
 from aether.memory.knowledge.extraction import clauses, clean_name, extract, stating
 from aether.memory.knowledge.facts import Claim, Relation, parse, relation, split_compound
 from aether.memory.knowledge.graph import EntityIn, Graph
+from aether.memory.knowledge.valid_time import valid_time
 from aether.memory.retrieval.recency import decay
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.text import STOPWORDS, query_tokens
@@ -84,6 +85,8 @@ BELIEF_FIELDS = (
     "tags",
     "timestamp",
     "slots",
+    "valid_from",
+    "valid_until",
 )
 _NEGATIONS = frozenset(
     [
@@ -705,6 +708,11 @@ class Beliefs:
                 "slots": slots or [],
             }
         )
+        stated = valid_time(statement, now)
+        if stated.start is not None:
+            doc["valid_from"] = stated.start
+        if stated.end is not None:
+            doc["valid_until"] = stated.end
         return doc
 
     def _event(self, m: Mutation, belief_id: str, kind: str, now: float, **detail: Any) -> None:

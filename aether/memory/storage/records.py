@@ -173,6 +173,10 @@ class Belief(MemoryRecord, total=False):
     superseded_by: str | None
     slots: list[str]
     """Subject-and-attribute keys of what it states (``aether.memory.knowledge.facts``)."""
+    valid_from: float
+    """When the statement says it became true ("since March"), if it says."""
+    valid_until: float
+    """When the statement says it stops being true ("until Friday"), if it says."""
     effective_confidence: float
     """Computed when read, never stored."""
 
