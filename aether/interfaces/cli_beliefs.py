@@ -79,7 +79,9 @@ ID = {"id": "belief_id"}
 @command(belief_app, "list", belief_ops.belief_list)
 def _beliefs(found: belief_ops.BeliefList, out: Out[belief_ops.BeliefList]) -> None:
     """Beliefs, highest effective confidence first."""
-    out.table(found.beliefs, BELIEF_COLUMNS, empty="no beliefs")
+    stated = any(_valid(b) for b in found.beliefs)  # the valid column only when one says
+    columns = [c for c in BELIEF_COLUMNS if stated or c.header != "valid"]
+    out.table(found.beliefs, columns, empty="no beliefs")
 
 
 @command(belief_app, "show", belief_ops.belief_show, positional=ID, zone=True)
