@@ -53,7 +53,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '20'
+local VERSION = '21'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -97,7 +97,6 @@ end
 
 local function track(op, trims)
   local cmd, key = op[1], op[2]
-  if existed[key] == nil then existed[key] = redis.call('EXISTS', key) == 1 end
   if rewritten[key] then return end
   local first = (cmd == 'RPUSH' and 3) or (cmd == 'RPUSHCAP' and not trims and 4) or nil
   if first == nil then
@@ -105,6 +104,8 @@ local function track(op, trims)
     appended[key] = nil
     return
   end
+  -- only an append needs it (to extend the digest kept), asked before its first op
+  if existed[key] == nil then existed[key] = redis.call('EXISTS', key) == 1 end
   local items = appended[key] or {}
   for i = first, #op do items[#items + 1] = op[i] end
   appended[key] = items
@@ -490,8 +491,8 @@ end
 
 -- sha1 of a key's type and canonical content ('' when it does not exist): equal for equal
 -- content whatever its encoding or history (hash fields and set members sorted).
-local function content_digest(key)
-  local t = redis.call('TYPE', key)['ok']
+local function content_digest(key, known_type)
+  local t = known_type or redis.call('TYPE', key)['ok']
   if t == 'none' then return '' end
   local body
   if t == 'string' then
@@ -551,7 +552,7 @@ local function left_digest(digests, key, defer)
     unsettled[#unsettled + 1] = key
     return UNSETTLED
   end
-  return content_digest(key)
+  return content_digest(key, t)
 end
 
 local function keep_digest(digests, key, digest)
@@ -566,7 +567,18 @@ end
 -- kept in <journal>:digests), the predecessor's hash ('p') and the entry's ('h'); moves the
 -- head.
 local function chain_append(journal, id, fields, d)
-  for i = 1, #d, 2 do keep_digest(journal .. ':digests', d[i], d[i + 1]) end
+  -- one HSET and one HDEL for all the keys (a rollback step's hundreds): fewer calls
+  local kept, gone = {}, {}
+  for i = 1, #d, 2 do
+    if d[i + 1] == '' then
+      gone[#gone + 1] = d[i]
+    else
+      kept[#kept + 1] = d[i]
+      kept[#kept + 1] = d[i + 1]
+    end
+  end
+  call_chunked('HSET', journal .. ':digests', kept, 2)
+  call_chunked('HDEL', journal .. ':digests', gone)
   fields[#fields + 1] = 'd'
   fields[#fields + 1] = cmsgpack.pack(d)
   local prev = chain_head(journal)
