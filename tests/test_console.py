@@ -950,3 +950,20 @@ async def test_the_checkpoints_page_lists_forks_and_a_fork_names_its_source(
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as other:
         seen = (await other.get("/checkpoints", headers=bearer)).text
     assert f"a fork of <code>{agent.keys.ns}</code>" in seen and checkpoint.id in seen
+
+
+async def test_the_beliefs_page_shows_the_valid_time_a_statement_gives(
+    console: tuple[httpx.AsyncClient, Aether],
+) -> None:
+    http, agent = console
+    remember = REGISTRY["memory_remember"]
+    said = "Since March 2026 the staging deploys go through Argo"
+    await remember(agent, Caller("test"), remember.parse({"content": said}))
+    await remember(agent, Caller("test"), remember.parse({"content": "Marta lives in Braga"}))
+    await _login(http)
+    page = await http.get("/beliefs")
+    assert page.status_code == 200
+    row = next(r for r in page.text.split('<tr class="belief">') if "Argo" in r)
+    assert '<small class="valid">from 2026-03-01</small>' in row
+    braga = next(r for r in page.text.split('<tr class="belief">') if "Braga" in r)
+    assert 'class="valid"' not in braga

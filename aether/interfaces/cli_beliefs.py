@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -22,6 +21,7 @@ from aether.interfaces.common import (
 )
 from aether.interfaces.tables import Column, emit_table
 from aether.memory.knowledge.beliefs import Reflection, RememberSummary
+from aether.memory.knowledge.valid_time import window_text
 from aether.memory.storage.status import Status
 from aether.operations import beliefs as belief_ops
 from aether.operations import memory as memory_ops
@@ -35,22 +35,12 @@ STATUS_HELP = "active, superseded, forgotten, pruned or all."
 THRESHOLD_HELP = "Effective confidence under which to prune (default 0.1)."
 
 
-def _valid(belief: Mapping[str, Any]) -> str | None:
-    """The valid time its statement gives, by day (UTC): ``from 2024-03-01 to 2024-06-30``."""
-    said = []
-    for word, name, shift in (("from", "valid_from", 0.0), ("to", "valid_until", -1.0)):
-        value = belief.get(name)
-        if isinstance(value, int | float):  # an end is exclusive: its last day is before it
-            said.append(f"{word} {datetime.fromtimestamp(value + shift, UTC).date().isoformat()}")
-    return " ".join(said) or None
-
-
 BELIEF_COLUMNS: list[Column[dict[str, Any]]] = [
     Column("id", lambda b: b["id"], whole=True),
     Column("confidence", lambda b: f"{b['effective_confidence']:.2f}", justify="right"),
     Column("status", lambda b: b.get("status")),
     Column("type", lambda b: b.get("type")),
-    Column("valid", _valid),
+    Column("valid", window_text),
     Column("statement", lambda b: b["content"]),
 ]
 
@@ -79,7 +69,7 @@ ID = {"id": "belief_id"}
 @command(belief_app, "list", belief_ops.belief_list)
 def _beliefs(found: belief_ops.BeliefList, out: Out[belief_ops.BeliefList]) -> None:
     """Beliefs, highest effective confidence first."""
-    stated = any(_valid(b) for b in found.beliefs)  # the valid column only when one says
+    stated = any(window_text(b) for b in found.beliefs)  # the valid column only when one says
     columns = [c for c in BELIEF_COLUMNS if stated or c.header != "valid"]
     out.table(found.beliefs, columns, empty="no beliefs")
 

@@ -24,6 +24,7 @@ from aether.errors import InvalidOperationError
 from aether.identity.prompt import operator_zone
 from aether.interfaces.console.auth import Sessions
 from aether.interfaces.console.times import ago, stamp
+from aether.memory.knowledge.valid_time import window_text
 from aether.operations import Caller, Operation, erasure
 from aether.operations.base import validated
 
@@ -67,7 +68,7 @@ class Console:
     """One namespace's console: its parts, its login sessions and its templates.
 
     Args:
-        agent: the namespace's parts.
+        parts: the namespace's parts.
         token: the token the console is logged into with.
     """
 
@@ -77,6 +78,7 @@ class Console:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["pretty"] = to_json
         self.templates.env.filters["erased"] = erasure.describe_counts  # as the CLI says it
+        self.templates.env.filters["valid_window"] = window_text  # as the CLI shows it
         self.caller = Caller("console")
 
     @staticmethod

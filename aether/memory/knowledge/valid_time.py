@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-__all__ = ["ValidTime", "holds_at", "valid_time", "validity"]
+__all__ = ["ValidTime", "holds_at", "valid_time", "validity", "window_text"]
 
 _MONTHS = {
     name: number
@@ -232,3 +232,17 @@ def holds_at(beliefs: Iterable[Mapping[str, Any]], when: float) -> list[Mapping[
             continue
         out.append(belief)
     return out
+
+
+def window_text(belief: Mapping[str, Any]) -> str | None:
+    """The window a belief's statement gives, by day (UTC): ``from 2024-03-01 to 2024-06-30``.
+
+    What the CLI's and the console's lists show; ``None`` when the statement gives none.
+    A stored end is exclusive, so its last day is shown.
+    """
+    said = []
+    for word, name, shift in (("from", "valid_from", 0.0), ("to", "valid_until", -1.0)):
+        value = belief.get(name)
+        if isinstance(value, int | float):
+            said.append(f"{word} {datetime.fromtimestamp(value + shift, UTC).date().isoformat()}")
+    return " ".join(said) or None
