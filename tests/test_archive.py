@@ -241,3 +241,31 @@ def test_restore_is_identical_property(
             await dest.aclose()
 
     asyncio.run(scenario())
+
+
+async def test_a_restore_replays_a_rollback_that_settled_a_long_list(
+    store: Store,
+    client: Redis,
+    keys: Keyspace,
+    pg: asyncpg.Connection,
+    target: Redis,
+) -> None:
+    """The rollback's unsettled list and its settling entry replay to the same digests."""
+    archive = Archive(pg, client, keys, snapshot_every=1000)
+    await archive.sync()  # the base snapshot: everything after it is replayed
+    day = keys.daily(date(2026, 3, 2))
+    await store.apply(Mutation().rpush(day, *(f"kept {i}" for i in range(1500))), "kept")
+    cp = await Checkpoints(client, keys).create(label="long list")
+    await store.apply(Mutation().rpush(day, *(f"late {i}" for i in range(700))), "late")
+    await Checkpoints(client, keys, budget_ms=1).rollback_to(cp.id)
+    journal = await client.xrange(keys.journal())
+    assert any(b"settled" in fields for _, fields in journal)  # the list was settled
+    await archive.sync()
+    now_state = await dump_state(client, keys)
+    await Archive(pg, target, keys).restore(datetime.now(UTC).isoformat())
+    assert await dump_state(target, keys) == now_state
+    verified = await JournalChain(target, keys).verify()
+    assert verified.ok, verified.breaks
+    assert await target.hget(keys.journal_digests(), day) == await client.hget(
+        keys.journal_digests(), day
+    )

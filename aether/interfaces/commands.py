@@ -163,6 +163,11 @@ def _for_typer(annotation: Any) -> Any:
     return choices | None if len(members) < len(get_args(annotation)) else choices
 
 
+def _flags(p: Parameter) -> tuple[str, ...]:
+    """An option's spellings: its CLI hint's, or ``--field-name``."""
+    return tuple(p.cli.flags) or ("--" + p.name.replace("_", "-"),)
+
+
 def _typer_parameter(p: Parameter) -> inspect.Parameter:
     kind = inspect.Parameter.KEYWORD_ONLY
     shown = _for_typer(p.annotation)
@@ -178,7 +183,7 @@ def _typer_parameter(p: Parameter) -> inspect.Parameter:
             annotation=Annotated[shown, info],
             default=inspect.Parameter.empty if p.required else p.default,
         )
-    flags = p.cli.flags or ("--" + p.name.replace("_", "-"),)
+    flags = _flags(p)
     default = p.cli.default if p.cli.default is not None else p.default
     parser = PARSERS[p.cli.parser] if p.cli.parser is not None else None
     info = typer.Option(
@@ -261,9 +266,7 @@ def build(
     renamed = {name: field for field, name in (positional or {}).items()}
     names = {p.name: renamed.get(p.name) or _field_of(model, p.name) for p in declared}
     parsers = {
-        p.name: (p.cli.parser, (p.cli.flags or ("--" + p.name.replace("_", "-"),))[0])
-        for p in offered_parameters(model)
-        if p.cli.parser
+        p.name: (p.cli.parser, _flags(p)[0]) for p in offered_parameters(model) if p.cli.parser
     }
 
     def body(ctx: typer.Context, json_: bool = False, **given: Any) -> None:

@@ -63,11 +63,10 @@ async def belief_list(parts: Parts, caller: Caller, args: BeliefListArgs) -> Bel
         held = [Status.ACTIVE.value, Status.SUPERSEDED.value]
         if args.status not in ("all", Status.ACTIVE.value):
             held = [args.status]
-        true_then = {id(b) for b in holds_at(every, args.valid_at)}
         found = [
             b
-            for b in every
-            if id(b) in true_then and any(matches(b.get("status"), s) for s in held)
+            for b in holds_at(every, args.valid_at)  # all: a successor ends a window
+            if any(matches(b.get("status"), s) for s in held)
         ]
     else:
         found = [b for b in every if args.status == "all" or b.get("status") == args.status]

@@ -53,7 +53,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '21'
+local VERSION = '22'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -719,13 +719,13 @@ local function settle_step(journal, hold, h, pending, archived, last, t0, budget
   local d = {}
   while idx <= #pending do
     local key = pending[idx]
-    local finished_key = true
-    if redis.call('TYPE', key)['ok'] == 'list' then
+    local finished_key, t = true, redis.call('TYPE', key)['ok']
+    if t == 'list' then
       local page = redis.call('LRANGE', key, off, off + SETTLE_PAGE - 1)
       partial, off = list_digest(partial, page), off + #page
       finished_key = #page < SETTLE_PAGE
     else
-      partial = content_digest(key)  -- no longer a list (or gone): small, at once
+      partial = content_digest(key, t)  -- no longer a list (or gone): small, at once
     end
     if finished_key then
       d[#d + 1] = key

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["ValidTime", "holds_at", "valid_time", "validity", "window_text"]
 
@@ -41,6 +41,7 @@ _MONTHS = {
     for name in (calendar.month_name[number].lower(), calendar.month_abbr[number].lower())
 }
 _MONTHS["sept"] = 9
+_Doc = TypeVar("_Doc", bound=Mapping[str, Any])
 _WEEKDAYS = {calendar.day_name[i].lower(): i for i in range(7)}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _WEEKDAY = "|".join(_WEEKDAYS)
@@ -213,7 +214,7 @@ def validity(belief: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]) 
     )
 
 
-def holds_at(beliefs: Iterable[Mapping[str, Any]], when: float) -> list[Mapping[str, Any]]:
+def holds_at(beliefs: Iterable[_Doc], when: float) -> list[_Doc]:
     """The beliefs true at ``when``, in the order given.
 
     Args:
