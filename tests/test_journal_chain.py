@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -11,7 +12,14 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from aether.checkpoints.chain import GENESIS, JournalChain, entry_hash
+from aether.checkpoints.chain import (
+    GENESIS,
+    LONG_VALUE,
+    JournalChain,
+    Rechainer,
+    entry_hash,
+    entry_hash_holds,
+)
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import ConfigError
@@ -183,6 +191,54 @@ async def test_rollback_undo_and_pruning_keep_the_chain_valid(
     latest = (await checkpoints.list())[0]
     since = await chain.verify(latest.journal_pos, latest.chain, latest.id)
     assert since.ok and since.entries == 0
+
+
+async def test_long_values_are_hashed_by_their_digest_and_still_bind_the_entry(
+    store: Store, checkpoints: Checkpoints, client: Redis, keys: Keyspace
+) -> None:
+    """An entry's long values (a big document's pre-image, a rollback step's inverses) are
+    framed by their sha1 in its hash: the hash still covers every byte of them."""
+    long_text = "x" * (LONG_VALUE * 3)
+    cp = await checkpoints.create(label="before the long ones")
+    for i in range(2):  # the second write's inverse is the first's long document
+        await _log(store, keys, "big", f"{long_text} {i}")
+    await _history(store, keys, 3)
+    await checkpoints.rollback_to(cp.id)  # one entry with every inverse, far past LONG_VALUE
+    entries = await _entries(client, keys)
+    long_ones = [
+        (i, f) for i, f in entries if any(len(v) > LONG_VALUE for n, v in f.items() if n != b"h")
+    ]
+    assert len(long_ones) >= 2
+    for _, fields in entries:
+        assert entry_hash(fields[b"p"].decode(), fields) == fields[b"h"].decode()
+    assert (await JournalChain(client, keys).verify()).ok
+    victim, fields = long_ones[-1]
+    name = next(n for n, v in fields.items() if n != b"h" and len(v) > LONG_VALUE)
+    edited = bytearray(fields[name])
+    edited[len(edited) // 2] ^= 1  # one bit, deep inside the long value
+    await client.delete(keys.journal())
+    for entry_id, kept in entries:
+        forged = {**kept, name: bytes(edited)} if entry_id == victim else kept
+        await client.xadd(keys.journal(), forged, id=entry_id)  # type: ignore[arg-type]
+    assert ("entry-forged", victim, None) in _kinds(await JournalChain(client, keys).verify())
+
+
+def test_entries_hashed_before_long_values_were_digested_still_verify() -> None:
+    """Library 22 hashed long values whole: those entries hold, their forgeries do not,
+    and an erasure's re-chaining keeps them as they are."""
+    prev = GENESIS
+    fields = {b"a": b"agent", b"i": b"y" * (LONG_VALUE + 1), b"d": b"\x90"}
+    framed = b"".join(b"%d:%s" % (len(v), v) for k, v in fields.items() for v in (k, v))
+    legacy = hashlib.sha1(prev.encode() + framed, usedforsecurity=False).hexdigest()
+    assert legacy != entry_hash(prev, fields)
+    assert entry_hash_holds(prev, fields, legacy)
+    assert entry_hash_holds(prev, fields, entry_hash(prev, fields))
+    assert not entry_hash_holds(prev, {**fields, b"a": b"mallory"}, legacy)
+    assert not entry_hash_holds(prev, {**fields, b"i": b"z" * (LONG_VALUE + 1)}, legacy)
+    kept = {**fields, b"p": prev.encode(), b"h": legacy.encode()}
+    rechainer = Rechainer(None, "test")  # type: ignore[arg-type]
+    assert rechainer.rechained_fields(kept) is kept and rechainer.rechained == 0
+    assert rechainer.prev == legacy
 
 
 def test_a_key_readable_by_others_or_too_short_is_refused(tmp_path: Path) -> None:

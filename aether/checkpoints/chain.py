@@ -34,7 +34,6 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,6 +53,7 @@ __all__ = [
     "JournalChain",
     "Rechainer",
     "entry_hash",
+    "entry_hash_holds",
 ]
 
 GENESIS = "0" * 40
@@ -70,17 +70,51 @@ SIGNING_GRACE_S = 0.1
 _DIGEST_BATCH = 500
 
 
-def _framed(values: Iterable[bytes]) -> bytes:
-    return b"".join(str(len(v)).encode() + b":" + v for v in values)
+LONG_VALUE = 1024
+"""A field value longer than this is framed by its sha1 in an entry's hash (``journal.lua``'s
+``entry_framed``, library version 23 on); entries chained before hashed it whole."""
+
+
+def _frame(value: bytes, long_by_digest: bool) -> bytes:
+    if long_by_digest and len(value) > LONG_VALUE:
+        return b"%d#%s" % (
+            len(value),
+            hashlib.sha1(value, usedforsecurity=False).hexdigest().encode(),
+        )
+    return b"%d:%s" % (len(value), value)
+
+
+def _hash(prev: str, fields: Fields, long_by_digest: bool) -> str:
+    body = b"".join(
+        _frame(v, long_by_digest)
+        for name, value in fields.items()
+        if name not in _CHAIN
+        for v in (name, value)
+    )
+    return hashlib.sha1(prev.encode() + body, usedforsecurity=False).hexdigest()
 
 
 def entry_hash(prev: str, fields: Fields) -> str:
     """An entry's hash: sha1 of its predecessor's and its fields but ``p`` and ``h``.
 
-    The same framing as ``journal.lua``'s ``framed``: each value prefixed by its length.
+    The same framing as ``journal.lua``'s ``entry_framed``: each value prefixed by its
+    length and a ``:``, or, when longer than :data:`LONG_VALUE`, by its length and a ``#``
+    and standing for its sha1.
     """
-    body = _framed(v for name, value in fields.items() if name not in _CHAIN for v in (name, value))
-    return hashlib.sha1(prev.encode() + body, usedforsecurity=False).hexdigest()
+    return _hash(prev, fields, long_by_digest=True)
+
+
+def entry_hash_holds(prev: str, fields: Fields, digest: str) -> bool:
+    """Whether ``digest`` is the entry's hash, as chained now or as chained before.
+
+    Journal library 22 and earlier framed long values whole. The two framings differ only
+    where a value is long, and a string that frames validly both ways frames the same
+    fields both ways, so accepting either lets no forgery through that one alone would not.
+    """
+    if entry_hash(prev, fields) == digest:
+        return True
+    long_values = any(len(v) > LONG_VALUE for k, v in fields.items() if k not in _CHAIN)
+    return long_values and _hash(prev, fields, long_by_digest=False) == digest
 
 
 @dataclass(frozen=True)
@@ -253,7 +287,7 @@ class JournalChain:
                     entry_id,
                 )
             )
-        if entry_hash(prev, fields) != digest:
+        if not entry_hash_holds(prev, fields, digest):
             report.breaks.append(
                 Break("entry-forged", "its fields do not hash to its recorded hash", entry_id)
             )
@@ -455,12 +489,12 @@ class Rechainer:
         if b"h" not in fields:
             return fields
         prev = self.prev if self.prev is not None else text(fields.get(b"p", GENESIS.encode()))
-        digest = entry_hash(prev, fields)
         old = text(fields[b"h"])
-        self.prev = digest
-        if old == digest and text(fields.get(b"p", b"")) == prev:
-            self.renamed[old] = digest
+        if text(fields.get(b"p", b"")) == prev and entry_hash_holds(prev, fields, old):
+            self.prev = self.renamed[old] = old
             return fields
+        digest = entry_hash(prev, fields)
+        self.prev = digest
         self.renamed[old] = digest
         self.rechained += 1
         out = {k: v for k, v in fields.items() if k not in _CHAIN}

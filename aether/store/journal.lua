@@ -42,9 +42,10 @@ them off half-migrated slots (aether/store/cluster.py).
 
 The journal is a hash chain. Every entry carries 'd' (the digest of each key it touched,
 as left by it: sha1 of the key's type and canonical content, '' when the key is gone), 'p'
-(its predecessor's hash) and 'h' = sha1(p, its other fields in order, length-framed). The
-chain's head ("<id> <h>") is kept at <journal>:head and the digest of every state key at
-<journal>:digests, both in the step that appends the entry, so `aether journal verify`
+(its predecessor's hash) and 'h' = sha1(p, its other fields in order, length-framed, a
+long value by its own sha1: entry_framed). The chain's head ("<id> <h>") is kept at
+<journal>:head and the digest of every state key at <journal>:digests, both in the step
+that appends the entry, so `aether journal verify`
 (aether/checkpoints/chain.py) can tell an out-of-band edit, a forged, deleted, reordered or
 truncated entry. Checkpoints record the head ('chain').
 
@@ -53,7 +54,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '22'
+local VERSION = '23'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -85,18 +86,22 @@ local MIN_ARGS = {
 }
 
 -- What one call did to each key, for its digest (see chained_xadd): the items appended to
--- the right of a list, whether the key existed before the call's first op on it, and the
--- keys changed any other way. Reset at the start of each call that journals.
-local appended, existed, rewritten = {}, {}, {}
+-- the right of a list, whether the key existed before the call's first op on it, the
+-- keys changed any other way, and the keys whose last op deleted them (gone: no digest to
+-- compute, which a rollback step meets for every document it un-creates). Reset at the
+-- start of each call that journals.
+local appended, existed, rewritten, deleted = {}, {}, {}, {}
 -- The long lists a rollback step left unsettled (see chained_xadd), this call.
 local unsettled = {}
 
 local function reset_tracking()
-  appended, existed, rewritten, unsettled = {}, {}, {}, {}
+  appended, existed, rewritten, deleted, unsettled = {}, {}, {}, {}, {}
 end
 
-local function track(op, trims)
+-- `exists`: whether the key exists before this op (asked by the caller anyway)
+local function track(op, trims, exists)
   local cmd, key = op[1], op[2]
+  deleted[key] = cmd == 'DEL' or nil
   if rewritten[key] then return end
   local first = (cmd == 'RPUSH' and 3) or (cmd == 'RPUSHCAP' and not trims and 4) or nil
   if first == nil then
@@ -104,8 +109,8 @@ local function track(op, trims)
     appended[key] = nil
     return
   end
-  -- only an append needs it (to extend the digest kept), asked before its first op
-  if existed[key] == nil then existed[key] = redis.call('EXISTS', key) == 1 end
+  -- only an append needs it (to extend the digest kept), as before its first op
+  if existed[key] == nil then existed[key] = exists end
   local items = appended[key] or {}
   for i = first, #op do items[#items + 1] = op[i] end
   appended[key] = items
@@ -358,8 +363,8 @@ local function apply_op(op)
   local bad = check_op(op)
   if bad then return redis.error_reply(bad) end
   local trims = cmd == 'RPUSHCAP' and redis.call('LLEN', key) + (#op - 3) > tonumber(op[3])
-  track(op, trims)
   local enc0 = encoding(key)
+  track(op, trims, enc0 ~= nil)
   if enc0 == nil then
     apply_plain(op)
     if redis.call('EXISTS', key) == 1 then return {{'DEL', key}} end
@@ -472,10 +477,37 @@ end
 
 local GENESIS = '0000000000000000000000000000000000000000'
 
--- Each value prefixed with its length, so no two sequences frame to the same string.
-local function framed(values)
-  local out = {}
-  for i, v in ipairs(values) do out[i] = #v .. ':' .. v end
+-- head, then each value prefixed with its length ('<length>:<value>'), so no two sequences
+-- frame to the same string. Built by one concatenation: every intermediate copy costs the
+-- allocation and the collector's work.
+local function framed(values, head)
+  local out = {head}
+  for _, v in ipairs(values) do
+    out[#out + 1] = #v
+    out[#out + 1] = ':'
+    out[#out + 1] = v
+  end
+  return table.concat(out)
+end
+
+-- An entry's framing: as framed, but a value longer than LONG_VALUE stands for its sha1
+-- ('<length>#<sha1>'): a rollback step's inverses run to megabytes, and copying them into
+-- one string to hash cost more than the hash. ':' or '#' after the length keeps the framing
+-- unambiguous; an entry without long values frames as before (chain.py's entry_hash).
+local LONG_VALUE = 1024
+
+local function entry_framed(values, head)
+  local out = {head}
+  for _, v in ipairs(values) do
+    out[#out + 1] = #v
+    if #v > LONG_VALUE then
+      out[#out + 1] = '#'
+      out[#out + 1] = redis.sha1hex(v)
+    else
+      out[#out + 1] = ':'
+      out[#out + 1] = v
+    end
+  end
   return table.concat(out)
 end
 
@@ -521,7 +553,7 @@ local function content_digest(key, known_type)
   else
     body = {redis.call('DUMP', key)}
   end
-  return redis.sha1hex(t .. '|' .. framed(body))
+  return redis.sha1hex(framed(body, t .. '|'))
 end
 
 local function chain_head(journal)
@@ -540,14 +572,15 @@ local SETTLE_AT = 1000
 local SETTLE_PAGE = 1000
 
 local function left_digest(digests, key, defer)
+  if deleted[key] then return '' end
   local items = appended[key]
   local before = LIST_BASE
   if items and existed[key] then before = redis.call('HGET', digests, key) end  -- false: unknown
   if before == UNSETTLED then before = false end
-  local t = redis.call('TYPE', key)['ok']
-  if items and before and t == 'list' then
-    return list_digest(before, items)  -- appends only: O(items), not O(list)
+  if items and before then
+    return list_digest(before, items)  -- appends only (so a list): O(items), not O(list)
   end
+  local t = redis.call('TYPE', key)['ok']
   if defer and t == 'list' and redis.call('LLEN', key) > SETTLE_AT then
     unsettled[#unsettled + 1] = key
     return UNSETTLED
@@ -582,7 +615,7 @@ local function chain_append(journal, id, fields, d)
   fields[#fields + 1] = 'd'
   fields[#fields + 1] = cmsgpack.pack(d)
   local prev = chain_head(journal)
-  local h = redis.sha1hex(prev .. framed(fields))
+  local h = redis.sha1hex(entry_framed(fields, prev))
   fields[#fields + 1] = 'p'
   fields[#fields + 1] = prev
   fields[#fields + 1] = 'h'
