@@ -96,6 +96,12 @@ class MemorySettings(BaseModel):
         "scaled and weighted per query by how clearly each list's best stand out, min-max "
         "scaled with a fixed alpha, or reciprocal ranks; see aether/memory/retrieval/search.py)",
     )
+    ranker: Literal["fusion", "learned"] = Field(
+        default="fusion",
+        description="hybrid search: order the fused candidates by fusion's score or by the "
+        "learned ranker (LightGBM over fusion's features, aether[local]; without its model "
+        "or LightGBM, fusion's order); see aether/memory/retrieval/ranker.py",
+    )
     vector_alpha: float = Field(
         default=0.35,
         ge=0,

@@ -23,7 +23,8 @@ Besides recall (overall and per ability) it prints:
 - search p50/p99 with and without the query's embedding; the load time.
 
 - ``aether_by_fusion``: recall, update and contradiction figures for the other fusions
-  (``memory.fusion``) over the same loaded messages, in the same run.
+  (``memory.fusion``) and the other ranker (``ranker=learned``: ``memory.ranker``) over the
+  same loaded messages, in the same run.
 - ``aether_llm_judged``: the same figures, abstention included, with the configured LLM
   judging each search's best results (``memory.rerank = "llm"``, its floor at
   ``LLM_FLOOR``); measured only when ``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL``
@@ -52,7 +53,6 @@ from typing import Any
 
 from locomo import (
     CEILING_DEPTHS,
-    FUSIONS,
     LLM_FLOOR,
     NO_LLM,
     by_limit,
@@ -63,6 +63,7 @@ from locomo import (
     llm_judged,
     rerank_floor_table,
     reranked,
+    variant_names,
 )
 from percentiles import percentile
 
@@ -277,8 +278,14 @@ async def load(layer: MemoryLayer, msgs: list[Message]) -> dict[str, int]:
     for m in msgs:
         sessions.setdefault(m.session, []).append(m)
     for session, batch in sessions.items():
-        docs = [
-            build_entry(layer, m.content, source="user", session=session, timestamp=m.timestamp)
+        docs = [  # who said it, as an agent's chat log records it
+            build_entry(
+                layer,
+                m.content,
+                source="user" if m.content.startswith("user:") else "agent",
+                session=session,
+                timestamp=m.timestamp,
+            )
             for m in batch
         ]
         await layer.attach_embeddings(docs)
@@ -301,7 +308,7 @@ async def run(root: Path, embeddings: str, chats: list[str]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="aether-beam-"))
     base = Settings(home=home, embedding={"provider": embeddings})  # type: ignore[arg-type]
     aether, bm25, cosine = Tally(), Tally(), Tally()
-    by_fusion = {f: Tally() for f in FUSIONS if f != base.memory.fusion}
+    by_fusion = {f: Tally() for f in variant_names(base)}
     rerank_tally = Tally()
     rerank_ms: list[float] = []
     rerank_judged: list[tuple[list[Any], list[float], set[Any]]] = []

@@ -17,7 +17,8 @@ false-positive rate, the share of them that return anything. The configured floo
 were perfectly ordered, evidence first: what any reranker of them could reach at most.
 
 ``recall_by_fusion``: recall@5/10/25 and per category for the other fusions
-(``memory.fusion``) over the same loaded turns, in the same run.
+(``memory.fusion``) and the other ranker (``ranker=learned``: ``memory.ranker``) over the
+same loaded turns, in the same run.
 
 ``llm_judged``: the same figures with the configured LLM judging each search's best
 results (``memory.rerank = "llm"``, its floor at ``LLM_FLOOR``), and the share of
@@ -116,24 +117,34 @@ def questions(sample: dict[str, Any]) -> list[tuple[str, set[str], int]]:
 
 
 FUSIONS: tuple[str, ...] = get_args(MemorySettings.model_fields["fusion"].annotation)
+RANKERS: tuple[str, ...] = get_args(MemorySettings.model_fields["ranker"].annotation)
+
+
+def variant_names(settings: Settings) -> list[str]:
+    """The fusions other than ``settings``', then ``ranker=R`` for the other rankers."""
+    return [f for f in FUSIONS if f != settings.memory.fusion] + [
+        f"ranker={r}" for r in RANKERS if r != settings.memory.ranker
+    ]
 
 
 def with_fusion(settings: Settings, fusion: str) -> Settings:
-    """The same settings with another fusion (rrf with its alpha of 0.5)."""
+    """The same settings with another fusion (rrf with its alpha of 0.5), or another
+    ranker (``ranker=learned``)."""
     update: dict[str, Any] = {"fusion": fusion}
-    if fusion == "rrf":
+    if fusion.startswith("ranker="):
+        update = {"ranker": fusion.removeprefix("ranker=")}
+    elif fusion == "rrf":
         update["vector_alpha"] = 0.5
     return settings.model_copy(update={"memory": settings.memory.model_copy(update=update)})
 
 
 def fusion_variants(settings: Settings, layer: MemoryLayer) -> dict[str, MemorySearch]:
-    """A search per fusion other than ``settings``', over ``layer``'s memories and embedder."""
+    """A search per :func:`variant_names` entry, over ``layer``'s memories and embedder."""
     variants = {}
-    for fusion in FUSIONS:
-        if fusion != settings.memory.fusion:
-            variant = MemoryLayer.open(with_fusion(settings, fusion), layer.client)
-            variant.embedder = layer.embedder
-            variants[fusion] = MemorySearch(variant)
+    for name in variant_names(settings):
+        variant = MemoryLayer.open(with_fusion(settings, name), layer.client)
+        variant.embedder = layer.embedder
+        variants[name] = MemorySearch(variant)
     return variants
 
 
@@ -315,9 +326,7 @@ async def run(path: Path, embeddings: str) -> dict[str, Any]:
     latencies: list[float] = []
     tables = []
     nonsense_answered = 0
-    by_fusion: dict[str, dict[str, list[float]]] = {
-        f: {} for f in FUSIONS if f != base.memory.fusion
-    }
+    by_fusion: dict[str, dict[str, list[float]]] = {f: {} for f in variant_names(base)}
     rerank_recall: dict[str, list[float]] = {}
     ceilings: dict[int, list[float]] = {depth: [] for depth in CEILING_DEPTHS}
     rerank_ms: list[float] = []

@@ -35,6 +35,14 @@ from aether.memory.retrieval.hit import SearchHit, Signal
 from aether.memory.retrieval.kinds import asked_kind
 from aether.memory.retrieval.neighbours import in_context
 from aether.memory.retrieval.newest import newest_first
+from aether.memory.retrieval.ranker import (
+    FeatureObserver,
+    LearnedRanker,
+    RankingInputs,
+    features,
+    reordered,
+    shared_ranker,
+)
 from aether.memory.retrieval.recency import blend, decay
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.search_filter import SearchFilter
@@ -86,6 +94,11 @@ class MemorySearch:
         if judge is None and memory.settings.rerank == "cross-encoder":
             judge = PackagedCrossEncoder()
         self.judge = judge
+        self.ranker: LearnedRanker | None = (
+            shared_ranker() if memory.settings.ranker == "learned" else None
+        )
+        self.feature_observer: FeatureObserver | None = None
+        """Told each search's candidates and feature rows (``bench/ranker_data.py``)."""
 
     @property
     def index(self) -> AsyncSearchIndex:
@@ -217,14 +230,32 @@ class MemorySearch:
             corrected = fusion.chance_corrected(ranked[Signal.VECTOR], read, found.openings)
             ranked = {**ranked, Signal.VECTOR: corrected}
         weights = fusion.fusion_weights(ranked, self.alpha, settings.fusion)
-        fused, ranks = fusion.fuse(ranked, weights, covered, settings.fusion)
+        before_gate, ranks = fusion.fuse(ranked, weights, covered, settings.fusion)
         fused = fusion.gate(
-            fused, ranks, similarity, covered, settings.min_similarity, settings.min_coverage
+            before_gate, ranks, similarity, covered, settings.min_similarity, settings.min_coverage
         )
         if not fused:
             return []
         fused = await in_context(self.candidates, self.memory.keys, fused, tokens, read)
         fused = fusion.with_own_reading(fused, found.own, similarity)
+        if self.ranker is not None or self.feature_observer is not None:
+            inputs = RankingInputs(
+                query,
+                tokens,
+                ranked,
+                similarity,
+                covered,
+                weights,
+                before_gate,
+                fused,
+                found.own,
+                read,
+            )
+            keys, rows = features(inputs)
+            if self.feature_observer is not None:
+                self.feature_observer(query, limit, keys, rows)
+            if self.ranker is not None:
+                fused = reordered(fused, self.ranker.order(keys, rows))
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         judge = self.judge if settings.rerank != "off" else None
         depth = max(limit * 2, settings.rerank_depth if judge is not None else 0)

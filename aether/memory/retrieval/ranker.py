@@ -1,0 +1,399 @@
+"""The learned ranker: LightGBM (LambdaMART) ordering fusion's candidates by their features.
+
+Fusion (:mod:`.fusion`) combines a dozen signals with hand-set constants. With
+``memory.ranker = "learned"`` a gradient-boosted ranking model orders the same candidates
+from the same signals: :func:`features` turns what fusion computed for one search into one
+row per candidate (:data:`FEATURES`), and :class:`LearnedRanker` scores the rows with the
+model shipped beside this module (:data:`MODEL_FILE`, LightGBM's text format, trained by
+``bench/train_ranker.py`` on the dev splits only). The model sees nothing fusion does not:
+no question metadata, only the candidates, their documents and the query's words.
+
+The learned order does not change the scale of a search's scores: :func:`reordered` hands
+the candidates fusion's own scores, sorted, in the learned order, so every floor and blend
+downstream (recency, the context's relative floor) means what it meant. Without the model
+file, or without LightGBM, search keeps fusion's order (:meth:`LearnedRanker.load` says so
+once in the log).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from aether.logging import log_once
+from aether.memory.retrieval import fusion
+from aether.memory.retrieval.hit import Signal
+from aether.memory.retrieval.text import STOPWORDS
+from aether.memory.storage.records import MemoryDoc
+
+__all__ = [
+    "FEATURES",
+    "MODEL_FILE",
+    "FeatureObserver",
+    "LearnedRanker",
+    "RankingInputs",
+    "features",
+    "reordered",
+    "rows_from_json",
+    "rows_to_json",
+    "shared_ranker",
+]
+
+log = structlog.get_logger(__name__)
+
+MODEL_FILE = Path(__file__).with_name("ranker_model.txt")
+"""The shipped model: LightGBM's text format, reproduced by ``bench/train_ranker.py``."""
+
+FEATURES = (
+    "fusion_score",
+    "fusion_rank",
+    "fusion_share_of_best",
+    "fused_before_context",
+    "context_lift",
+    "text_rank",
+    "text_scaled",
+    "text_score",
+    "vector_rank",
+    "vector_scaled",
+    "similarity",
+    "similarity_corrected",
+    "own_reading",
+    "own_reading_lead",
+    "coverage",
+    "text_weight",
+    "text_clarity",
+    "vector_clarity",
+    "log_length",
+    "is_daily",
+    "is_note",
+    "from_user",
+    "tag_named",
+    "log_age_days_behind_newest",
+    "newness_rank",
+    "candidates",
+    "query_words",
+    "in_both_lists",
+    "neighbour_only",
+    "session_share",
+    "same_session_as_best",
+    "bigram_share",
+    "name_share",
+    "number_share",
+    "time_mentions",
+    "is_question",
+    "asks_when",
+)
+"""One row per candidate, in this order; a value a candidate lacks is NaN (LightGBM reads
+NaN as missing). Changing the list or a definition needs a retrained model."""
+
+_NAN = math.nan
+_WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d+")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+")
+TIME_WORDS = frozenset(
+    {
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "yesterday",
+        "today",
+        "tomorrow",
+        "tonight",
+        "ago",
+        "last",
+        "next",
+        "week",
+        "weekend",
+        "month",
+        "year",
+    }
+)
+"""Words that place a statement in time (``time_mentions`` counts them, four-digit numbers
+and clock times)."""
+_YEAR = re.compile(r"\b\d{4}\b")
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+_ASKS_WHEN = re.compile(
+    r"\b(?:when|how long ago|what (?:time|date|day|month|year)|which (?:day|month|year))\b",
+    re.IGNORECASE,
+)
+TIME_MENTIONS_CAP = 5
+
+
+@dataclass(frozen=True)
+class _QueryText:
+    """What the lexical features need of the query, read once per search."""
+
+    bigrams: frozenset[tuple[str, str]]
+    names: frozenset[str]
+    numbers: frozenset[str]
+    asks_when: float
+
+    @classmethod
+    def of(cls, query: str, tokens: Sequence[str]) -> _QueryText:
+        first = _WORD.match(query.strip())
+        names = {
+            m.group(0).lower()
+            for m in _CAPITALISED.finditer(query)
+            if not (first and m.start() == query.find(first.group(0)))
+        }
+        return cls(
+            frozenset(itertools.pairwise(tokens)),
+            frozenset(names),
+            frozenset(_NUMBER.findall(query)),
+            float(bool(_ASKS_WHEN.search(query))),
+        )
+
+    def lexical(self, content: str) -> tuple[float, float, float, float, float]:
+        """bigram_share, name_share, number_share, time_mentions, is_question."""
+        lower = content.lower()
+        words = _WORD.findall(lower)  # one pass over the text; each share reads only these
+        times = sum(map(TIME_WORDS.__contains__, words)) + len(_YEAR.findall(lower))
+        if ":" in lower:
+            times += len(_CLOCK.findall(lower))
+        bigrams = names = numbers = _NAN
+        if self.bigrams:
+            kept = [w for w in words if w not in STOPWORDS]
+            bigrams = len(self.bigrams & set(itertools.pairwise(kept))) / len(self.bigrams)
+        if self.names:
+            names = len(self.names.intersection(words)) / len(self.names)
+        if self.numbers:
+            numbers = len(self.numbers.intersection(_NUMBER.findall(lower))) / len(self.numbers)
+        return (
+            bigrams,
+            names,
+            numbers,
+            float(min(TIME_MENTIONS_CAP, times)),
+            float(content.rstrip().endswith("?")),
+        )
+
+
+@dataclass(frozen=True)
+class RankingInputs:
+    """What fusion computed for one search (:meth:`MemorySearch._rank`).
+
+    Attributes:
+        query: the query as asked.
+        tokens: the query's meaningful words.
+        ranked: each signal's list, (key, score) best first; the vector list
+            chance-corrected.
+        similarity: each vector candidate's raw cosine similarity.
+        covered: each word match's share of the query's words.
+        weights: each list's weight in the fusion.
+        fused: the fused score of each candidate, before the gate and context.
+        scores: the candidates' scores fusion orders by (after context and own reading).
+        own: each candidate's own opening reading's similarity, where read.
+        docs: the candidates' documents.
+    """
+
+    query: str
+    tokens: Sequence[str]
+    ranked: fusion.Ranked
+    similarity: Mapping[str, float]
+    covered: Mapping[str, float]
+    weights: Mapping[str, float]
+    fused: Mapping[str, float]
+    scores: Mapping[str, float]
+    own: Mapping[str, float]
+    docs: Mapping[str, MemoryDoc | None]
+
+
+FeatureObserver = Any
+"""``(query, limit, keys, rows) -> None``: told each search's features (training data)."""
+
+
+def _rank_and_scaled(
+    rows: list[tuple[str, float]],
+) -> tuple[dict[str, int], dict[str, float], dict[str, float]]:
+    ranks = {key: rank for rank, (key, _) in enumerate(rows, 1)}
+    return ranks, fusion.min_max(rows), dict(rows)
+
+
+def features(inputs: RankingInputs) -> tuple[list[str], np.ndarray]:
+    """The candidates in fusion's order and one row of :data:`FEATURES` for each.
+
+    Pure: the same inputs give the same rows, at search and in training.
+    """
+    scores = inputs.scores
+    keys = sorted(scores, key=lambda k: (-scores[k], k))
+    n = len(keys)
+    rows = np.full((n, len(FEATURES)), _NAN, dtype=np.float64)
+    if not n:
+        return keys, rows
+    text_rows = inputs.ranked.get(Signal.TEXT, [])
+    vector_rows = inputs.ranked.get(Signal.VECTOR, [])
+    text_rank, text_scaled, text_score = _rank_and_scaled(text_rows)
+    vector_rank, vector_scaled, corrected = _rank_and_scaled(vector_rows)
+    text_clarity = fusion.clarity(text_rows)
+    vector_clarity = fusion.clarity(vector_rows)
+    best = scores[keys[0]]
+    own_known = [v for k in keys if (v := inputs.own.get(k)) is not None]
+    own_mean = sum(own_known) / len(own_known) if own_known else _NAN
+    words = set(inputs.tokens)
+    stamps = {k: _timestamp(inputs.docs.get(k)) for k in keys}
+    newest = max((t for t in stamps.values() if t is not None), default=None)
+    by_newness = sorted((k for k in keys if stamps[k] is not None), key=lambda k: -(stamps[k] or 0))
+    newness = {k: i for i, k in enumerate(by_newness, 1)}
+    sessions = {k: _session(inputs.docs.get(k)) for k in keys}
+    per_session: dict[str, int] = {}
+    for s in sessions.values():
+        if s:
+            per_session[s] = per_session.get(s, 0) + 1
+    best_session = sessions[keys[0]]
+    asked = _QueryText.of(inputs.query, list(inputs.tokens))
+    for i, key in enumerate(keys):
+        doc = inputs.docs.get(key) or {}
+        content = str(doc.get("content", ""))
+        stamp = stamps[key]
+        session = sessions[key]
+        own = inputs.own.get(key)
+        row = (
+            scores[key],
+            i + 1,
+            scores[key] / best if best > 0 else _NAN,
+            inputs.fused.get(key, _NAN),
+            scores[key] - inputs.fused.get(key, 0.0),
+            text_rank.get(key, _NAN),
+            text_scaled.get(key, _NAN),
+            text_score.get(key, _NAN),
+            vector_rank.get(key, _NAN),
+            vector_scaled.get(key, _NAN),
+            inputs.similarity.get(key, _NAN),
+            corrected.get(key, _NAN),
+            own if own is not None else _NAN,
+            own - own_mean if own is not None else _NAN,
+            covered
+            if (covered := inputs.covered.get(key)) is not None
+            else fusion.coverage_of(list(inputs.tokens), doc or None),
+            inputs.weights.get(Signal.TEXT, _NAN),
+            text_clarity if text_clarity is not None else _NAN,
+            vector_clarity if vector_clarity is not None else _NAN,
+            math.log1p(len(content)),
+            float(doc.get("kind") == "daily"),
+            float(doc.get("kind") == "longterm"),
+            float(doc.get("source") == "user"),
+            float(bool(words & {str(t).lower() for t in doc.get("tags", []) or []})),
+            math.log1p(max(0.0, (newest - stamp) / 86_400))
+            if stamp is not None and newest is not None
+            else _NAN,
+            newness.get(key, _NAN),
+            n,
+            len(words),
+            float(key in text_rank and key in vector_rank),
+            float(key not in text_rank and key not in vector_rank),
+            per_session[session] / n if session else _NAN,
+            float(bool(session) and session == best_session),
+            *asked.lexical(content),
+            asked.asks_when,
+        )
+        rows[i] = row
+    return keys, rows
+
+
+def _timestamp(doc: MemoryDoc | None) -> float | None:
+    if not doc:
+        return None
+    try:
+        return float(doc.get("timestamp"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _session(doc: MemoryDoc | None) -> str:
+    return str((doc or {}).get("session") or "")
+
+
+def rows_to_json(rows: np.ndarray) -> list[list[float | None]]:
+    """Feature rows as JSON can hold them exactly (``None`` for NaN; floats round-trip)."""
+    return [[None if math.isnan(v) else float(v) for v in row] for row in rows.tolist()]
+
+
+def rows_from_json(rows: Sequence[Sequence[float | None]]) -> np.ndarray:
+    """The rows :func:`rows_to_json` wrote, as the ranker reads them."""
+    return np.asarray(
+        [[math.nan if v is None else v for v in row] for row in rows], dtype=np.float64
+    ).reshape(-1, len(FEATURES))
+
+
+def reordered(scores: Mapping[str, float], order: Sequence[str]) -> dict[str, float]:
+    """``scores``' values, best first, handed to ``order``'s keys in turn.
+
+    The learned order with fusion's scale: the best candidate gets the best score fusion
+    gave any, and so on, so the floors and blends that follow keep their meaning.
+    """
+    values = sorted(scores.values(), reverse=True)
+    return dict(zip(order, values, strict=True))
+
+
+class LearnedRanker:
+    """A LightGBM ranking model over :data:`FEATURES`.
+
+    Args:
+        booster: the loaded ``lightgbm.Booster``.
+    """
+
+    def __init__(self, booster: Any) -> None:
+        self.booster = booster
+        names = list(booster.feature_name())
+        if names != list(FEATURES):
+            raise ValueError(f"the model's features {names} are not {list(FEATURES)}")
+
+    @classmethod
+    def load(cls, path: Path = MODEL_FILE) -> LearnedRanker | None:
+        """The model at ``path``, or ``None``: search then keeps fusion's order.
+
+        ``None`` when the file is absent, unreadable or of other features, or LightGBM is
+        not installed; each is logged once.
+        """
+        try:
+            import lightgbm
+        except ImportError:
+            log_once(log, "ranker-unavailable", "lightgbm is not installed; fusion ranks")
+            return None
+        if not path.is_file():
+            log_once(log, "ranker-unavailable", "no ranker model; fusion ranks", path=str(path))
+            return None
+        try:
+            return cls(lightgbm.Booster(model_file=str(path)))
+        except (lightgbm.basic.LightGBMError, ValueError) as e:
+            log_once(
+                log, "ranker-unavailable", "ranker model unreadable; fusion ranks", error=str(e)
+            )
+            return None
+
+    def order(self, keys: Sequence[str], rows: np.ndarray) -> list[str]:
+        """``keys`` best first by the model's score of their rows (ties: fusion's order)."""
+        if not len(keys):
+            return []
+        predicted = self.booster.predict(rows, num_threads=1)
+        return [keys[i] for i in sorted(range(len(keys)), key=lambda i: (-predicted[i], i))]
+
+
+@cache
+def shared_ranker(path: Path = MODEL_FILE) -> LearnedRanker | None:
+    """The model at ``path``, loaded once per process (every search shares it)."""
+    return LearnedRanker.load(path)
