@@ -3,7 +3,9 @@ search keeps fusion's order."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.daily import DailyLog
+from tests.conftest import run_cli
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()
 NOTES = [
@@ -201,3 +204,24 @@ def test_features_read_the_query_and_each_candidate_alone() -> None:
     assert a[at["log_age_days_behind_newest"]] == 0.0 and b[at["newness_rank"]] == 2
     again_keys, again = features(inputs)
     assert again_keys == keys and _same(again, rows)  # pure
+
+
+def test_a_person_searches_with_the_learned_ranker_from_the_shell(
+    cli_env: dict[str, str],
+) -> None:
+    """The setting read from the environment, the shipped model loaded by a new process."""
+    env = {**os.environ, **cli_env, "AETHER_MEMORY__RANKER": "learned"}
+    for text in (
+        "Rotated the production API key after the audit",
+        "The staging API key stays as it was",
+        "Bought oat milk for the office",
+    ):
+        assert run_cli(env, "memory", "log", text).returncode == 0
+    found = run_cli(env, "memory", "search", "which API key was rotated", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["content"] == "Rotated the production API key after the audit"
+    assert "oat milk" not in found.stdout
+    assert "fusion ranks" not in found.stderr  # the model loaded: no fallback was logged
+    bad = run_cli({**env, "AETHER_MEMORY__RANKER": "sorted"}, "memory", "search", "key")
+    assert bad.returncode != 0 and "ranker" in bad.stderr
