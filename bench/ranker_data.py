@@ -26,6 +26,7 @@ from typing import Any
 import beam
 import locomo
 import numpy as np
+from redis.asyncio import Redis
 
 from aether.config import Settings
 from aether.memory.retrieval.ranker import rows_to_json
@@ -68,16 +69,22 @@ async def _ask(
     }
 
 
+async def _observed(settings: Settings, client: Redis) -> tuple[MemoryLayer, MemorySearch, Capture]:
+    """A new namespace's memory layer and a search whose feature rows are captured."""
+    named = settings.model_copy(update={"namespace": f"rd{uuid.uuid4().hex[:8]}"})
+    layer = MemoryLayer.open(named, client)
+    search, capture = MemorySearch(layer), Capture()
+    search.feature_observer = capture
+    await search.ensure_index()
+    return layer, search, capture
+
+
 async def _locomo(path: Path, out: Any, settings: Settings) -> int:
     client = await connect(settings)
     written = 0
     try:
         for n, sample in enumerate(json.loads(path.read_text())):
-            named = settings.model_copy(update={"namespace": f"rd{uuid.uuid4().hex[:8]}"})
-            layer = MemoryLayer.open(named, client)
-            search, capture = MemorySearch(layer), Capture()
-            search.feature_observer = capture
-            await search.ensure_index()
+            layer, search, capture = await _observed(settings, client)
             to_id = await locomo.load(layer, sample)
             asked_at = max(ts for _, _, ts in locomo.turns(sample)) + 60
             settle_heap()
@@ -97,11 +104,7 @@ async def _beam(root: Path, chats: list[str], out: Any, settings: Settings) -> i
     try:
         for chat in chats:
             msgs = beam.messages(root / chat)
-            named = settings.model_copy(update={"namespace": f"rd{uuid.uuid4().hex[:8]}"})
-            layer = MemoryLayer.open(named, client)
-            search, capture = MemorySearch(layer), Capture()
-            search.feature_observer = capture
-            await search.ensure_index()
+            layer, search, capture = await _observed(settings, client)
             to_id = await beam.load(layer, msgs)
             asked_at = max(m.timestamp for m in msgs) + 60
             settle_heap()
