@@ -204,6 +204,8 @@ def test_features_read_the_query_and_each_candidate_alone() -> None:
     assert a[at["log_age_days_behind_newest"]] == 0.0 and b[at["newness_rank"]] == 2
     again_keys, again = features(inputs)
     assert again_keys == keys and _same(again, rows)  # pure
+    top_keys, top = features(inputs, depth=2)  # what a search reads to rank
+    assert top_keys == keys and _same(top, rows[:2])  # the same rows as training's
 
 
 def test_a_person_searches_with_the_learned_ranker_from_the_shell(

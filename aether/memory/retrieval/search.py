@@ -36,6 +36,7 @@ from aether.memory.retrieval.kinds import asked_kind
 from aether.memory.retrieval.neighbours import in_context
 from aether.memory.retrieval.newest import newest_first
 from aether.memory.retrieval.ranker import (
+    RANK_DEPTH,
     FeatureObserver,
     LearnedRanker,
     RankingInputs,
@@ -251,11 +252,13 @@ class MemorySearch:
                 found.own,
                 read,
             )
-            keys, rows = features(inputs)
-            if self.feature_observer is not None:
-                self.feature_observer(query, limit, keys, rows)
-            if self.ranker is not None:
-                fused = reordered(fused, self.ranker.order(keys, rows))
+            observed = self.feature_observer
+            keys, rows = features(inputs, None if observed is not None else RANK_DEPTH)
+            if observed is not None:
+                observed(query, limit, keys, rows)
+            if self.ranker is not None:  # the first RANK_DEPTH, observed or not
+                ranked_keys = self.ranker.order(keys[:RANK_DEPTH], rows[:RANK_DEPTH])
+                fused = reordered(fused, ranked_keys + keys[RANK_DEPTH:])
         # recency weighs at most recency_weight: past twice the limit nothing climbs back in
         judge = self.judge if settings.rerank != "off" else None
         depth = max(limit * 2, settings.rerank_depth if judge is not None else 0)
