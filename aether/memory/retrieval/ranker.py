@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -164,11 +164,8 @@ class _QueryText:
     @classmethod
     def of(cls, query: str, tokens: Sequence[str]) -> _QueryText:
         first = _WORD.match(query.strip())
-        names = {
-            m.group(0).lower()
-            for m in _CAPITALISED.finditer(query)
-            if not (first and m.start() == query.find(first.group(0)))
-        }
+        first_at = query.find(first.group(0)) if first else -1  # a sentence's first word
+        names = {m.group(0).lower() for m in _CAPITALISED.finditer(query) if m.start() != first_at}
         return cls(
             frozenset(itertools.pairwise(tokens)),
             frozenset(names),
@@ -230,7 +227,7 @@ class RankingInputs:
     docs: Mapping[str, MemoryDoc | None]
 
 
-FeatureObserver = Any
+FeatureObserver = Callable[[str, int, list[str], np.ndarray], None]
 """``(query, limit, keys, rows) -> None``: told each search's features (training data)."""
 
 
