@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import lightgbm
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from aether.config import Settings
@@ -19,15 +23,19 @@ from aether.memory.retrieval.hit import Signal
 from aether.memory.retrieval.ranker import (
     FEATURES,
     MODEL_FILE,
+    TIME_WORDS,
     LearnedRanker,
     RankingInputs,
+    _QueryText,
     features,
     reordered,
     rows_from_json,
     rows_to_json,
     shared_ranker,
+    words_of,
 )
 from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.daily import DailyLog
@@ -227,3 +235,36 @@ def test_a_person_searches_with_the_learned_ranker_from_the_shell(
     assert "fusion ranks" not in found.stderr  # the model loaded: no fallback was logged
     bad = run_cli({**env, "AETHER_MEMORY__RANKER": "sorted"}, "memory", "search", "key")
     assert bad.returncode != 0 and "ranker" in bad.stderr
+
+
+_PIECES = [*"ab Z9_0-:.?\n\t\x1fé２½", "2024", "10:30", "March", "ago", "Flask 2.3"]
+_TEXTS = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+
+
+@examples(max_examples=300, deadline=None)
+@given(_TEXTS)
+def test_words_are_the_regexs_words_on_any_text(text: str) -> None:
+    assert words_of(text) == re.findall(r"\w+", text)
+
+
+@examples(max_examples=300, deadline=None)
+@given(_TEXTS, _TEXTS)
+def test_the_lexical_features_are_their_regex_definitions(query: str, content: str) -> None:
+    """The fast reading of a memory's words (:func:`words_of`, its distinct words) gives
+    what the definitions the model was trained with give."""
+    asked = _QueryText.of(query, query_tokens(query))
+    lower = content.lower()
+    words = re.findall(r"\w+", lower)
+    times = sum(w in TIME_WORDS for w in words) + len(re.findall(r"\b\d{4}\b", lower))
+    times += len(re.findall(r"\b\d{1,2}:\d{2}\b", lower))
+    names = len(asked.names & set(words)) / len(asked.names) if asked.names else math.nan
+    numbers = (
+        len(asked.numbers & set(re.findall(r"\d+", lower))) / len(asked.numbers)
+        if asked.numbers
+        else math.nan
+    )
+    got = asked.lexical(content)
+    assert got[1:] == pytest.approx(
+        (names, numbers, float(min(5, times)), float(content.rstrip().endswith("?"))),
+        nan_ok=True,
+    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -143,13 +144,33 @@ TIME_WORDS = frozenset(
 )
 """Words that place a statement in time (``time_mentions`` counts them, four-digit numbers
 and clock times)."""
-_YEAR = re.compile(r"\b\d{4}\b")
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
 _ASKS_WHEN = re.compile(
     r"\b(?:when|how long ago|what (?:time|date|day|month|year)|which (?:day|month|year))\b",
     re.IGNORECASE,
 )
 TIME_MENTIONS_CAP = 5
+
+
+_ASCII_NON_WORD = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
+)
+
+
+def words_of(text: str) -> list[str]:
+    r"""``re.findall(r"\w+", text)``, five times faster on ASCII text (most memories).
+
+    An ASCII word character is a letter, a digit or ``_``: every other ASCII character
+    becomes a space and the text is split there. Other text goes through the regex.
+    """
+    if text.isascii():
+        return text.translate(_ASCII_NON_WORD).split()
+    return _WORD.findall(text)
+
+
+def _is_year(word: str) -> bool:
+    r"""A four-digit word (``\b\d{4}\b``): a year, most often."""
+    return len(word) == 4 and word.isdecimal()
 
 
 @dataclass(frozen=True)
@@ -176,8 +197,9 @@ class _QueryText:
     def lexical(self, content: str) -> tuple[float, float, float, float, float]:
         """bigram_share, name_share, number_share, time_mentions, is_question."""
         lower = content.lower()
-        words = _WORD.findall(lower)  # one pass over the text; each share reads only these
-        times = sum(map(TIME_WORDS.__contains__, words)) + len(_YEAR.findall(lower))
+        words = words_of(lower)  # one pass over the text; each share reads only these
+        counts = Counter(words)  # the distinct words, fewer to look at than the text's
+        times = sum(n for w, n in counts.items() if w in TIME_WORDS or _is_year(w))
         if ":" in lower:
             times += len(_CLOCK.findall(lower))
         bigrams = names = numbers = _NAN
@@ -185,9 +207,10 @@ class _QueryText:
             kept = [w for w in words if w not in STOPWORDS]
             bigrams = len(self.bigrams & set(itertools.pairwise(kept))) / len(self.bigrams)
         if self.names:
-            names = len(self.names.intersection(words)) / len(self.names)
-        if self.numbers:
-            numbers = len(self.numbers.intersection(_NUMBER.findall(lower))) / len(self.numbers)
+            names = len(self.names.intersection(counts)) / len(self.names)
+        if self.numbers:  # a run of digits never crosses a word's end: read words with digits
+            found = {run for w in counts if not w.isalpha() for run in _NUMBER.findall(w)}
+            numbers = len(self.numbers & found) / len(self.numbers)
         return (
             bigrams,
             names,
