@@ -47,6 +47,7 @@ from aether.memory.retrieval.ranker import (
 from aether.memory.retrieval.recency import blend, decay
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.search_filter import SearchFilter
+from aether.memory.retrieval.spread import aspects
 from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import HIT_FIELDS, MemoryDoc
@@ -151,34 +152,24 @@ class MemorySearch:
         """
         if not 1 <= limit <= 1000:
             raise InvalidOperationError("limit must be between 1 and 1000")
+
+        async def plain(q: str, n: int) -> list[SearchHit]:
+            return await self._search(
+                q, kind, source, tags, since, session, n, now, scopes, include_inactive, where
+            )
+
+        spreads: list[list[SearchHit]] = []
         asked = asked_kind(query) if self.entities is not None else None
         if asked is not None and self.entities is not None:
             names = await self.entities(asked, BROAD_NAMES)
-            per_name = [
-                await self.search(
-                    name,
-                    kind=kind,
-                    source=source,
-                    tags=tags,
-                    since=since,
-                    session=session,
-                    limit=max(2, limit // max(1, len(names))),
-                    now=now,
-                    scopes=scopes,
-                    include_inactive=include_inactive,
-                    where=where,
-                )
-                for name in names
-            ]
-            spread = _interleaved(per_name, limit)
-        else:
-            spread = []
-        hits = await self._search(
-            query, kind, source, tags, since, session, limit, now, scopes, include_inactive, where
-        )
-        if not spread:
-            return hits
-        return _interleaved([spread, hits], limit)  # the kind's spread, and the plain answer
+            # the kind's spread first: the plain answer names none of them
+            spreads.append(await _each(names, plain, limit))
+        hits = await plain(query, limit)
+        spreads.append(hits)
+        named = aspects(query)
+        if named:  # a conversation-wide question: each aspect it names has its moments
+            spreads.append(await _each(named, plain, limit))
+        return hits if len(spreads) == 1 else _interleaved(spreads, limit)
 
     async def _search(
         self,
@@ -305,6 +296,16 @@ EntitySource = Callable[[str, int], Awaitable[list[str]]]
 """``(type, limit) -> names``: the graph's entities of one type, most salient first."""
 BROAD_NAMES = 12
 """How many entities a question about a kind of thing looks for."""
+
+
+async def _each(
+    queries: list[str], plain: Callable[[str, int], Awaitable[list[SearchHit]]], limit: int
+) -> list[SearchHit]:
+    """Each query searched apart by ``plain`` (a share of ``limit`` each), interleaved."""
+    if not queries:
+        return []
+    share = max(2, limit // len(queries))
+    return _interleaved([await plain(q, share) for q in queries], limit)
 
 
 def _interleaved(lists: list[list[SearchHit]], limit: int) -> list[SearchHit]:
