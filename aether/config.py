@@ -102,6 +102,19 @@ class MemorySettings(BaseModel):
         "learned ranker (LightGBM over fusion's features, aether[local]; without its model "
         "or LightGBM, fusion's order); see aether/memory/retrieval/ranker.py",
     )
+    knn_filtered_policy: Literal["auto", "batches", "adhoc_bf"] = Field(
+        default="auto",
+        description="hybrid search: how a filtered vector search applies its filter "
+        "(RediSearch's HYBRID_POLICY: its own choice, HNSW in batches filtered as they come, "
+        "or brute force over the memories that pass); bench/memory.py measures each",
+    )
+    knn_ef_runtime: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="hybrid search: HNSW's EF_RUNTIME (candidates the graph walk keeps; "
+        "unset: RediSearch's default, at least the number asked for)",
+    )
     vector_alpha: float = Field(
         default=0.35,
         ge=0,

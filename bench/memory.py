@@ -17,7 +17,9 @@
   filter, a durable checkpoint, a rollback of 10k changes (changed keys, ten to a journal
   entry; changes/s), a maintenance run (the entries are of the last six days),
   an erasure of one subject (planted in 60 entries of that size's fill, AOF rewrite
-  included), a ``checkpoint diff`` of 100k changes, and ``aether status`` (a process).
+  included; its seconds per phase), the filtered search under each HYBRID_POLICY
+  (``memory.knn_filtered_policy``: p50/p99 and the share of brute force's top 10 found),
+  a ``checkpoint diff`` of 100k changes, and ``aether status`` (a process).
   ``checkpoint_ms`` repeats the first size's.
 
 Usage: python bench/memory.py [--quick] [--entries N]
@@ -224,6 +226,41 @@ async def timed_search(search: MemorySearch, queries: int) -> dict[str, float]:
     }
 
 
+POLICIES = ("adhoc_bf", "batches")
+"""``memory.knn_filtered_policy`` values the filtered search is timed with (``auto`` is the
+default, timed by :func:`timed_search`)."""
+
+
+async def filtered_policies(agent: Aether, queries: int) -> dict[str, dict[str, float]]:
+    """The filtered search (a tag 5 % carry) under each HYBRID_POLICY, the same queries and
+    query vectors for each: p50/p99 and how much of brute force's top 10 each finds."""
+    out: dict[str, dict[str, float]] = {}
+    exact: list[set[str]] = []
+    for policy in POLICIES:
+        memory = agent.settings.memory.model_copy(update={"knn_filtered_policy": policy})
+        layer = MemoryLayer.open(agent.settings.model_copy(update={"memory": memory}), agent.client)
+        layer.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
+        search = MemorySearch(layer)
+        words = random.Random(11)
+        times: list[float] = []
+        found: list[set[str]] = []
+        for i in range(queries):
+            query = " ".join(words.sample(QUERY_WORDS, 3))
+            t = time.perf_counter()
+            hits = await search.search(query, limit=10, tags=[f"t{i % 20}"])
+            times.append((time.perf_counter() - t) * 1000)
+            found.append({h.key for h in hits})
+        if not exact:
+            exact = found  # brute force over the memories that pass: the exact answer
+        overlap = [len(f & e) / len(e) for f, e in zip(found, exact, strict=True) if e]
+        out[policy] = {
+            "filtered_p50_ms": round(statistics.median(times), 2),
+            "filtered_p99_ms": percentile(times, 0.99),
+            "share_of_brute_force_top10": round(statistics.fmean(overlap), 3) if overlap else 0,
+        }
+    return out
+
+
 async def changes(agent: Aether, count: int, tag: str) -> None:
     """``count`` changed keys, ten per journal entry (list pushes and long-term documents)."""
     keys, store = agent.keys, agent.memory.store
@@ -288,6 +325,7 @@ async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[
     await quiesce(client)
     settle_heap()
     out.update(await timed_search(agent.search, queries))
+    out["filtered_by_policy"] = await filtered_policies(agent, max(50, queries // 4))
     times = []
     for _ in range(20):
         t = time.perf_counter()
@@ -314,6 +352,7 @@ async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[
     report = await agent.eraser("bench").erase(subject)
     out["erase_s"] = round(time.perf_counter() - t, 2)
     out["erased_items"] = sum(report.counts.values())
+    out["erase_phase_s"] = {k: round(v, 2) for k, v in report.phase_s.items()}
     out["status_s"] = status_seconds(agent.settings)
     return out
 

@@ -460,3 +460,34 @@ async def test_raw_search_replies_read_the_same_over_resp2_and_resp3(
     assert [round(s, 6) for _, s, _ in found3] == [round(s, 6) for _, s, _ in found2]
     assert near3 == near2 and len(near3) == 3
     assert near3[0][1] > near3[-1][1] and "heron" in str((await layer.get_docs([near3[0][0]]))[0])
+
+
+@pytest.mark.parametrize("policy", ["batches", "adhoc_bf"])
+async def test_a_filtered_vector_search_applies_the_policy_it_is_given(
+    settings: Settings, client: Redis, policy: str
+) -> None:
+    """``memory.knn_filtered_policy`` reaches RediSearch (HYBRID_POLICY) and a filtered
+    search still finds only what passes its filter; without a filter it is not sent."""
+    from aether.memory.retrieval.search_filter import SearchFilter
+    from aether.memory.storage.vectors import knn_query
+
+    memory = settings.memory.model_copy(
+        update={"knn_filtered_policy": policy, "knn_ef_runtime": 64}
+    )
+    layer = MemoryLayer.open(settings.model_copy(update={"memory": memory}), client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    log = DailyLog(layer)
+    for i in range(30):
+        tags = ["birds"] if i % 5 == 0 else ["chores"]
+        await log.log(f"note {i}: a heron by the lake, then the dishes", tags=tags)
+    found = await search.search("heron lake", tags=["birds"], limit=10)
+    assert len(found) == 6 and all(h.doc.get("tags") == ["birds"] for h in found)
+    assert len(await search.search("heron lake", limit=10)) == 10
+
+    flt = SearchFilter(None, None, ["birds"], None, None).expression()
+    vector = [0.1] * 384
+    filtered = str(knn_query(vector, flt, 5, "float16", "batches", 64))
+    assert "HYBRID_POLICY BATCHES" in filtered and "EF_RUNTIME" in filtered
+    assert "HYBRID_POLICY" not in str(knn_query(vector, None, 5, "float16", "batches"))
+    assert "HYBRID_POLICY" not in str(knn_query(vector, flt, 5, "float16", "auto"))

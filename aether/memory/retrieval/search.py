@@ -5,6 +5,10 @@ absolute gate (:mod:`.fusion`) → neighbours and names (:mod:`.neighbours`) →
 (:mod:`.fusion`) → recency (:mod:`.recency`) → rerank (:mod:`.rerank`, when
 ``memory.rerank`` is on) → newest first (:mod:`.newest`).
 
+A question about a kind of thing (:mod:`.kinds`) or a conversation-wide question that
+lists its aspects (:mod:`.spread`) is searched as several queries (each entity, each
+aspect) whose answers are interleaved with the plain answer.
+
 Each hit carries its ``match`` (how well it matches the query alone) and its
 ``relevance`` (the match blended with recency by ``memory.recency_weight``, the order
 of a search's results). A caller with its own recency rule, such as the context's

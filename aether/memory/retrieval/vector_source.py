@@ -63,7 +63,15 @@ class RedisVectors:
         index = self.index()
         if index is None:
             return None
-        knn = knn_query(vector, flt, pool, self.memory.settings.vector_datatype)
+        settings = self.memory.settings
+        knn = knn_query(
+            vector,
+            flt,
+            pool,
+            settings.vector_datatype,
+            settings.knn_filtered_policy,
+            settings.knn_ef_runtime,
+        )
         return search_command(index, knn)
 
     def rows(self, reply: Any, openings: dict[str, float]) -> Rows:

@@ -17,7 +17,7 @@ hash in the same batch (:func:`refilter`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from redis.asyncio import Redis
@@ -41,6 +41,7 @@ from aether.store.state import Arg, Mutation
 
 __all__ = [
     "FILTER_FIELDS",
+    "FilteredPolicy",
     "VECTOR_FIELD",
     "VectorDatatype",
     "decode",
@@ -213,13 +214,29 @@ async def nearest(
     return nearest_rows(keys, reply)
 
 
+FilteredPolicy = Literal["auto", "batches", "adhoc_bf"]
+"""``memory.knn_filtered_policy``: RediSearch's HYBRID_POLICY, or its own choice."""
+
+
 def knn_query(
     vector: list[float],
     flt: FilterExpression | None,
     num: int,
     datatype: VectorDatatype = "float32",
+    policy: FilteredPolicy = "auto",
+    ef_runtime: int | None = None,
 ) -> VectorQuery:
-    """The ``num``-nearest-neighbours query, returning the cosine distance alone."""
+    """The ``num``-nearest-neighbours query, returning the cosine distance alone.
+
+    Args:
+        vector: the query's vector.
+        flt: the filter, if any.
+        num: how many neighbours.
+        datatype: the index's vector type.
+        policy: how a filter is applied (``memory.knn_filtered_policy``; only with one).
+        ef_runtime: HNSW's EF_RUNTIME (``memory.knn_ef_runtime``; ``None``: the default).
+    """
+    filtered = flt is not None and str(flt) != "*"
     return VectorQuery(
         vector,
         VECTOR_FIELD,
@@ -227,6 +244,8 @@ def knn_query(
         num_results=num,
         return_fields=[],
         dtype=datatype,
+        hybrid_policy=policy.upper() if filtered and policy != "auto" else None,
+        ef_runtime=ef_runtime,
     )
 
 
