@@ -40,8 +40,9 @@ from aether.memory.tiers.scratchpad import Scratchpads
 from aether.memory.tiers.toolcache import ToolSchemaCache
 from aether.operations import Caller, Parts
 from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
-from aether.store.redaction import TOMBSTONE, Needle
+from aether.store.redaction import TOMBSTONE, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store
+from aether.store.values import read_kinds, read_screened_values
 from aether.testing.image import state_image
 from aether.testing.model import ScriptedOpenAI
 from tests.conftest import PG_DSN, invoke_cli
@@ -490,3 +491,37 @@ async def test_other_namespaces_are_untouched(
     assert await dumps_holding(client, keys, text) == []
     assert await state_image(client, other.keys) == other_image
     assert await dumps_holding(client, other.keys, text)
+
+
+SCREENED = [
+    {"content": "invoice INV-7731 was paid", "tags": []},
+    {"content": "invoice inv 7731 was paid"},
+    {"content": "INV\n7731 on two lines"},  # stored as an escape: INV\\n7731
+    {"content": 'he said "INV-7731"'},
+    {"content": "Zoë signed it", "source": "user"},
+    {"content": "nothing here", "meta": {"ref": "inv-7731"}},
+    {"content": "nothing here", "tags": ["INV-7731"]},
+    {"content": "invoice 7731 alone"},
+    {"content": "INV-7731B is another one"},
+    {"content": "plain ascii, nothing to see", "score": 0.5, "timestamp": 1700000000.25},
+]
+
+
+@pytest.mark.parametrize("subject", ["INV-7731", "Zoe", "zoë", "7731"])
+async def test_a_document_the_scan_does_not_decode_cannot_hold_the_text(
+    client: Redis, keys: Keyspace, subject: str
+) -> None:
+    """The scan reads each document's raw text and decodes only those that may hold the
+    text (``Redactor.may_hold_document``): one it skips never holds it, however the text
+    is spelt or escaped, and the screen does skip documents that plainly do not."""
+    redactor = Redactor(client, keys, Needle(subject), Taint())
+    names = [keys.daily_entry(f"screen{i}") for i in range(len(SCREENED))]
+    for name, doc in zip(names, SCREENED, strict=True):
+        await client.execute_command("JSON.SET", name, "$", json.dumps(doc))
+    kinds = await read_kinds(client, names)
+    screened = await read_screened_values(client, names, kinds, redactor.may_hold_document)
+    for doc, value in zip(SCREENED, screened, strict=True):
+        if redactor.document_holds(doc):
+            assert value is not None and value.content == doc, (subject, doc)
+    assert any(value is None for value in screened)
+    assert Redactor(client, keys, None, Taint()).may_hold_document(b'{"content":"x"}') is False

@@ -83,7 +83,7 @@ from aether.store.persistence import data_dir, files_holding, rewrite_files, wai
 from aether.store.redaction import ALIAS_SEP, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
-from aether.store.values import Value, read_kinds, read_values
+from aether.store.values import Value, read_kinds, read_screened_values, read_values
 
 log = structlog.get_logger(__name__)
 
@@ -479,16 +479,21 @@ class Eraser:
         """Phase 1: what ever held the text, in the state, the journal and the archive."""
         if item_key is not None:
             redactor.taint.keys.add(item_key)
-            (value,) = await read_values(self.client, [item_key])
-            if value.type == "json" and isinstance(value.content, dict):
-                content = value.content.get("content")
+            (item,) = await read_values(self.client, [item_key])
+            if item.type == "json" and isinstance(item.content, dict):
+                content = item.content.get("content")
                 if isinstance(content, str):
                     redactor.taint.texts.add(content)
         async for names in self._state_pages():
             # a vector hash's text fields copy its document's, which is read itself
             names = [n for n in names if not self.keys.is_vector(n)]
-            for name, value in zip(names, await read_values(self.client, names), strict=True):
-                if value.type != "none":
+            kinds = await read_kinds(self.client, names)
+            screen = redactor.may_hold_document  # most documents cannot: not decoded
+            values = await read_screened_values(self.client, names, kinds, screen)
+            for name, value in zip(names, values, strict=True):
+                if value is None:
+                    redactor.observe_name(name)
+                elif value.type != "none":
                     redactor.observe(name, value)
         async for page in stream_pages(self.client, self.keys.journal()):
             for _, fields in page:
@@ -524,7 +529,14 @@ class Eraser:
                     batch.delete(name)
                     removed += 1
             names = [n for n in page if not self.keys.is_vector(n)]
-            values = await read_values(self.client, names)
+            kinds = await read_kinds(self.client, names)
+            # a whole item the scan did not taint stays as it is: it need not be read
+            names, kinds = _unzip(
+                (n, k)
+                for n, k in zip(names, kinds, strict=True)
+                if k != "none" and (redactor.key_gone(n) or not redactor.is_whole_item(n, k))
+            )
+            values = await read_values(self.client, names, kinds)
             for name, value in zip(names, values, strict=True):
                 if value.type == "none":
                     continue
@@ -624,15 +636,16 @@ class Eraser:
         kinds = dict(zip(names, await read_kinds(self.client, names), strict=True))
         streams = {n for n, kind in kinds.items() if kind == "stream"}
         plain = [n for n in names if n not in streams]
-        read = await read_values(self.client, plain, [kinds[n] for n in plain])
+        screen = redactor.may_hold_document  # a document that cannot hold it is not decoded
+        read = await read_screened_values(self.client, plain, [kinds[n] for n in plain], screen)
         values = dict(zip(plain, read, strict=True))
         found: list[tuple[str, str]] = []
         for name in names:
-            where = (
-                await self._stream_holds(redactor, name)
-                if name in streams
-                else self._value_holds(redactor, values[name])
-            )
+            value = values.get(name)
+            if name in streams:
+                where = await self._stream_holds(redactor, name)
+            else:
+                where = self._value_holds(redactor, value) if value is not None else []
             found += [(name, w) for w in where]
         return found
 
@@ -705,3 +718,13 @@ class Eraser:
         assert self.archive_dsn is not None
         async with open_archive(self.archive_dsn) as conn:
             yield Archive(conn, self.client, self.keys)
+
+
+def _unzip(pairs: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Names and kinds of (name, kind) pairs, as two lists."""
+    names: list[str] = []
+    kinds: list[str] = []
+    for name, kind in pairs:
+        names.append(name)
+        kinds.append(kind)
+    return names, kinds

@@ -240,6 +240,27 @@ class Redactor:
         """Whether a value holds the needle."""
         return self.needle is not None and self.needle.in_value(value)
 
+    def may_hold_document(self, raw: bytes) -> bool:
+        r"""Whether a JSON document's raw text may hold the needle; ``False``: it cannot.
+
+        A text with an escape (``\n``, ``\u00e9``) or outside ASCII may hold a
+        spelling its bytes do not show, so it answers yes; otherwise the bytes are tested
+        as :meth:`Needle.in_raw` tests them. Without a needle (items erased by id) no
+        document's content matters: it answers no. A document's key is judged apart
+        (:meth:`observe_name`).
+        """
+        if self.needle is None:
+            return False
+        return b"\\" in raw or self.needle.matcher.maybe_in(raw)
+
+    def is_whole_item(self, key: str, kind: str) -> bool:
+        """Whether a key of Redis type ``kind`` is one item, erased whole or left whole.
+
+        Such a key is redacted only by going (:meth:`key_gone`): once the scan is done,
+        one that is not gone stays exactly as it is.
+        """
+        return kind in ("ReJSON-RL", "string") or (kind == "hash" and self.keys.is_item_hash(key))
+
     def document_holds(self, document: Any) -> bool:
         """Whether a JSON document holds the needle (in any string, key or value)."""
         return self.holds(json.dumps(document, ensure_ascii=False))
@@ -294,10 +315,16 @@ class Redactor:
         return whole and self.value_holds(value)
 
     # -- scanning (phase 1) ------------------------------------------------------------
-    def observe(self, key: str, value: Value) -> None:
-        """Record in the taint what a value of ``key`` shows (one version of it)."""
+    def observe_name(self, key: str) -> bool:
+        """Record ``key`` in the taint if its name holds the needle; whether it does."""
         if self.needle is not None and self.needle.in_text(key):
             self.taint.keys.add(key)
+            return True
+        return False
+
+    def observe(self, key: str, value: Value) -> None:
+        """Record in the taint what a value of ``key`` shows (one version of it)."""
+        if self.observe_name(key):
             return
         if value.type == "hash":
             if self.keys.is_item_hash(key):

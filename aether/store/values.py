@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -29,6 +29,7 @@ __all__ = [
     "decode_images",
     "encode_value",
     "read_kinds",
+    "read_screened_values",
     "read_value",
     "read_values",
 ]
@@ -118,13 +119,39 @@ async def read_values(
     """
     if not keys:
         return []
-    if kinds is None:
-        kinds = await read_kinds(client, keys)
+    kinds = kinds if kinds is not None else await read_kinds(client, keys)
+    replies = await _replies(client, keys, kinds)
+    return [_decoded(kind, reply) for kind, reply in zip(kinds, replies, strict=True)]
+
+
+async def read_screened_values(
+    client: Redis, keys: Sequence[str], kinds: Sequence[str], screen: Callable[[bytes], bool]
+) -> list[Value | None]:
+    """:func:`read_values`, decoding only the JSON documents ``screen`` lets through.
+
+    Args:
+        client: the Redis client.
+        keys: the keys to read.
+        kinds: their types (:func:`read_kinds`).
+        screen: told each JSON document's raw text; a document it answers ``False`` for
+            is not decoded and reads as ``None`` (an erasure's scan decodes only the
+            documents that may hold its text).
+    """
+    replies = await _replies(client, keys, kinds)
+    return [
+        None if kind == "ReJSON-RL" and not screen(reply) else _decoded(kind, reply)
+        for kind, reply in zip(kinds, replies, strict=True)
+    ]
+
+
+async def _replies(client: Redis, keys: Sequence[str], kinds: Sequence[str]) -> list[Any]:
+    if not keys:
+        return []
     pipe = client.pipeline(transaction=False)
     for key, kind in zip(keys, kinds, strict=True):
         _queue_read(pipe, key, kind)
-    replies = await pipe.execute()
-    return [_decoded(kind, reply) for kind, reply in zip(kinds, replies, strict=True)]
+    replies: list[Any] = await pipe.execute()
+    return replies
 
 
 async def decode_image(client: Redis, keys: Keyspace, payload: bytes) -> Value:

@@ -41,8 +41,8 @@ from aether.store.state import Arg, Mutation
 
 __all__ = [
     "FILTER_FIELDS",
-    "FilteredPolicy",
     "VECTOR_FIELD",
+    "FilteredPolicy",
     "VectorDatatype",
     "decode",
     "encode",
