@@ -5,9 +5,8 @@ absolute gate (:mod:`.fusion`) → neighbours and names (:mod:`.neighbours`) →
 (:mod:`.fusion`) → recency (:mod:`.recency`) → rerank (:mod:`.rerank`, when
 ``memory.rerank`` is on) → newest first (:mod:`.newest`).
 
-A question about a kind of thing (:mod:`.kinds`) or a conversation-wide question that
-lists its aspects (:mod:`.spread`) is searched as several queries (each entity, each
-aspect) whose answers are interleaved with the plain answer.
+A question about a kind of thing (:mod:`.kinds`) is searched as several queries (each
+entity of that kind) whose answers are interleaved with the plain answer.
 
 Each hit carries its ``match`` (how well it matches the query alone) and its
 ``relevance`` (the match blended with recency by ``memory.recency_weight``, the order
@@ -51,7 +50,6 @@ from aether.memory.retrieval.ranker import (
 from aether.memory.retrieval.recency import blend, decay
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
 from aether.memory.retrieval.search_filter import SearchFilter
-from aether.memory.retrieval.spread import aspects
 from aether.memory.retrieval.text import query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import HIT_FIELDS, MemoryDoc
@@ -170,9 +168,6 @@ class MemorySearch:
             spreads.append(await _each(names, plain, limit))
         hits = await plain(query, limit)
         spreads.append(hits)
-        named = aspects(query)
-        if named:  # a conversation-wide question: each aspect it names has its moments
-            spreads.append(await _each(named, plain, limit))
         return hits if len(spreads) == 1 else _interleaved(spreads, limit)
 
     async def _search(
