@@ -209,7 +209,13 @@ class _QueryText:
         if self.names:
             names = len(self.names.intersection(counts)) / len(self.names)
         if self.numbers:  # a run of digits never crosses a word's end: read words with digits
-            found = {run for w in counts if not w.isalpha() for run in _NUMBER.findall(w)}
+            found = {w for w in counts if w.isdecimal()}  # most numbers are whole words
+            found.update(
+                run
+                for w in counts
+                if not (w.isalpha() or w.isdecimal())
+                for run in _NUMBER.findall(w)
+            )
             numbers = len(self.numbers & found) / len(self.numbers)
         return (
             bigrams,
