@@ -557,10 +557,10 @@ class Archive:
                 for name in (b"i", b"f"):
                     if name in fields:
                         await redactor.observe_ops(decode_ops(fields[name]))
-        async for rows in self._snapshot_rows():
-            for row in rows:
-                ops = [[b"RESTORE", bytes(row["key"]), bytes(row["dump"])]]
-                await redactor.observe_ops(ops)
+        async for rows in self._snapshot_rows():  # a page's images decoded together
+            await redactor.observe_ops(
+                [[b"RESTORE", bytes(row["key"]), bytes(row["dump"])] for row in rows]
+            )
 
     async def redact(self, redactor: Redactor) -> dict[str, int]:
         """Redact the archive: journal rows, base snapshots, checkpoint labels.

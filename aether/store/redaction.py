@@ -39,7 +39,7 @@ from aether.codec import text
 from aether.errors import InvalidOperationError
 from aether.identifiers import IdentifierMatcher
 from aether.keys import Keyspace
-from aether.store.values import Value, decode_image, encode_value
+from aether.store.values import Value, decode_image, decode_images, encode_value
 
 __all__ = [
     "ALIAS_SEP",
@@ -339,7 +339,12 @@ class Redactor:
             self.taint.keys.add(key)
 
     async def observe_ops(self, ops: list[list[bytes]]) -> None:
-        """Record what the values of journaled ops show."""
+        """Record what the values of journaled ops show.
+
+        The images (``RESTORE`` payloads) that may hold the text are decoded together, in
+        a few round trips whatever their number (a base snapshot is one op per key).
+        """
+        images: list[tuple[str, bytes]] = []
         for op in ops:
             cmd, key = op[0].decode(), op[1].decode()
             args = op[2:]
@@ -351,13 +356,16 @@ class Redactor:
                 may_hold = self.needle is not None and self.needle.maybe_in(args[0])
                 may_name = self.keys.is_item_hash(key) and _ID_TOKEN.search(args[0])
                 if may_hold or may_name:
-                    value = await self.decode(args[0])
-                    self.observe(key, value)
+                    images.append((key, args[0]))
             elif cmd == "HSET":
                 pairs = {text(f): v for f, v in zip(args[::2], args[1::2], strict=False)}
                 self.observe(key, Value("hash", pairs))
             elif (cmd == "SET" or cmd.startswith("JSON.")) and any(self.holds(a) for a in args):
                 self.taint.keys.add(key)
+        if images:
+            decoded = await decode_images(self.client, self.keys, [p for _, p in images])
+            for (key, _), value in zip(images, decoded, strict=True):
+                self.observe(key, value)
 
     # -- values in Redis ---------------------------------------------------------------
     async def decode(self, payload: bytes) -> Value:
