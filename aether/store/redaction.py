@@ -230,6 +230,7 @@ class Redactor:
         self.needle = needle
         self.taint = taint
         self._ids: set[str] = set()
+        self._images: dict[bytes, Value] = {}
 
     def refresh(self) -> None:
         """Take in the taint's current ids (after the scan)."""
@@ -427,7 +428,7 @@ class Redactor:
             return None
         if self.keys.is_vector(key) or not self._payload_may_change(key, payload):
             return payload
-        value = await self.decode(payload)
+        value = self._images.get(payload) or await self.decode(payload)
         redacted = self.redact(key, value)
         if redacted is None:
             return None
@@ -437,15 +438,37 @@ class Redactor:
 
     # -- journaled ops -----------------------------------------------------------------
     async def ops(self, ops: list[list[bytes]]) -> list[list[bytes]] | None:
-        """Journaled ops redacted; ``None`` when none changes."""
-        out: list[list[bytes]] = []
-        changed = False
-        for op in ops:
-            new = await self.op(op)
-            if len(new) != 1 or new[0] is not op:
-                changed = True
-            out.extend(new)
-        return out if changed else None
+        """Journaled ops redacted; ``None`` when none changes.
+
+        The pre-images that must be read are decoded together first (a few round trips
+        for a rollback's thousands of ``RESTORE`` ops, not one scratch key each).
+        """
+        wanted = [op[2] for op in ops if self._image_read(op)]
+        if wanted:
+            decoded = await decode_images(self.client, self.keys, wanted)
+            self._images = dict(zip(wanted, decoded, strict=True))
+        try:
+            out: list[list[bytes]] = []
+            changed = False
+            for op in ops:
+                new = await self.op(op)
+                if len(new) != 1 or new[0] is not op:
+                    changed = True
+                out.extend(new)
+            return out if changed else None
+        finally:
+            self._images = {}
+
+    def _image_read(self, op: list[bytes]) -> bool:
+        """Whether :meth:`payload` will decode this op's pre-image."""
+        if op[0] != b"RESTORE" or len(op) < 3:
+            return False
+        key = op[1].decode()
+        return not (
+            self.key_gone(key)
+            or self.keys.is_vector(key)
+            or not self._payload_may_change(key, op[2])
+        )
 
     async def op(self, op: list[bytes]) -> list[list[bytes]]:
         """One op redacted: the op itself, its rewrite, ``DEL`` of its key, or nothing."""
