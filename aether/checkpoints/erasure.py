@@ -531,11 +531,12 @@ class Eraser:
             names = [n for n in page if not self.keys.is_vector(n)]
             kinds = await read_kinds(self.client, names)
             # a whole item the scan did not taint stays as it is: it need not be read
-            names, kinds = _unzip(
+            kept = [
                 (n, k)
                 for n, k in zip(names, kinds, strict=True)
                 if k != "none" and (redactor.key_gone(n) or not redactor.is_whole_item(n, k))
-            )
+            ]
+            names, kinds = [n for n, _ in kept], [k for _, k in kept]
             values = await read_values(self.client, names, kinds)
             for name, value in zip(names, values, strict=True):
                 if value.type == "none":
@@ -718,13 +719,3 @@ class Eraser:
         assert self.archive_dsn is not None
         async with open_archive(self.archive_dsn) as conn:
             yield Archive(conn, self.client, self.keys)
-
-
-def _unzip(pairs: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    """Names and kinds of (name, kind) pairs, as two lists."""
-    names: list[str] = []
-    kinds: list[str] = []
-    for name, kind in pairs:
-        names.append(name)
-        kinds.append(kind)
-    return names, kinds

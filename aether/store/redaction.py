@@ -414,6 +414,10 @@ class Redactor:
             return Value(kind, members) if members else None
         return value
 
+    def _must_decode(self, key: str, payload: bytes) -> bool:
+        """Whether a pre-image of a key not gone must be decoded to be judged."""
+        return not self.keys.is_vector(key) and self._payload_may_change(key, payload)
+
     def _payload_may_change(self, key: str, payload: bytes) -> bool:
         if self.needle is not None and self.needle.maybe_in(payload):
             return True
@@ -426,9 +430,11 @@ class Redactor:
         """
         if self.key_gone(key):
             return None
-        if self.keys.is_vector(key) or not self._payload_may_change(key, payload):
-            return payload
-        value = self._images.get(payload) or await self.decode(payload)
+        value = self._images.get(payload)  # decoded ahead by :meth:`ops`: it must be read
+        if value is None:
+            if not self._must_decode(key, payload):
+                return payload
+            value = await self.decode(payload)
         redacted = self.redact(key, value)
         if redacted is None:
             return None
@@ -464,11 +470,7 @@ class Redactor:
         if op[0] != b"RESTORE" or len(op) < 3:
             return False
         key = op[1].decode()
-        return not (
-            self.key_gone(key)
-            or self.keys.is_vector(key)
-            or not self._payload_may_change(key, op[2])
-        )
+        return not self.key_gone(key) and self._must_decode(key, op[2])
 
     async def op(self, op: list[bytes]) -> list[list[bytes]]:
         """One op redacted: the op itself, its rewrite, ``DEL`` of its key, or nothing."""

@@ -160,15 +160,14 @@ class MemorySearch:
                 q, kind, source, tags, since, session, n, now, scopes, include_inactive, where
             )
 
-        spreads: list[list[SearchHit]] = []
         asked = asked_kind(query) if self.entities is not None else None
+        spread: list[SearchHit] = []
         if asked is not None and self.entities is not None:
-            names = await self.entities(asked, BROAD_NAMES)
-            # the kind's spread first: the plain answer names none of them
-            spreads.append(await _each(names, plain, limit))
+            spread = await _each(await self.entities(asked, BROAD_NAMES), plain, limit)
         hits = await plain(query, limit)
-        spreads.append(hits)
-        return hits if len(spreads) == 1 else _interleaved(spreads, limit)
+        if not spread:
+            return hits
+        return _interleaved([spread, hits], limit)  # the kind's spread, and the plain answer
 
     async def _search(
         self,
