@@ -3,6 +3,7 @@ search keeps fusion's order."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -21,11 +22,13 @@ from redis.asyncio import Redis
 from aether.config import Settings
 from aether.memory.retrieval.hit import Signal
 from aether.memory.retrieval.ranker import (
+    _CACHED_TEXT_CHARS,
     FEATURES,
     MODEL_FILE,
     TIME_WORDS,
     LearnedRanker,
     RankingInputs,
+    _cached_memory_text,
     _QueryText,
     features,
     reordered,
@@ -35,7 +38,7 @@ from aether.memory.retrieval.ranker import (
     words_of,
 )
 from aether.memory.retrieval.search import MemorySearch
-from aether.memory.retrieval.text import query_tokens
+from aether.memory.retrieval.text import STOPWORDS, query_tokens
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.tiers.daily import DailyLog
@@ -263,8 +266,29 @@ def test_the_lexical_features_are_their_regex_definitions(query: str, content: s
         if asked.numbers
         else math.nan
     )
+    kept = [w for w in words if w not in STOPWORDS]
+    bigrams = (
+        len(asked.bigrams & set(itertools.pairwise(kept))) / len(asked.bigrams)
+        if asked.bigrams
+        else math.nan
+    )
     got = asked.lexical(content)
-    assert got[1:] == pytest.approx(
-        (names, numbers, float(min(5, times)), float(content.rstrip().endswith("?"))),
+    assert got == pytest.approx(
+        (bigrams, names, numbers, float(min(5, times)), float(content.rstrip().endswith("?"))),
         nan_ok=True,
     )
+
+
+def test_a_memory_is_read_once_unless_it_is_long() -> None:
+    """Ordinary memories are read once per process; a long one each time, the same way."""
+    asked = _QueryText.of("When did Flask 2.3 ship?", query_tokens("When did Flask 2.3 ship?"))
+    sentence = "In March 2024 at 10:30 we shipped Flask 2.3 to staging. "
+    long_text = sentence * (_CACHED_TEXT_CHARS // len(sentence) + 1)
+    _cached_memory_text.cache_clear()
+    first = asked.lexical(sentence)
+    assert _cached_memory_text.cache_info().currsize == 1
+    assert asked.lexical(sentence) == first
+    assert _cached_memory_text.cache_info().hits == 1
+    assert asked.lexical(long_text) == pytest.approx((2 / 3, 1.0, 1.0, 5.0, 0.0))
+    assert _cached_memory_text.cache_info().currsize == 1
+    assert first == pytest.approx((2 / 3, 1.0, 1.0, 3.0, 0.0))  # not (3, ship)

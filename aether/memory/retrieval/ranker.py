@@ -20,10 +20,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +144,7 @@ TIME_WORDS = frozenset(
 """Words that place a statement in time (``time_mentions`` counts them, four-digit numbers
 and clock times)."""
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+_MAY_HOLD_CLOCK = re.compile(r"\d:\d\d")  # in every clock time; no word boundary to test
 _ASKS_WHEN = re.compile(
     r"\b(?:when|how long ago|what (?:time|date|day|month|year)|which (?:day|month|year))\b",
     re.IGNORECASE,
@@ -196,34 +196,75 @@ class _QueryText:
 
     def lexical(self, content: str) -> tuple[float, float, float, float, float]:
         """bigram_share, name_share, number_share, time_mentions, is_question."""
-        lower = content.lower()
-        words = words_of(lower)  # one pass over the text; each share reads only these
-        counts = Counter(words)  # the distinct words, fewer to look at than the text's
-        times = sum(n for w, n in counts.items() if w in TIME_WORDS or _is_year(w))
-        if ":" in lower:
-            times += len(_CLOCK.findall(lower))
+        text = _memory_text(content)
         bigrams = names = numbers = _NAN
         if self.bigrams:
-            kept = [w for w in words if w not in STOPWORDS]
-            bigrams = len(self.bigrams & set(itertools.pairwise(kept))) / len(self.bigrams)
+            found = sum(f" {a} {b} " in text.kept for a, b in self.bigrams)
+            bigrams = found / len(self.bigrams)
         if self.names:
-            names = len(self.names.intersection(counts)) / len(self.names)
-        if self.numbers:  # a run of digits never crosses a word's end: read words with digits
-            found = {w for w in counts if w.isdecimal()}  # most numbers are whole words
-            found.update(
-                run
-                for w in counts
-                if not (w.isalpha() or w.isdecimal())
-                for run in _NUMBER.findall(w)
-            )
-            numbers = len(self.numbers & found) / len(self.numbers)
-        return (
-            bigrams,
-            names,
-            numbers,
-            float(min(TIME_MENTIONS_CAP, times)),
-            float(content.rstrip().endswith("?")),
+            names = sum(f" {name} " in text.words for name in self.names) / len(self.names)
+        if self.numbers:
+            numbers = len(self.numbers & text.numbers) / len(self.numbers)
+        return bigrams, names, numbers, float(text.time_mentions), float(text.is_question)
+
+
+@dataclass(frozen=True, slots=True)
+class _MemoryText:
+    """What the lexical features read of one memory's text, whatever the query.
+
+    Attributes:
+        words: its distinct words, lower case, each framed by spaces (``" a b "``): a word
+            is among them when ``f" {word} "`` is in it.
+        kept: its words without stopwords, in order, framed likewise: two words follow
+            each other there when ``f" {a} {b} "`` is in it (words hold no spaces).
+        numbers: its runs of digits.
+        time_mentions: its time words, years and clock times, at most
+            :data:`TIME_MENTIONS_CAP`.
+        is_question: whether it ends with a question mark.
+    """
+
+    words: str
+    kept: str
+    numbers: frozenset[str]
+    time_mentions: int
+    is_question: bool
+
+    @classmethod
+    def of(cls, content: str) -> _MemoryText:
+        lower = content.lower()
+        words = words_of(lower)  # one pass over the text; each feature reads only these
+        distinct = dict.fromkeys(words)
+        times = sum(words.count(w) for w in TIME_WORDS.intersection(distinct))
+        times += sum(words.count(w) for w in distinct if _is_year(w))
+        if ":" in lower and _MAY_HOLD_CLOCK.search(lower):  # the first test is cheaper
+            times += len(_CLOCK.findall(lower))
+        numbers = (run for w in distinct if not w.isalpha() for run in _NUMBER.findall(w))
+        return cls(
+            f" {' '.join(distinct)} ",
+            f" {' '.join(itertools.filterfalse(STOPWORDS.__contains__, words))} ",
+            frozenset(numbers),  # a run of digits never crosses a word's end
+            min(TIME_MENTIONS_CAP, times),
+            content.rstrip().endswith("?"),
         )
+
+
+_CACHED_TEXT_CHARS = 16_384
+"""Memories up to this long are read once per process (:func:`_memory_text`): a daemon's
+searches meet the same memories again and again; a longer one is read each time, so that
+the cache's size stays bounded (:data:`_CACHED_TEXTS` of them)."""
+_CACHED_TEXTS = 4_096
+
+
+@lru_cache(maxsize=_CACHED_TEXTS)
+def _cached_memory_text(content: str) -> _MemoryText:
+    return _MemoryText.of(content)
+
+
+def _memory_text(content: str) -> _MemoryText:
+    """:meth:`_MemoryText.of`, read once per process for a text of ordinary length."""
+    if len(content) > _CACHED_TEXT_CHARS:
+        return _MemoryText.of(content)
+    return _cached_memory_text(content)
 
 
 @dataclass(frozen=True)
