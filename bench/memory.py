@@ -15,8 +15,9 @@
 - entries, checkpoint_ms, scale: one namespace in the default configuration grown to
   100k entries and then to ``--entries`` (one size when it is 100k or less), measured at
   each size: Redis memory in all and per entry, hybrid search p50/p99 with and without a
-  filter, a durable checkpoint, a rollback of 10k changes (changed keys, ten to a journal
-  entry; changes/s), a maintenance run (the entries are of the last six days),
+  filter and with the learned ranker (``memory.ranker = "learned"``, no filter), a durable
+  checkpoint, a rollback of 10k changes (changed keys, ten to a journal entry; changes/s),
+  a maintenance run (the entries are of the last six days),
   an erasure of one subject (planted in 60 entries of that size's fill, AOF rewrite
   included; its seconds per phase), the filtered search under each HYBRID_POLICY
   (``memory.knn_filtered_policy``: p50/p99 and the share of brute force's top 10 found),
@@ -227,6 +228,26 @@ async def timed_search(search: MemorySearch, queries: int) -> dict[str, float]:
     }
 
 
+async def learned_search(agent: Aether, queries: int) -> dict[str, float]:
+    """Hybrid search latency with ``memory.ranker = "learned"`` (the plain queries)."""
+    memory = agent.settings.memory.model_copy(update={"ranker": "learned"})
+    layer = MemoryLayer.open(agent.settings.model_copy(update={"memory": memory}), agent.client)
+    layer.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
+    search = MemorySearch(layer)
+    for _ in range(50):
+        await search.search(" ".join(random.sample(QUERY_WORDS, 3)), limit=10)
+    times: list[float] = []
+    for _ in range(queries):
+        query = " ".join(random.sample(QUERY_WORDS, 3))
+        t = time.perf_counter()
+        await search.search(query, limit=10)
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "search_learned_p50_ms": round(statistics.median(times), 2),
+        "search_learned_p99_ms": percentile(times, 0.99),
+    }
+
+
 POLICIES = ("adhoc_bf", "batches")
 """``memory.knn_filtered_policy`` values the filtered search is timed with (``auto`` is the
 default, timed by :func:`timed_search`)."""
@@ -326,6 +347,7 @@ async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[
     await quiesce(client)
     settle_heap()
     out.update(await timed_search(agent.search, queries))
+    out.update(await learned_search(agent, max(100, queries // 4)))
     out["filtered_by_policy"] = await filtered_policies(agent, max(50, queries // 4))
     times = []
     for _ in range(20):
