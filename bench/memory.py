@@ -376,6 +376,8 @@ async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[
     out["erase_s"] = round(time.perf_counter() - t, 2)
     out["erased_items"] = sum(report.counts.values())
     out["erase_phase_s"] = {k: round(v, 2) for k, v in report.phase_s.items()}
+    out["erase_before_files_s"] = round(report.seconds, 2)  # the rest: the AOF, its check
+    out["erase_files"] = report.files
     out["status_s"] = status_seconds(agent.settings)
     return out
 

@@ -40,6 +40,7 @@ from aether.memory.tiers.scratchpad import Scratchpads
 from aether.memory.tiers.toolcache import ToolSchemaCache
 from aether.operations import Caller, Parts
 from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
+from aether.store.persistence import files_holding
 from aether.store.redaction import TOMBSTONE, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store
 from aether.store.values import read_kinds, read_screened_values
@@ -525,3 +526,18 @@ async def test_a_document_the_scan_does_not_decode_cannot_hold_the_text(
             assert value is not None and value.content == doc, (subject, doc)
     assert any(value is None for value in screened)
     assert Redactor(client, keys, None, Taint()).may_hold_document(b'{"content":"x"}') is False
+
+
+def test_files_are_read_again_only_where_they_held_the_text(tmp_path: Path) -> None:
+    """After the first look, only the files that held the text are read again; a file
+    Redis deleted meanwhile is skipped."""
+    needle = Needle.unsealed("Orvalline Kestrup")
+    old, new, gone = tmp_path / "old.aof", tmp_path / "new.aof", tmp_path / "gone.aof"
+    old.write_bytes(b"\x00\xff binary " * 1000 + b"met Orvalline Kestrup today")
+    new.write_bytes(b"nothing here")
+    gone.write_bytes(b"orvalline-kestrup")
+    assert files_holding(tmp_path, needle) == [gone, old]
+    new.write_bytes(b"Orvalline Kestrup")  # not among those asked about: not read
+    gone.unlink()
+    assert files_holding(tmp_path, needle, among=[gone, old]) == [old]
+    assert files_holding(tmp_path, needle) == [new, old]

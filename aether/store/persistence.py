@@ -27,6 +27,9 @@ log = structlog.get_logger(__name__)
 __all__ = ["data_dir", "files_holding", "rewrite_files", "wait_until_clean"]
 
 WAIT_S = 60.0
+REWRITE_WAIT_S = 1800.0
+"""How long an erasure waits for its own AOF rewrite: a rewrite writes the whole dataset
+(minutes for a million memories), and files scanned before it ends still hold the text."""
 # Redis deletes the old AOF files just after the rewrite; a text still in the files after
 # this is in the new ones (another namespace of the server holds it too)
 CLEAN_WAIT_S = 5.0
@@ -44,11 +47,18 @@ async def data_dir(client: Redis) -> Path | None:
     return path if path is not None and path.is_dir() and os.access(path, os.R_OK) else None
 
 
-def files_holding(folder: Path, needle: Needle) -> list[Path]:
-    """The files under ``folder`` that hold the needle (read in overlapping chunks)."""
+def files_holding(folder: Path, needle: Needle, among: list[Path] | None = None) -> list[Path]:
+    """The files under ``folder`` that hold the needle (read in overlapping chunks).
+
+    Args:
+        folder: the data directory.
+        needle: what to look for.
+        among: only these files (those that still exist), instead of every file.
+    """
     overlap = max(len(f.encode()) for f in needle.forms) + 64
     found = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    files = folder.rglob("*") if among is None else among
+    for path in sorted(p for p in files if p.is_file()):
         try:
             with path.open("rb") as f:
                 tail = b""
@@ -63,8 +73,8 @@ def files_holding(folder: Path, needle: Needle) -> list[Path]:
     return found
 
 
-async def _wait_idle(client: Redis) -> None:
-    deadline = time.monotonic() + WAIT_S
+async def _wait_idle(client: Redis, wait_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         info = await client.info("persistence")
         busy = (
@@ -87,7 +97,7 @@ async def rewrite_files(client: Redis) -> bool:
     except ResponseError as e:
         log.warning("the AOF could not be rewritten", error=str(e))
         return False
-    await _wait_idle(client)
+    await _wait_idle(client, REWRITE_WAIT_S)
     folder = await data_dir(client)
     if folder is not None and any(folder.glob("*.rdb")):
         with contextlib.suppress(ResponseError):
@@ -109,5 +119,6 @@ async def wait_until_clean(client: Redis, needle: Needle) -> list[Path] | None:
     holding = await asyncio.to_thread(files_holding, folder, needle)
     while holding and time.monotonic() < deadline:
         await asyncio.sleep(0.1)  # Redis deletes the old AOF files in the background
-        holding = await asyncio.to_thread(files_holding, folder, needle)
+        # only the files that held it are read again: a clean file stays clean
+        holding = await asyncio.to_thread(files_holding, folder, needle, holding)
     return holding
