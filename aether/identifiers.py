@@ -46,6 +46,9 @@ _LETTERS = str.maketrans(
     | {"œ": "oe", "þ": "th", "ð": "d", "ŧ": "t"}
 )
 """Latin letters whose diacritic is not a combining mark (NFD leaves ``ø`` as it is)."""
+_LETTER = re.compile("[" + "".join(map(chr, _LETTERS)) + "]")
+"""Any of :data:`_LETTERS`: found by a regex, where ``str.translate`` would look up every
+character of the text (a quarter of the time a binary file's 4 MB chunk took to fold)."""
 _WORD_GAP = r"(?:[^\w@]|_){1,5}"
 _JOINERS = r"[.\-_@+:]"
 _ALNUM = r"[^\W_]"
@@ -87,7 +90,8 @@ def fold(text: str) -> str:
         text = _ESCAPE.sub(_unescape, text)
     if text.isascii():
         return text.lower()
-    folded = unicodedata.normalize("NFKC", text).casefold().translate(_LETTERS)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = _LETTER.sub(lambda m: str(_LETTERS[ord(m.group())]), folded)
     if folded.isascii():
         return folded
     return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", folded)))

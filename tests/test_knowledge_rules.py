@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import string
+import unicodedata
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from redis.asyncio import Redis
 
 from aether.config import Settings
 from aether.errors import InvalidOperationError
-from aether.identifiers import IdentifierMatcher, fold
+from aether.identifiers import _ESCAPE, _LETTERS, _MARKS, IdentifierMatcher, _unescape, fold
 from aether.identity.bootstrap import default_identity_dir
 from aether.memory.knowledge.extraction import extract, is_question
 from aether.memory.knowledge.facts import Relation, describe, parse, relation, split_compound
@@ -89,6 +90,26 @@ def test_a_needle_carries_its_aliases_and_refuses_punctuation() -> None:
     with pytest.raises(InvalidOperationError, match="no letters or digits"):
         Needle("*** ---")
     assert fold("ZOË") == "zoe"
+
+
+_FOLDED_PIECES = [*"aZ9 -_.øŁđĦıŀßÆœÞðŧé\u0301ｋ²½İΣς\ufffd\x00", "Ø", "Ōtsuka", "\\u00f8"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FOLDED_PIECES) | st.text(max_size=3), max_size=30).map("".join))
+def test_folding_is_its_definition(text: str) -> None:
+    """NFKC, case folding, the Latin letters NFD keeps whole, marks removed, NFC."""
+    plain = _ESCAPE.sub(_unescape, text) if "\\" in text else text
+    if plain.isascii():
+        expected = plain.lower()
+    else:
+        folded = unicodedata.normalize("NFKC", plain).casefold().translate(_LETTERS)
+        expected = (
+            folded
+            if folded.isascii()
+            else unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", folded)))
+        )
+    assert fold(text) == expected
 
 
 # ----------------------------------------------------------------------- claims
