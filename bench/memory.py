@@ -229,12 +229,19 @@ async def timed_search(search: MemorySearch, queries: int) -> dict[str, float]:
     }
 
 
+def search_with(agent: Aether, **memory: Any) -> MemorySearch:
+    """A search over the agent's namespace with other memory settings (precomputed vectors)."""
+    settings = agent.settings.model_copy(
+        update={"memory": agent.settings.memory.model_copy(update=memory)}
+    )
+    layer = MemoryLayer.open(settings, agent.client)
+    layer.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
+    return MemorySearch(layer)
+
+
 async def learned_search(agent: Aether, queries: int) -> dict[str, float]:
     """Hybrid search latency with ``memory.ranker = "learned"`` (the plain queries)."""
-    memory = agent.settings.memory.model_copy(update={"ranker": "learned"})
-    layer = MemoryLayer.open(agent.settings.model_copy(update={"memory": memory}), agent.client)
-    layer.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
-    search = MemorySearch(layer)
+    search = search_with(agent, ranker="learned")
     for _ in range(50):
         await search.search(" ".join(random.sample(QUERY_WORDS, 3)), limit=10)
     times: list[float] = []
@@ -267,11 +274,7 @@ async def filtered_policies(agent: Aether, queries: int) -> dict[str, Any]:
         figures: dict[str, dict[str, float]] = {}
         exact: list[set[str]] = []
         for policy in (*POLICIES, "auto") if rare else POLICIES:
-            memory = agent.settings.memory.model_copy(update={"knn_filtered_policy": policy})
-            settings = agent.settings.model_copy(update={"memory": memory})
-            layer = MemoryLayer.open(settings, agent.client)
-            layer.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
-            search = MemorySearch(layer)
+            search = search_with(agent, knn_filtered_policy=policy)
             words = random.Random(11)
             times: list[float] = []
             found: list[set[str]] = []
