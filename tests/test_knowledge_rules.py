@@ -8,7 +8,9 @@ alias, learning from a conversation, a question about a kind of thing; the CLI f
 from __future__ import annotations
 
 import json
+import random
 import string
+import sys
 import unicodedata
 from typing import Any
 
@@ -19,7 +21,15 @@ from redis.asyncio import Redis
 
 from aether.config import Settings
 from aether.errors import InvalidOperationError
-from aether.identifiers import _ESCAPE, _LETTERS, _MARKS, IdentifierMatcher, _unescape, fold
+from aether.identifiers import (
+    _ESCAPE,
+    _LETTERS,
+    _MARKS,
+    IdentifierMatcher,
+    _unescape,
+    ascii_folds,
+    fold,
+)
 from aether.identity.bootstrap import default_identity_dir
 from aether.memory.knowledge.extraction import extract, is_question
 from aether.memory.knowledge.facts import Relation, describe, parse, relation, split_compound
@@ -110,6 +120,58 @@ def test_folding_is_its_definition(text: str) -> None:
             else unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", folded)))
         )
     assert fold(text) == expected
+
+
+def test_the_ascii_folds_are_every_character_that_folds_to_ascii() -> None:
+    """Checked one character at a time over all of Unicode (the table skips blocks)."""
+    basic, table = ascii_folds()
+    for code in range(0x80, sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        kept = "".join(c for c in fold(char) if c in string.ascii_lowercase + string.digits + "@")
+        assert table.get(char, "") == kept, hex(code)
+        assert (basic.fullmatch(char) is not None) == (code <= 0xFFFF and bool(kept))
+
+
+_SPELLED = {
+    "a": ["a", "A", "á", "Ａ", "ª", "\\u0041"],
+    "k": ["k", "K", "\u212a", "ｋ"],
+    "1": ["1", "¹", "１", "\U0001d7cf", "①"],
+    "-": ["-", " ", "", "\u2010", "\ufffd", ".", "\\n"],
+}
+_NOISE = st.binary(max_size=40) | st.sampled_from([b"\\", b"\xc3", b"\\u00", b"\xf0\x9d"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(sorted(_SPELLED)), min_size=1, max_size=3),
+    st.data(),
+    _NOISE,
+    _NOISE,
+)
+def test_the_quick_test_never_rules_out_a_spelling_folding_finds(
+    pieces: list[str], data: st.DataObject, before: bytes, after: bytes
+) -> None:
+    """Whatever the bytes around it, a spelling found in the text passes the quick test."""
+    spelling = "ak1-" + "".join(p for p in pieces if p != "-") + "9"
+    written = "".join(
+        data.draw(st.sampled_from(_SPELLED[c])) if c in _SPELLED else c for c in spelling
+    )
+    matcher = IdentifierMatcher([spelling])
+    blob = before + written.encode("utf-8", "surrogatepass") + after
+    if matcher.in_text(blob.decode("utf-8", "replace")):
+        assert matcher.maybe_in(blob), blob
+
+
+def test_the_quick_test_rules_out_binary_without_the_spelling() -> None:
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(256) for _ in range(200_000))
+    matcher = IdentifierMatcher(["INV-7731"])
+    assert not matcher.maybe_in(noise + b" INV-7732 " + noise)
+    assert matcher.maybe_in(noise + " ＩＮＶ－７７３１ ".encode() + noise)
+    assert matcher.maybe_in(noise + b" \\u0049NV-7731 " + noise)
+    assert Needle("INV-7731").in_raw(noise + " ＩＮＶ－７７３１ ".encode() + noise)
 
 
 # ----------------------------------------------------------------------- claims

@@ -244,15 +244,14 @@ class Redactor:
     def may_hold_document(self, raw: bytes) -> bool:
         r"""Whether a JSON document's raw text may hold the needle; ``False``: it cannot.
 
-        A text with an escape (``\n``, ``\u00e9``) or outside ASCII may hold a
-        spelling its bytes do not show, so it answers yes; otherwise the bytes are tested
-        as :meth:`Needle.in_raw` tests them. Without a needle (items erased by id) no
-        document's content matters: it answers no. A document's key is judged apart
+        The bytes are tested as :meth:`Needle.in_raw` tests them (escapes such as
+        ``\u00e9`` read, every character folded). Without a needle (items erased by id)
+        no document's content matters: it answers no. A document's key is judged apart
         (:meth:`observe_name`).
         """
         if self.needle is None:
             return False
-        return b"\\" in raw or self.needle.matcher.maybe_in(raw)
+        return self.needle.matcher.maybe_in(raw)
 
     def is_whole_item(self, key: str, kind: str) -> bool:
         """Whether a key of Redis type ``kind`` is one item, erased whole or left whole.
