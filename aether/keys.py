@@ -607,6 +607,16 @@ class Keyspace:
                 return self._k(owner, rest[len(family) :])
         return None
 
+    def is_secondary(self, key: str) -> bool:
+        """Whether a key belongs to an item without being its :meth:`vector`.
+
+        A passage hash, a belief's history, an entity's relation set: with the vector,
+        every key :meth:`owner` names an item for.
+        """
+        if key.startswith(self.vector_prefix()):
+            return "#" in key
+        return self.owner(key) is not None
+
     def memory_document_prefixes(self) -> tuple[str, ...]:
         """Key prefixes of the memory documents (daily entries, long-term notes, beliefs)."""
         return (self.daily_entry(""), self.longterm(""), self.belief(""))

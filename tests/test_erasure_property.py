@@ -25,10 +25,11 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import InvalidOperationError
 from aether.keys import Keyspace
+from aether.memory.storage import vectors
 from aether.store.client import connect
 from aether.store.redaction import TOMBSTONE
-from aether.store.state import Store
-from tests.test_journal_property import _mutation, _op, small, value
+from aether.store.state import Mutation, Store
+from tests.test_journal_property import NAMES, _mutation, _op, small, value, vector
 
 MARK = "ZEPHYRQ"
 marked = st.tuples(small, small).map(lambda p: f"{p[0]} {MARK} {p[1]}")
@@ -36,8 +37,22 @@ maybe_marked = st.one_of(value, marked)
 field_name = st.one_of(small, small.map(lambda s: f"{s} {MARK}"))
 step = st.one_of(
     _op(Keyspace("x"), maybe_marked, field_name).map(lambda op: ("op", op)),
+    # an item with keys of its own: a belief's passages and history, an entity's relations
+    st.tuples(st.sampled_from(NAMES), maybe_marked, maybe_marked, vector).map(
+        lambda args: ("owned", args)
+    ),
     st.just(("checkpoint", None)),
 )
+
+
+def _owned(keys: Keyspace, name: str, content: str, note: str, floats: list[float]) -> Mutation:
+    """A belief with two passages and a history entry, an entity with a relation."""
+    doc = {"id": name, "kind": "belief", "content": content, "status": "active"}
+    doc |= {"timestamp": 1.5, "embedding": floats, "passage_embeddings": [floats, floats]}
+    m = vectors.put(Mutation(), keys, keys.belief(name), doc)
+    m.rpush(keys.belief_history(name), json.dumps({"event": "create", "note": note}))
+    m.hset(keys.entity(name), {"name": note, "type": "person"})
+    return m.zadd(keys.relations_out(name), {f"knows,US,{content[:8]}": 1.0})
 
 
 async def values(client: Redis, keys: Keyspace) -> dict[str, tuple[str, Any]]:
@@ -114,7 +129,8 @@ async def scenario(settings_: Settings, steps: list[tuple[str, Any]]) -> None:
                 taken.append((cp.id, await values(client, keys)))
                 continue
             try:
-                await store.apply(_mutation(keys, *op), op[0])
+                mutation = _owned(keys, *op) if kind == "owned" else _mutation(keys, *op)
+                await store.apply(mutation, kind if kind == "owned" else op[0])
             except InvalidOperationError:
                 continue  # refused (another type): nothing changed
             for key, (k, content) in (await values(client, keys)).items():

@@ -153,6 +153,8 @@ class Eraser:
         self.actor = actor
         self._phase, self._phase_started = PHASES[0], 0.0
         self._phase_s: dict[str, float] = {}
+        self._collections: list[str] | None = None
+        """This run's scan's collections and items' secondary keys (see _redacted_pages)."""
 
     # -- the public face ---------------------------------------------------------------
     async def plan(
@@ -403,6 +405,7 @@ class Eraser:
         counts: dict[str, int] = json.loads(hold.get("counts") or "{}")
         taint_key = self.keys.erase_scratch("taint")
         redactor = Redactor(self.client, self.keys, needle, Taint())
+        self._collections = None
         phase = hold.get("phase", PHASES[0])
         self._phase, self._phase_started, self._phase_s = phase, time.monotonic(), {}
         if phase == "scan":
@@ -484,12 +487,19 @@ class Eraser:
                 content = item.content.get("content")
                 if isinstance(content, str):
                     redactor.taint.texts.add(content)
-        async for names in self._state_pages():
+        self._collections = []
+        async for state_names in self._state_pages():
+            self._collections.extend(n for n in state_names if self.keys.is_secondary(n))
             # a vector hash's text fields copy its document's, which is read itself
-            names = [n for n in names if not self.keys.is_vector(n)]
+            names = [n for n in state_names if not self.keys.is_vector(n)]
             kinds = await read_kinds(self.client, names)
             screen = redactor.may_hold_document  # most documents cannot: not decoded
             values = await read_screened_values(self.client, names, kinds, screen)
+            self._collections.extend(
+                n
+                for n, k in zip(names, kinds, strict=True)
+                if k != "none" and not redactor.is_whole_item(n, k) and not self.keys.owner(n)
+            )
             for name, value in zip(names, values, strict=True):
                 if value is None:
                     redactor.observe_name(name)
@@ -522,7 +532,7 @@ class Eraser:
                 await self.store.apply(batch, "erase", self.actor, hold_token=token)
             batch, docs = Mutation(), []
 
-        async for page in self._state_pages():
+        async for page in self._redacted_pages(redactor):
             vectors = [n for n in page if self.keys.is_vector(n)]
             for name in vectors:  # a vector goes with its document: it need not be read
                 if redactor.key_gone(name):
@@ -591,6 +601,27 @@ class Eraser:
             state = [n for n in names if self.keys.is_state(n)]
             if state:
                 yield state
+
+    async def _redacted_pages(self, redactor: Redactor) -> AsyncIterator[list[str]]:
+        """The state keys phase 2 may change, a page at a time.
+
+        After this run's scan: the erased items with their vectors, the other keys the
+        scan saw belonging to an item, and the collections it saw (writes wait, so nothing
+        else changed): not every key again with its type (at a million memories a second
+        pass over two million keys). A run resumed after its scan reads every state key.
+        """
+        if self._collections is None:
+            async for page in self._state_pages():
+                yield page
+            return
+        gone = sorted(k for k in redactor.taint.keys if self.keys.is_state(k))
+        vectors = [self.keys.vector(k) for k in gone]
+        kinds = await read_kinds(self.client, vectors)
+        names = set(gone) | {v for v, kind in zip(vectors, kinds, strict=True) if kind != "none"}
+        names.update(self._collections)
+        ordered = sorted(names)
+        for i in range(0, len(ordered), PAGE):
+            yield ordered[i : i + PAGE]
 
     def _sightings(self, redactor: Redactor, name: str, value: Value) -> list[tuple[str, str]]:
         """What of a key goes, as (what, excerpt) pairs, for a dry run."""
