@@ -43,6 +43,8 @@ _NON_STATE_FAMILIES: tuple[str, ...] = (
     "erasures",
     "forks",
 )
+_NON_STATE_NAMES = frozenset(f for f in _NON_STATE_FAMILIES if not f.endswith(":"))
+_NON_STATE_PREFIXES = tuple(f for f in _NON_STATE_FAMILIES if f.endswith(":"))
 
 # Hash families whose whole hash is one item (an entity, a relation, a memory's vector):
 # erasure removes the whole key. Every other hash is a collection of items (tasks, goals,
@@ -66,6 +68,7 @@ _OWNED: tuple[tuple[str, str], ...] = (
     ("rel:in:", "entity"),
     ("rel:retired:", "entity"),
 )
+_OWNED_FAMILIES = tuple(family for family, _ in _OWNED)
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
 _TIERS: tuple[tuple[str, str], ...] = (
@@ -571,10 +574,7 @@ class Keyspace:
         if not self.owns(key):
             return False
         rest = key[len(self.prefix) :]
-        return not any(
-            rest == family or (family.endswith(":") and rest.startswith(family))
-            for family in _NON_STATE_FAMILIES
-        )
+        return rest not in _NON_STATE_NAMES and not rest.startswith(_NON_STATE_PREFIXES)
 
     def non_state_names(self) -> list[str]:
         """Exact names of the non-state keys (journal, checkpoints zset, queues...)."""
@@ -602,6 +602,8 @@ class Keyspace:
         if key.startswith(self.vector_prefix()):
             return self.document_of_vector(key)
         rest = key[len(self.prefix) :] if self.owns(key) else key
+        if not rest.startswith(_OWNED_FAMILIES):
+            return None
         for family, owner in _OWNED:
             if rest.startswith(family):
                 return self._k(owner, rest[len(family) :])

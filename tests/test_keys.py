@@ -7,7 +7,10 @@ import re
 from datetime import date
 from pathlib import Path
 
-from aether.keys import Keyspace
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aether.keys import _NON_STATE_FAMILIES, _OWNED, Keyspace
 
 
 def test_design_key_names() -> None:
@@ -91,3 +94,23 @@ def test_no_other_module_spells_a_key() -> None:
             if is_text and families.search(node.value) and " " not in node.value:
                 offenders.append(f"{path.name}: {node.value!r}")
     assert offenders == []
+
+
+_FAMILY_PIECES = [*_NON_STATE_FAMILIES, *(f for f, _ in _OWNED), "vec:", "belief:", "x", ":", "#2"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FAMILY_PIECES) | st.text(max_size=3), max_size=4).map("".join))
+def test_key_families_are_their_definitions(rest: str) -> None:
+    """The classifications as the family lists define them, on any name."""
+    k = Keyspace("ns")
+    key = k.prefix + rest
+    assert k.is_state(key) == (
+        not any(rest == f or (f.endswith(":") and rest.startswith(f)) for f in _NON_STATE_FAMILIES)
+    )
+    owner = next((f"ns:{o}:{rest[len(f) :]}" for f, o in _OWNED if rest.startswith(f)), None)
+    if not key.startswith(k.vector_prefix()):
+        assert k.owner(key) == owner
+    assert k.is_secondary(key) == (
+        "#" in key if key.startswith(k.vector_prefix()) else owner is not None
+    )
