@@ -43,7 +43,7 @@ from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
 from aether.store.persistence import files_holding
 from aether.store.redaction import TOMBSTONE, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store
-from aether.store.values import read_kinds, read_screened_values
+from aether.store.values import read_kinds, read_screened_documents, read_screened_values
 from aether.testing.image import state_image
 from aether.testing.model import ScriptedOpenAI
 from tests.conftest import PG_DSN, invoke_cli
@@ -526,6 +526,30 @@ async def test_a_document_the_scan_does_not_decode_cannot_hold_the_text(
             assert value is not None and value.content == doc, (subject, doc)
     assert any(value is None for value in screened)
     assert Redactor(client, keys, None, Taint()).may_hold_document(b'{"content":"x"}') is False
+
+
+async def test_documents_read_without_their_type_first_read_as_any_key(
+    client: Redis, keys: Keyspace
+) -> None:
+    """A key named like a document but of another type, or gone, reads as read_values
+    reads it; a document reads as itself, screened alike."""
+    needle = Needle("INV-7731")
+    names = [keys.daily_entry(f"guess{i}") for i in range(5)]
+    await client.execute_command("JSON.SET", names[0], "$", json.dumps({"content": "INV-7731"}))
+    await client.execute_command("JSON.SET", names[1], "$", json.dumps({"content": "plain"}))
+    await client.hset(names[2], mapping={"content": "INV-7731 in a hash"})
+    await client.rpush(names[3], "a", "b")
+    other = keys.chat_session("guess")  # not named like a document: its type is read first
+    await client.hset(other, mapping={"m": "x"})
+    keys_read = [*names, other]  # names[4] does not exist
+    screen = Redactor(client, keys, needle, Taint()).may_hold_document
+    kinds, values = await read_screened_documents(
+        client, keys_read, lambda n: n.startswith(keys.memory_document_prefixes()), screen
+    )
+    expected_kinds = await read_kinds(client, keys_read)
+    assert kinds == expected_kinds == ["ReJSON-RL", "ReJSON-RL", "hash", "list", "none", "hash"]
+    assert values == await read_screened_values(client, keys_read, expected_kinds, screen)
+    assert values[1] is None and values[0] is not None  # the plain document is not decoded
 
 
 def test_files_are_read_again_only_where_they_held_the_text(tmp_path: Path) -> None:

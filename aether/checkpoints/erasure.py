@@ -83,7 +83,12 @@ from aether.store.persistence import data_dir, files_holding, rewrite_files, wai
 from aether.store.redaction import ALIAS_SEP, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
-from aether.store.values import Value, read_kinds, read_screened_values, read_values
+from aether.store.values import (
+    Value,
+    read_kinds,
+    read_screened_documents,
+    read_values,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -488,13 +493,15 @@ class Eraser:
                 if isinstance(content, str):
                     redactor.taint.texts.add(content)
         self._collections = []
+        documents = self.keys.memory_document_prefixes()
         async for state_names in self._state_pages():
             self._collections.extend(n for n in state_names if self.keys.is_secondary(n))
             # a vector hash's text fields copy its document's, which is read itself
             names = [n for n in state_names if not self.keys.is_vector(n)]
-            kinds = await read_kinds(self.client, names)
             screen = redactor.may_hold_document  # most documents cannot: not decoded
-            values = await read_screened_values(self.client, names, kinds, screen)
+            kinds, values = await read_screened_documents(
+                self.client, names, lambda n: n.startswith(documents), screen
+            )
             self._collections.extend(
                 n
                 for n, k in zip(names, kinds, strict=True)
@@ -665,12 +672,13 @@ class Eraser:
         The page's values are read in two round trips whatever its size (one per key
         made a verification of 100k memories take minutes); a stream is read page by page.
         """
-        kinds = dict(zip(names, await read_kinds(self.client, names), strict=True))
-        streams = {n for n, kind in kinds.items() if kind == "stream"}
-        plain = [n for n in names if n not in streams]
         screen = redactor.may_hold_document  # a document that cannot hold it is not decoded
-        read = await read_screened_values(self.client, plain, [kinds[n] for n in plain], screen)
-        values = dict(zip(plain, read, strict=True))
+        documents = self.keys.memory_document_prefixes()
+        kinds, read = await read_screened_documents(
+            self.client, names, lambda n: n.startswith(documents), screen
+        )
+        streams = {n for n, kind in zip(names, kinds, strict=True) if kind == "stream"}
+        values = dict(zip(names, read, strict=True))
         found: list[tuple[str, str]] = []
         for name in names:
             value = values.get(name)

@@ -29,6 +29,7 @@ __all__ = [
     "decode_images",
     "encode_value",
     "read_kinds",
+    "read_screened_documents",
     "read_screened_values",
     "read_value",
     "read_values",
@@ -142,6 +143,46 @@ async def read_screened_values(
         None if kind == "ReJSON-RL" and not screen(reply) else _decoded(kind, reply)
         for kind, reply in zip(kinds, replies, strict=True)
     ]
+
+
+async def read_screened_documents(
+    client: Redis,
+    keys: Sequence[str],
+    is_document: Callable[[str], bool],
+    screen: Callable[[bytes], bool],
+) -> tuple[list[str], list[Value | None]]:
+    """:func:`read_screened_values` of keys most of which are JSON documents, with their types.
+
+    A key ``is_document`` names is read with ``JSON.GET`` straight away, one reply instead
+    of its type and then its value (half the replies of an erasure's scan); one that turns
+    out not to be a document (another type, or gone) is read as any other key.
+
+    Returns:
+        Each key's Redis type (:func:`read_kinds`) and its value as
+        :func:`read_screened_values` gives it.
+    """
+    guessed = [key for key in keys if is_document(key)]
+    pipe = client.pipeline(transaction=False)
+    for key in guessed:
+        pipe.execute_command("JSON.GET", key, "$")
+    documents = dict(zip(guessed, await pipe.execute(raise_on_error=False), strict=True))
+    rest = [k for k in keys if not isinstance(documents.get(k), bytes)]
+    rest_kinds = await read_kinds(client, rest)
+    read = dict(zip(rest, rest_kinds, strict=True))
+    values = dict(
+        zip(rest, await read_screened_values(client, rest, rest_kinds, screen), strict=True)
+    )
+    kinds: list[str] = []
+    out: list[Value | None] = []
+    for key in keys:
+        raw = documents.get(key)
+        if isinstance(raw, bytes):
+            kinds.append("ReJSON-RL")
+            out.append(_decoded("ReJSON-RL", raw) if screen(raw) else None)
+        else:
+            kinds.append(read[key])
+            out.append(values[key])
+    return kinds, out
 
 
 async def _replies(client: Redis, keys: Sequence[str], kinds: Sequence[str]) -> list[Any]:
