@@ -25,7 +25,10 @@
   a ``checkpoint diff`` of 100k changes, and ``aether status`` (a process).
   ``checkpoint_ms`` repeats the first size's.
 
-Usage: python bench/memory.py [--quick] [--entries N]
+``--erase-only`` grows the same namespace and measures only its size and the erasure at
+each size (the rest takes most of an hour at a million).
+
+Usage: python bench/memory.py [--quick] [--entries N] [--erase-only]
 """
 
 from __future__ import annotations
@@ -357,10 +360,14 @@ async def grow(agent: Aether, start: int, stop: int, subject: str) -> None:
         await layer.store.apply(daily.mutation(docs), "bench.fill")
 
 
-async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[str, Any]:
-    """Every figure of one size (see the module docs)."""
+async def measure(
+    agent: Aether, size: int, subject: str, queries: int, erase_only: bool = False
+) -> dict[str, Any]:
+    """Every figure of one size (see the module docs), or only the erasure's."""
     client = agent.client
     out: dict[str, Any] = {"used_memory_bytes": await used_memory(client)}
+    if erase_only:
+        return out | await erasure(agent, subject)
     await quiesce(client)
     settle_heap()
     out.update(await timed_search(agent.search, queries))
@@ -388,18 +395,27 @@ async def measure(agent: Aether, size: int, subject: str, queries: int) -> dict[
     t = time.perf_counter()
     await engine.run()
     out["maintenance_s"] = round(time.perf_counter() - t, 2)
-    t = time.perf_counter()
-    report = await agent.eraser("bench").erase(subject)
-    out["erase_s"] = round(time.perf_counter() - t, 2)
-    out["erased_items"] = sum(report.counts.values())
-    out["erase_phase_s"] = {k: round(v, 2) for k, v in report.phase_s.items()}
-    out["erase_before_files_s"] = round(report.seconds, 2)  # the rest: the AOF, its check
-    out["erase_files"] = report.files
+    out.update(await erasure(agent, subject))
     out["status_s"] = status_seconds(agent.settings)
     return out
 
 
-async def scale(sizes: list[int], queries: int) -> dict[str, dict[str, Any]]:
+async def erasure(agent: Aether, subject: str) -> dict[str, Any]:
+    """Erasing ``subject``: its time, phases, the time before the files, their state."""
+    t = time.perf_counter()
+    report = await agent.eraser("bench").erase(subject)
+    return {
+        "erase_s": round(time.perf_counter() - t, 2),
+        "erased_items": sum(report.counts.values()),
+        "erase_phase_s": {k: round(v, 2) for k, v in report.phase_s.items()},
+        "erase_before_files_s": round(report.seconds, 2),  # the rest: the AOF, its check
+        "erase_files": report.files,
+    }
+
+
+async def scale(
+    sizes: list[int], queries: int, erase_only: bool = False
+) -> dict[str, dict[str, Any]]:
     """One namespace in the default configuration, measured at each size as it grows."""
     home = Path(tempfile.mkdtemp(prefix="aether-bench-scale-"))
     settings = Settings(home=home, namespace="scale", embedding={"provider": "none"})
@@ -418,7 +434,7 @@ async def scale(sizes: list[int], queries: int) -> dict[str, dict[str, Any]]:
             await grow(agent, filled, size, subject)
             fill_s = time.perf_counter() - t
             filled = size
-            figures = await measure(agent, size, subject, queries)
+            figures = await measure(agent, size, subject, queries, erase_only)
             figures["fill_s"] = round(fill_s, 1)
             figures["bytes_per_entry_with_vectors"] = round(
                 (figures["used_memory_bytes"] - empty) / size
@@ -432,7 +448,11 @@ async def scale(sizes: list[int], queries: int) -> dict[str, dict[str, Any]]:
     return out
 
 
-async def main(quick: bool, entries: int) -> None:
+async def main(quick: bool, entries: int, erase_only: bool = False) -> None:
+    if erase_only:
+        sizes = sorted({min(entries, 100_000), entries})
+        print(json.dumps({"entries": entries, "scale": await scale(sizes, 0, True)}, indent=2))
+        return
     workdir = Path(tempfile.mkdtemp(prefix="aether-bench-mem-"))
     settings = Settings(home=workdir, embedding={"provider": "none"})
     client = await connect(settings)
@@ -495,5 +515,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="20k entries, fewer queries")
     parser.add_argument("--entries", type=int, default=100_000, help="the largest size")
+    parser.add_argument("--erase-only", action="store_true", help="only the erasure, by size")
     options = parser.parse_args()
-    asyncio.run(main(options.quick, options.entries))
+    asyncio.run(main(options.quick, options.entries, options.erase_only))
