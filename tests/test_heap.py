@@ -23,7 +23,8 @@ def test_settled_objects_are_skipped_by_the_collector_and_still_freed_when_dropp
     cycle_ref = weakref.ref(cycle)
     try:
         frozen = settle_heap()
-        assert frozen == gc.get_freeze_count() > 0
+        # a thread of an earlier test may free a settled object meanwhile: never more
+        assert 0 < gc.get_freeze_count() <= frozen
         tracked = gc.get_objects()
         assert not any(o is kept for o in tracked)  # full passes no longer walk it
         born_after = _Held()
