@@ -196,7 +196,7 @@ _ASCII_ALNUM = re.compile("[0-9a-z@]")
 _BLOCK = 512
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_NOT_ASCII_OR_PUNCTUATION = _PUNCTUATION_BYTES + bytes(range(0x80, 0x100))
 
 
 @lru_cache(maxsize=1)
@@ -206,8 +206,9 @@ def ascii_folds() -> tuple[re.Pattern[str], dict[str, str]]:
     ``Ａ`` -> ``a``, ``é`` -> ``e``, ``ﬁ`` -> ``fi``, ``K`` (Kelvin) -> ``k``: about two
     thousand characters. Computed once from :func:`fold` itself (a block of characters
     whose fold holds none is skipped whole), so it follows the Unicode data it runs on.
-    The pattern finds those of the Basic Multilingual Plane: a character class with
-    astral characters in it is tested range by range, fifteen times slower.
+    The pattern finds those of the Basic Multilingual Plane and every astral character
+    (looked up one by one, they are rare): a class listing astral characters one by one
+    is tested range by range, fifteen times slower.
     """
     table: dict[str, str] = {}
     for start in range(0x80, sys.maxunicode + 1, _BLOCK):
@@ -222,7 +223,7 @@ def ascii_folds() -> tuple[re.Pattern[str], dict[str, str]]:
             if kept := "".join(_ASCII_ALNUM.findall(fold(char))):
                 table[char] = kept
     basic = "".join(c for c in table if ord(c) <= 0xFFFF)
-    return re.compile("[" + re.escape(basic) + "]"), table
+    return re.compile("[" + re.escape(basic) + "\U00010000-\U0010ffff]"), table
 
 
 def ascii_skeleton(blob: bytes) -> bytes:
@@ -236,7 +237,8 @@ def ascii_skeleton(blob: bytes) -> bytes:
     text = blob.decode("utf-8", "replace")
     if "\\" in text:
         text = _ESCAPE.sub(_unescape, text)
-    basic, table = ascii_folds()
-    text = basic.sub(lambda m: table[m.group()], text)
-    text = _ASTRAL.sub(lambda m: table.get(m.group(), ""), text)
-    return text.encode("ascii", "ignore").lower().translate(None, _PUNCTUATION_BYTES)
+    pattern, table = ascii_folds()
+    text = pattern.sub(lambda m: table.get(m.group(), ""), text)
+    # what is left outside ASCII is encoded in bytes >= 0x80 only, deleted with punctuation
+    encoded = text.encode("utf-8", "surrogatepass")
+    return encoded.lower().translate(None, _NOT_ASCII_OR_PUNCTUATION)
