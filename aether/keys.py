@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from functools import cached_property
 from urllib.parse import quote
 
 # Key families outside the journaled (rolled-back) state: caches, ephemeral working
@@ -114,7 +115,7 @@ class Keyspace:
     def _k(self, *parts: str) -> str:
         return ":".join((self.ns, *parts))
 
-    @property
+    @cached_property
     def prefix(self) -> str:
         """Every key of the namespace starts with this."""
         return f"{self.ns}:"
@@ -411,6 +412,11 @@ class Keyspace:
 
     def vector_prefix(self) -> str:
         """Key prefix of the vector hashes."""
+        return self._vector_prefix
+
+    @cached_property
+    def _vector_prefix(self) -> str:
+        # asked for every key an erasure reads: built once
         return self._k("vec", "")
 
     def vector_index(self) -> str:
