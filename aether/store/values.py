@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 from redis.asyncio import Redis
 
-from aether.codec import text
+from aether.codec import command, text
 from aether.errors import StoreError
 from aether.keys import Keyspace
 
@@ -153,19 +153,18 @@ async def read_screened_documents(
 ) -> tuple[list[str], list[Value | None]]:
     """:func:`read_screened_values` of keys most of which are JSON documents, with their types.
 
-    A key ``is_document`` names is read with ``JSON.GET`` straight away, one reply instead
-    of its type and then its value (half the replies of an erasure's scan); one that turns
-    out not to be a document (another type, or gone) is read as any other key.
+    The keys ``is_document`` names are read with one ``JSON.MGET`` straight away, instead
+    of a type and then a value for each (most of an erasure's scan's replies); one that
+    turns out not to be a document (another type, or gone) is read as any other key.
 
     Returns:
         Each key's Redis type (:func:`read_kinds`) and its value as
         :func:`read_screened_values` gives it.
     """
     guessed = [key for key in keys if is_document(key)]
-    pipe = client.pipeline(transaction=False)
-    for key in guessed:
-        pipe.execute_command("JSON.GET", key, "$")
-    documents = dict(zip(guessed, await pipe.execute(raise_on_error=False), strict=True))
+    # one reply for the page: JSON.MGET answers nil for a key gone or of another type
+    raws = await command(client, "JSON.MGET", *guessed, "$") if guessed else []
+    documents = dict(zip(guessed, raws, strict=True))
     rest = [k for k in keys if not isinstance(documents.get(k), bytes)]
     rest_kinds = await read_kinds(client, rest)
     read = dict(zip(rest, rest_kinds, strict=True))
