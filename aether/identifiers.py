@@ -192,11 +192,9 @@ class IdentifierMatcher:
 
 
 _DELETE_PUNCTUATION = str.maketrans("", "", _PUNCTUATION)
+_NOT_ASCII_OR_PUNCTUATION = _PUNCTUATION_BYTES + bytes(range(0x80, 0x100))
 _ASCII_ALNUM = re.compile("[0-9a-z@]")
 _BLOCK = 512
-
-
-_NOT_ASCII_OR_PUNCTUATION = _PUNCTUATION_BYTES + bytes(range(0x80, 0x100))
 
 
 @lru_cache(maxsize=1)

@@ -83,12 +83,7 @@ from aether.store.persistence import data_dir, files_holding, rewrite_files, wai
 from aether.store.redaction import ALIAS_SEP, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
-from aether.store.values import (
-    Value,
-    read_kinds,
-    read_screened_documents,
-    read_values,
-)
+from aether.store.values import Value, read_kinds, read_screened_documents, read_values
 
 log = structlog.get_logger(__name__)
 
