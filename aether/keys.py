@@ -621,8 +621,9 @@ class Keyspace:
         A passage hash, a belief's history, an entity's relation set: with the vector,
         every key :meth:`owner` names an item for.
         """
-        if key.startswith(self.vector_prefix()):
-            return "#" in key
+        prefix = self.vector_prefix()
+        if key.startswith(prefix):
+            return "#" in key[len(prefix) :]  # as document_of_vector reads it
         return self.owner(key) is not None
 
     def memory_document_prefixes(self) -> tuple[str, ...]:

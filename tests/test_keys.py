@@ -7,6 +7,7 @@ import re
 from datetime import date
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,16 +102,18 @@ _FAMILY_PIECES = [*_NON_STATE_FAMILIES, *(f for f, _ in _OWNED), "vec:", "belief
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_FAMILY_PIECES) | st.text(max_size=3), max_size=4).map("".join))
-def test_key_families_are_their_definitions(rest: str) -> None:
+@pytest.mark.parametrize("ns", ["ns", "a#b"])
+def test_key_families_are_their_definitions(ns: str, rest: str) -> None:
     """The classifications as the family lists define them, on any name."""
-    k = Keyspace("ns")
+    k = Keyspace(ns)
     key = k.prefix + rest
     assert k.is_state(key) == (
         not any(rest == f or (f.endswith(":") and rest.startswith(f)) for f in _NON_STATE_FAMILIES)
     )
-    owner = next((f"ns:{o}:{rest[len(f) :]}" for f, o in _OWNED if rest.startswith(f)), None)
+    owner = next((f"{ns}:{o}:{rest[len(f) :]}" for f, o in _OWNED if rest.startswith(f)), None)
     if not key.startswith(k.vector_prefix()):
         assert k.owner(key) == owner
+    vector = key.startswith(k.vector_prefix())
     assert k.is_secondary(key) == (
-        "#" in key if key.startswith(k.vector_prefix()) else owner is not None
+        "#" in key.removeprefix(k.vector_prefix()) if vector else owner is not None
     )

@@ -139,10 +139,12 @@ async def read_screened_values(
             documents that may hold its text).
     """
     replies = await _replies(client, keys, kinds)
-    return [
-        None if kind == "ReJSON-RL" and not screen(reply) else _decoded(kind, reply)
-        for kind, reply in zip(kinds, replies, strict=True)
-    ]
+    return [_screened(kind, reply, screen) for kind, reply in zip(kinds, replies, strict=True)]
+
+
+def _screened(kind: str, reply: Any, screen: Callable[[bytes], bool]) -> Value | None:
+    """A reply decoded, or ``None`` for a JSON document ``screen`` answers no for."""
+    return None if kind == "ReJSON-RL" and not screen(reply) else _decoded(kind, reply)
 
 
 async def read_screened_documents(
@@ -177,7 +179,7 @@ async def read_screened_documents(
         raw = documents.get(key)
         if isinstance(raw, bytes):
             kinds.append("ReJSON-RL")
-            out.append(_decoded("ReJSON-RL", raw) if screen(raw) else None)
+            out.append(_screened("ReJSON-RL", raw, screen))
         else:
             kinds.append(read[key])
             out.append(values[key])
