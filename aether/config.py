@@ -102,11 +102,13 @@ class MemorySettings(BaseModel):
         "learned ranker (LightGBM over fusion's features, aether[local]; without its model "
         "or LightGBM, fusion's order); see aether/memory/retrieval/ranker.py",
     )
-    knn_filtered_policy: Literal["auto", "batches", "adhoc_bf"] = Field(
-        default="auto",
+    knn_filtered_policy: Literal["adaptive", "auto", "batches", "adhoc_bf"] = Field(
+        default="adaptive",
         description="hybrid search: how a filtered vector search applies its filter "
-        "(RediSearch's HYBRID_POLICY: its own choice, HNSW in batches filtered as they come, "
-        "or brute force over the memories that pass); bench/memory.py measures each",
+        "(RediSearch's HYBRID_POLICY: brute force over the memories that pass up to 10,000 "
+        "readings and HNSW in batches above, from a count kept five minutes; RediSearch's "
+        "own choice; always batches; always brute force); bench/memory.py measures each; "
+        "see aether/memory/retrieval/filter_size.py",
     )
     knn_ef_runtime: int | None = Field(
         default=None,

@@ -491,3 +491,89 @@ async def test_a_filtered_vector_search_applies_the_policy_it_is_given(
     assert "HYBRID_POLICY BATCHES" in filtered and "EF_RUNTIME" in filtered
     assert "HYBRID_POLICY" not in str(knn_query(vector, None, 5, "float16", "batches"))
     assert "HYBRID_POLICY" not in str(knn_query(vector, flt, 5, "float16", "auto"))
+
+
+async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_ones(
+    settings: Settings, client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``adaptive`` (the default) asks the vector index whether a filter passes more than
+    ``BRUTE_FORCE_MAX`` readings and chooses brute force up to that, batches above; the
+    answer is kept for its time to live (a time limit asked about by its hour), and the
+    results are what the filter passes either way."""
+    from aether.memory.retrieval import filter_size
+    from aether.memory.retrieval.search_filter import SearchFilter
+    from aether.memory.retrieval.vector_source import RedisVectors
+
+    assert settings.memory.knn_filtered_policy == "adaptive"
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    log = DailyLog(layer)
+    for i in range(30):
+        tags = ["birds"] if i % 5 == 0 else ["chores"]
+        await log.log(f"note {i}: a heron by the lake, then the dishes", tags=tags)
+    sent: list[str] = []
+    command = RedisVectors.command
+
+    def spy(self: RedisVectors, *args: object, **kwargs: object) -> object:
+        sent.append(str(args[3]) if len(args) > 3 else str(kwargs.get("policy", "auto")))
+        return command(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RedisVectors, "command", spy)
+    clock = [1_000.0]
+    vectors = search.candidates.vectors
+    assert isinstance(vectors, RedisVectors)
+    vectors.sizes = filter_size.FilterSizes(clock=lambda: clock[0])
+    index = layer.vector_index()
+    assert index is not None
+
+    found = await search.search("heron lake", tags=["birds"], limit=10)
+    assert len(found) == 6 and all(h.doc.get("tags") == ["birds"] for h in found)
+    assert sent[-1] == "adhoc_bf"  # 6 readings pass
+    assert await search.search("heron lake", limit=10) and sent[-1] == "auto"  # no filter
+
+    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MAX", 8)
+    for i in range(4):
+        await log.log(f"later {i}: another heron on the lake", tags=["birds"])
+    birds = SearchFilter(tags=["birds"])
+    assert await vectors.sizes.policy(client, index, birds) == "adhoc_bf"  # the count of 6 is kept
+    clock[0] += filter_size.SIZE_TTL_S + 1
+    assert await vectors.sizes.policy(client, index, birds) == "batches"  # asked again: 10 > 8
+    found = await search.search("heron lake", tags=["birds"], limit=20)
+    assert sent[-1] == "batches"
+    assert len(found) == 10 and all(h.doc.get("tags") == ["birds"] for h in found)
+
+    # a time limit that moves with the clock meets its hour's answer again
+    counted = len(vectors.sizes._large)
+    hour = 3_600 * 490_000
+    for since in (hour + 10.0, hour + 1_800.0, hour + 3_599.0):
+        await vectors.sizes.policy(client, index, SearchFilter(since=since))
+    assert len(vectors.sizes._large) == counted + 1
+    await vectors.sizes.policy(client, index, SearchFilter(since=hour + 3_600.0))
+    assert len(vectors.sizes._large) == counted + 2
+
+    monkeypatch.setattr(filter_size, "SIZES_KEPT", 2)  # the least recently used go
+    await vectors.sizes.policy(client, index, SearchFilter(kind="daily"))
+    assert len(vectors.sizes._large) == 2
+    assert await vectors.sizes.policy(client, index, SearchFilter()) == "auto"  # nothing to ask
+
+    # a tag full of query syntax is asked about as the tag it is
+    await log.log("a heron in braces", tags=["odd {tag} | * @x"])
+    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MAX", 0)
+    odd = SearchFilter(tags=["odd {tag} | * @x"])
+    assert await vectors.sizes.large(client, index, odd)  # passes 1 > 0
+    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MAX", 1)
+    clock[0] += filter_size.SIZE_TTL_S + 1
+    assert not await vectors.sizes.large(client, index, odd)  # passes 1, not more
+    found = await search.search("heron", tags=["odd {tag} | * @x"], limit=5)
+    assert [h.doc.get("tags") for h in found] == [["odd {tag} | * @x"]]
+
+    kept = dict(vectors.sizes._large)
+    elsewhere = MemoryLayer.open(settings.model_copy(update={"namespace": "noindex"}), client)
+    missing = elsewhere.vector_index()  # never created: the probe is refused
+    assert missing is not None
+    assert await vectors.sizes.policy(client, missing, birds) == "auto"
+    assert vectors.sizes._large == kept  # a refusal is not kept
+    with pytest.raises(InvalidOperationError):  # a bad criterion: refused before the probe
+        await search.search("heron", tags=["x" * 65], limit=5)
+    assert vectors.sizes._large == kept

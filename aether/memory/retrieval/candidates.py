@@ -152,9 +152,11 @@ class CandidateReader:
         if tokens:
             pipe.execute_command(*search_command(self.index, text_query(tokens, flt, pool)))
             sent.append(Signal.TEXT)
-        if vector is not None and (knn := self.vectors.command(vector, flt, pool)) is not None:
-            pipe.execute_command(*knn)
-            sent.append(Signal.VECTOR)
+        if vector is not None:
+            policy = await self.vectors.policy(limits) if flt is not None else "auto"
+            if (knn := self.vectors.command(vector, flt, pool, policy)) is not None:
+                pipe.execute_command(*knn)
+                sent.append(Signal.VECTOR)
         replies, apart = await asyncio.gather(  # the mirror, if searched, at the same time
             pipe.execute() if sent else _nothing([]),
             self.vectors.apart(vector, limits, pool) if vector is not None else _nothing(None),

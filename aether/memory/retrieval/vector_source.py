@@ -14,10 +14,11 @@ from typing import Any, Protocol
 from redisvl.index import AsyncSearchIndex
 from redisvl.query.filter import FilterExpression
 
+from aether.memory.retrieval.filter_size import FilterSizes
 from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.storage.fulltext import search_command
 from aether.memory.storage.layer import MemoryLayer
-from aether.memory.storage.vectors import knn_query, nearest_rows
+from aether.memory.storage.vectors import FilteredPolicy, knn_query, nearest_rows
 
 __all__ = ["MirrorVectors", "RedisVectors", "VectorSource", "vector_source"]
 
@@ -27,7 +28,16 @@ Rows = list[tuple[str, float]]
 class VectorSource(Protocol):
     """The vector half of a search's candidates."""
 
-    def command(self, vector: list[float], flt: FilterExpression | None, pool: int) -> Any:
+    async def policy(self, limits: SearchFilter) -> FilteredPolicy:
+        """How :meth:`command` applies ``limits`` (``memory.knn_filtered_policy``)."""
+
+    def command(
+        self,
+        vector: list[float],
+        flt: FilterExpression | None,
+        pool: int,
+        policy: FilteredPolicy = "auto",
+    ) -> Any:
         """The KNN command sent with the text query, or ``None`` (searched apart)."""
 
     def rows(self, reply: Any, openings: dict[str, float]) -> Rows:
@@ -53,24 +63,36 @@ class RedisVectors:
 
     def __init__(self, memory: MemoryLayer) -> None:
         self.memory = memory
+        self.sizes = FilterSizes()
 
     def index(self) -> AsyncSearchIndex | None:
         """The vector index of the current embedder (``None`` without one)."""
         return self.memory.vector_index()
 
-    def command(self, vector: list[float], flt: FilterExpression | None, pool: int) -> Any:
+    async def policy(self, limits: SearchFilter) -> FilteredPolicy:
+        """The configured policy (``adaptive``: by what ``limits`` pass, :class:`FilterSizes`)."""
+        configured = self.memory.settings.knn_filtered_policy
+        index = self.index()
+        if configured != "adaptive":
+            return configured
+        if index is None:
+            return "auto"
+        return await self.sizes.policy(self.memory.client, index, limits)
+
+    def command(
+        self,
+        vector: list[float],
+        flt: FilterExpression | None,
+        pool: int,
+        policy: FilteredPolicy = "auto",
+    ) -> Any:
         """``FT.SEARCH`` KNN over the vector index, raw (``None`` without an index)."""
         index = self.index()
         if index is None:
             return None
         settings = self.memory.settings
         knn = knn_query(
-            vector,
-            flt,
-            pool,
-            settings.vector_datatype,
-            settings.knn_filtered_policy,
-            settings.knn_ef_runtime,
+            vector, flt, pool, settings.vector_datatype, policy, settings.knn_ef_runtime
         )
         return search_command(index, knn)
 
@@ -90,7 +112,17 @@ class MirrorVectors(RedisVectors):
         memory: the memory layer; its ``mirror`` is set.
     """
 
-    def command(self, vector: list[float], flt: FilterExpression | None, pool: int) -> Any:
+    async def policy(self, limits: SearchFilter) -> FilteredPolicy:
+        """RediSearch's own (the mirror applies its filter itself)."""
+        return "auto"
+
+    def command(
+        self,
+        vector: list[float],
+        flt: FilterExpression | None,
+        pool: int,
+        policy: FilteredPolicy = "auto",
+    ) -> Any:
         """Nothing in the round trip: the mirror is asked apart."""
         return None
 
