@@ -497,9 +497,9 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     settings: Settings, client: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``adaptive`` (the default) asks the vector index whether a filter passes more than
-    ``BRUTE_FORCE_MAX`` readings and chooses brute force up to that, batches above; the
-    answer is kept for its time to live (a time limit asked about by its hour), and the
-    results are what the filter passes either way."""
+    ``brute_force_max`` readings for the index's size and chooses brute force up to that,
+    batches above; both answers are kept for their time to live (a time limit asked about
+    by its hour), and the results are what the filter passes either way."""
     from aether.memory.retrieval import filter_size
     from aether.memory.retrieval.search_filter import SearchFilter
     from aether.memory.retrieval.vector_source import RedisVectors
@@ -523,57 +523,70 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     clock = [1_000.0]
     vectors = search.candidates.vectors
     assert isinstance(vectors, RedisVectors)
-    vectors.sizes = filter_size.FilterSizes(clock=lambda: clock[0])
-    index = layer.vector_index()
+    sizes = vectors.sizes = filter_size.FilterSizes(clock=lambda: clock[0])
+    index, text = layer.vector_index(), layer.text_index()
     assert index is not None
 
     found = await search.search("heron lake", tags=["birds"], limit=10)
     assert len(found) == 6 and all(h.doc.get("tags") == ["birds"] for h in found)
-    assert sent[-1] == "adhoc_bf"  # 6 readings pass
+    assert sent[-1] == "adhoc_bf"  # 6 readings pass, at most 1,000 are brute-forced
     assert await search.search("heron lake", limit=10) and sent[-1] == "auto"  # no filter
+    assert await sizes.memories(text) == 30
 
-    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MAX", 8)
+    # brute force over at most isqrt(BREAK_EVEN x memories) readings
+    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MIN", 0)
+    monkeypatch.setattr(filter_size, "BREAK_EVEN", 2)
+    birds = SearchFilter(tags=["birds"])
+    assert await sizes.policy(client, index, text, birds) == "adhoc_bf"  # 6 <= isqrt(60)
     for i in range(4):
         await log.log(f"later {i}: another heron on the lake", tags=["birds"])
-    birds = SearchFilter(tags=["birds"])
-    assert await vectors.sizes.policy(client, index, birds) == "adhoc_bf"  # the count of 6 is kept
+    assert await sizes.policy(client, index, text, birds) == "adhoc_bf"  # both answers kept
     clock[0] += filter_size.SIZE_TTL_S + 1
-    assert await vectors.sizes.policy(client, index, birds) == "batches"  # asked again: 10 > 8
+    assert await sizes.policy(client, index, text, birds) == "batches"  # 10 > isqrt(68)
+    assert await sizes.memories(text) == 34
     found = await search.search("heron lake", tags=["birds"], limit=20)
     assert sent[-1] == "batches"
     assert len(found) == 10 and all(h.doc.get("tags") == ["birds"] for h in found)
 
     # a time limit that moves with the clock meets its hour's answer again
-    counted = len(vectors.sizes._large)
+    asked = len(sizes._large)
     hour = 3_600 * 490_000
     for since in (hour + 10.0, hour + 1_800.0, hour + 3_599.0):
-        await vectors.sizes.policy(client, index, SearchFilter(since=since))
-    assert len(vectors.sizes._large) == counted + 1
-    await vectors.sizes.policy(client, index, SearchFilter(since=hour + 3_600.0))
-    assert len(vectors.sizes._large) == counted + 2
+        await sizes.policy(client, index, text, SearchFilter(since=since))
+    assert len(sizes._large) == asked + 1
+    await sizes.policy(client, index, text, SearchFilter(since=hour + 3_600.0))
+    assert len(sizes._large) == asked + 2
 
     monkeypatch.setattr(filter_size, "SIZES_KEPT", 2)  # the least recently used go
-    await vectors.sizes.policy(client, index, SearchFilter(kind="daily"))
-    assert len(vectors.sizes._large) == 2
-    assert await vectors.sizes.policy(client, index, SearchFilter()) == "auto"  # nothing to ask
+    await sizes.policy(client, index, text, SearchFilter(kind="daily"))
+    assert len(sizes._large) == 2
+    assert await sizes.policy(client, index, text, SearchFilter()) == "auto"  # nothing to ask
 
     # a tag full of query syntax is asked about as the tag it is
     await log.log("a heron in braces", tags=["odd {tag} | * @x"])
-    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MAX", 0)
     odd = SearchFilter(tags=["odd {tag} | * @x"])
-    assert await vectors.sizes.large(client, index, odd)  # passes 1 > 0
-    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MAX", 1)
-    clock[0] += filter_size.SIZE_TTL_S + 1
-    assert not await vectors.sizes.large(client, index, odd)  # passes 1, not more
+    assert await sizes.large(client, index, odd, 0)  # passes 1 > 0
+    assert not await sizes.large(client, index, odd, 1)  # passes 1, not more
     found = await search.search("heron", tags=["odd {tag} | * @x"], limit=5)
     assert [h.doc.get("tags") for h in found] == [["odd {tag} | * @x"]]
 
-    kept = dict(vectors.sizes._large)
+    kept = dict(sizes._large)
     elsewhere = MemoryLayer.open(settings.model_copy(update={"namespace": "noindex"}), client)
-    missing = elsewhere.vector_index()  # never created: the probe is refused
+    missing = elsewhere.vector_index()  # never created: the questions are refused
     assert missing is not None
-    assert await vectors.sizes.policy(client, missing, birds) == "auto"
-    assert vectors.sizes._large == kept  # a refusal is not kept
+    assert await sizes.policy(client, missing, elsewhere.text_index(), birds) == "auto"
+    assert await sizes.policy(client, missing, text, birds) == "auto"
+    assert sizes._large == kept  # a refusal is not kept
     with pytest.raises(InvalidOperationError):  # a bad criterion: refused before the probe
         await search.search("heron", tags=["x" * 65], limit=5)
-    assert vectors.sizes._large == kept
+    assert sizes._large == kept
+
+
+def test_brute_force_reaches_further_as_the_index_grows() -> None:
+    """Where brute force and the graph's walk break even (decision 0011's figures)."""
+    from aether.memory.retrieval.filter_size import brute_force_max
+
+    assert brute_force_max(0) == brute_force_max(1_000) == 1_000
+    assert brute_force_max(100_000) == 7_071
+    assert brute_force_max(1_000_000) == 22_360
+    assert brute_force_max(10_000_000) == 70_710

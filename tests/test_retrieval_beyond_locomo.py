@@ -8,6 +8,7 @@ import itertools
 from datetime import UTC, datetime
 from typing import cast
 
+import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -40,6 +41,7 @@ from aether.memory.retrieval.text import (
     words,
     words_to_cover,
 )
+from aether.memory.storage.fulltext import search_results
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.readings import (
     MAX_PASSAGES,
@@ -52,7 +54,7 @@ from aether.memory.storage.readings import (
     windows,
 )
 from aether.memory.storage.records import MemoryDoc, MemoryRecord
-from aether.memory.storage.vectors import nearest, similarities
+from aether.memory.storage.vectors import nearest, similarities, similarity_command
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.store.state import Store
 from tests.conftest import dump_state
@@ -428,6 +430,29 @@ async def test_every_candidate_is_scored_on_both_signals(
     assert found.openings.keys() == vectors.keys()  # short memories: the opening is all
     no_vector = await similarities(client, index, keys, ["nope"], vector, datatype)
     assert no_vector == {}  # no vector: left out
+    # the named readings are compared one by one, not found by a walk of the whole graph
+    named = similarity_command(index, keys, [target_key], vector, datatype)
+    assert "HYBRID_POLICY ADHOC_BF" in named[2] and "INKEYS" in named
+    assert await similarities(client, index, keys, [target_key], vector, datatype) == {
+        target_key: pytest.approx(every[target_key], abs=1e-4)
+    }
+
+
+def test_a_reply_cut_short_by_the_timeout_loses_its_broken_row() -> None:
+    """RediSearch's reply to a query that ran into its timeout (as seen at a million
+    memories): a row without an id, which is left out instead of failing the search."""
+    timed_out = {
+        b"attributes": [],
+        b"total_results": 0,
+        b"format": b"STRING",
+        b"results": [{b"extra_attributes": {}, b"values": []}],
+        b"warning": [b"Timeout limit was reached"],
+    }
+    assert search_results(timed_out, scores=False, fields=True) == []
+    good = {b"results": [{b"id": b"k1", b"extra_attributes": {b"vector_distance": b"0.5"}}]}
+    assert search_results({**timed_out, **good}, scores=False, fields=True) == [
+        ("k1", 0.0, {b"vector_distance": b"0.5"})
+    ]
 
 
 def test_a_long_memory_gives_up_what_its_best_passage_wins_by_chance() -> None:

@@ -3,20 +3,22 @@
 RediSearch answers a KNN with a filter in one of two ways (its ``HYBRID_POLICY``): brute
 force over every reading that passes (``ADHOC_BF``: exact, its cost grows with the
 passing readings) or a walk of the HNSW graph in batches that are filtered as they come
-(``BATCHES``: about the graph's own cost, and its approximation). Its own choice
-(``auto``) falls back to brute force often enough at a million memories that a tag on 5 %
-of them (50,000 readings) costs 55 ms at p99, where batches take under 20; forced batches
-cost a very selective filter (one conversation among a million memories) ten times what
-brute force does.
+(``BATCHES``: its cost grows as the filter gets more selective, about as the index's size
+over what passes). Measured at a million memories (decision 0011), brute force costs
+about 1.2 µs a passing reading (61 ms for 50,000) and the walk about 0.64 ms over the
+share that passes (13 ms at 5 %, 53 ms at 1 %, half a second at 0.01 %): they break even
+where the passing readings P satisfy P² ≈ 500 × N, N the memories indexed (22,000 at a
+million, 7,000 at 100,000). RediSearch's own choice (``auto``) misjudges the range
+between: 50-75 ms at p99 for filters that pass 0.5 to 5 % of a million memories.
 
-``memory.knn_filtered_policy = "adaptive"`` asks whether the filter passes more than
-:data:`BRUTE_FORCE_MAX` readings and brute-forces up to that many, walks the graph above.
-The question is one ``FT.SEARCH`` of the filter alone for the result just past that
-number (``LIMIT BRUTE_FORCE_MAX 1`` under ``DIALECT 4``, which stops iterating once it
-has it, where ``LIMIT 0 0`` counts every match: 0.7 ms against 85 ms for a filter half a
-million readings pass), and its answer is kept for :data:`SIZE_TTL_S`. A stale answer
-only costs speed, never results: both policies answer the same query.
-``bench/memory.py`` measures each policy at each size.
+``memory.knn_filtered_policy = "adaptive"`` brute-forces up to :func:`brute_force_max`
+readings and walks the graph above. Whether a filter passes more is one ``FT.SEARCH`` of
+the filter alone for the result just past that number (``LIMIT n 1`` under ``DIALECT 4``,
+which stops iterating once it has it, where ``LIMIT 0 0`` counts every match: 0.7 ms
+against 85 ms for a filter half a million readings pass); N is the full-text index's
+document count (``FT.INFO`` of the vector index takes 0.3 s at a million). Both answers
+are kept for :data:`SIZE_TTL_S`. A stale answer only costs speed, never results: both
+policies answer the same query. ``bench/memory.py`` measures each policy at each size.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import replace
 import structlog
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
+from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import FilterQuery
 
@@ -40,16 +43,31 @@ from aether.memory.storage.fulltext import search_command, search_results
 from aether.memory.storage.records import check_timestamp
 from aether.memory.storage.vectors import FilteredPolicy
 
-__all__ = ["BRUTE_FORCE_MAX", "SIZE_TTL_S", "FilterSizes"]
+__all__ = ["BREAK_EVEN", "BRUTE_FORCE_MIN", "SIZE_TTL_S", "FilterSizes", "brute_force_max"]
 
 log = structlog.get_logger(__name__)
 
-BRUTE_FORCE_MAX = 10_000
-"""Readings a filter may pass and still be searched by brute force (a few milliseconds on
-the dev machine, where the graph's walk in batches takes about ten at a million)."""
+BREAK_EVEN = 500
+"""Brute force over P passing readings costs about what the graph's walk does when
+P² = BREAK_EVEN × N (the module's measurements: 0.64 ms / 1.2 µs)."""
+
+BRUTE_FORCE_MIN = 1_000
+"""Readings always searched by brute force, whatever the index's size (about a
+millisecond)."""
+
+
+def brute_force_max(memories: int) -> int:
+    """The most readings a filter may pass and still be searched by brute force.
+
+    Args:
+        memories: the memories indexed.
+    """
+    return max(BRUTE_FORCE_MIN, math.isqrt(BREAK_EVEN * max(memories, 0)))
+
 
 SIZE_TTL_S = 300.0
-"""How long a filter's answer is trusted: memories come and go slowly against it."""
+"""How long an answer (a filter's size, the index's) is trusted: memories come and go
+slowly against it."""
 
 SINCE_GRAIN_S = 3_600.0
 """A time limit is asked about from the start of its hour: a search "since seven days
@@ -69,51 +87,66 @@ class FilterSizes:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._large: OrderedDict[tuple[str, str], tuple[bool, float]] = OrderedDict()
+        self._large: OrderedDict[tuple[str, str, int], tuple[bool, float]] = OrderedDict()
+        self._memories: dict[str, tuple[int, float]] = {}
 
     async def policy(
-        self, client: Redis, index: AsyncSearchIndex, limits: SearchFilter
+        self,
+        client: Redis,
+        index: AsyncSearchIndex,
+        memories: AsyncSearchIndex,
+        limits: SearchFilter,
     ) -> FilteredPolicy:
         """The policy for a KNN limited by ``limits`` on ``index``.
 
-        ``adhoc_bf`` when ``limits`` pass at most :data:`BRUTE_FORCE_MAX` of the index's
-        readings, else ``batches``; ``auto`` for an unfiltered search (no policy applies).
-
-        RediSearch's own choice (``auto``) when the index refuses the question (a server
-        without ``DIALECT 4``, or no index yet: the search itself then says so).
+        ``adhoc_bf`` when ``limits`` pass at most :func:`brute_force_max` readings for the
+        documents ``memories`` (the full-text index) holds, else ``batches``; ``auto`` for
+        an unfiltered search (no policy applies), and when the index refuses the question
+        (a server without ``DIALECT 4``, or no index yet: the search itself then says so).
         """
         asked = _coarse(limits)
         if asked.expression() is None:
             return "auto"
-        large = await self.large(client, index, asked)
-        if large is None:
+        try:
+            most = brute_force_max(await self.memories(memories))
+            large = await self.large(client, index, asked, most)
+        except (ResponseError, RedisSearchError) as e:
+            log_once(log, "filter-probe", "filtered search: RediSearch chooses", error=str(e))
             return "auto"
         return "batches" if large else "adhoc_bf"
 
-    async def large(
-        self, client: Redis, index: AsyncSearchIndex, limits: SearchFilter
-    ) -> bool | None:
-        """Whether ``limits`` pass more than :data:`BRUTE_FORCE_MAX` readings of ``index``.
+    async def memories(self, memories: AsyncSearchIndex) -> int:
+        """The documents the full-text index holds, from the kept answer while it is fresh."""
+        now = self._clock()
+        kept = self._memories.get(memories.name)
+        if kept is not None and now - kept[1] <= SIZE_TTL_S:
+            return kept[0]
+        count = int((await memories.info()).get("num_docs", 0) or 0)
+        self._memories[memories.name] = (count, now)
+        return count
 
-        From the kept answer while it is fresh; ``None`` when the index refused the
-        question (not kept). ``limits`` must filter something.
+    async def large(
+        self, client: Redis, index: AsyncSearchIndex, limits: SearchFilter, most: int
+    ) -> bool:
+        """Whether ``limits`` pass more than ``most`` readings of ``index``.
+
+        From the kept answer while it is fresh. ``limits`` must filter something.
+
+        Raises:
+            ResponseError: the index refused the question (nothing is kept).
         """
         flt = limits.expression()
         assert flt is not None
-        key = (index.name, str(flt))
+        key = (index.name, str(flt), most)
         now = self._clock()
         kept = self._large.get(key)
         if kept is not None and now - kept[1] <= SIZE_TTL_S:
             self._large.move_to_end(key)
             return kept[0]
         probe = FilterQuery(flt, return_fields=[], num_results=1, dialect=4)
-        probe.paging(BRUTE_FORCE_MAX, 1)  # the one reading past the limit, if any
+        probe.paging(most, 1)  # the one reading past the most, if any
         probe.no_content()
-        try:
-            reply = await command(client, *search_command(index, probe))
-        except ResponseError as e:
-            log_once(log, "filter-probe", "filtered search: RediSearch chooses", error=str(e))
-            return None
+        reply = await command(client, *search_command(index, probe))
         large = bool(search_results(reply, scores=False, fields=False))
         self._large[key] = (large, now)
         self._large.move_to_end(key)

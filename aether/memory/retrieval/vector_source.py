@@ -77,7 +77,7 @@ class RedisVectors:
             return configured
         if index is None:
             return "auto"
-        return await self.sizes.policy(self.memory.client, index, limits)
+        return await self.sizes.policy(self.memory.client, index, self.memory.text_index(), limits)
 
     def command(
         self,

@@ -45,7 +45,8 @@ def search_results(reply: Any, *, scores: bool, fields: bool) -> list[tuple[str,
 
     A RESP3 reply (what redis-py speaks by default) is a map; a RESP2 one a flat list
     whose shape depends on ``WITHSCORES`` (``scores``) and on returned fields (``fields``).
-    The score is 0.0 without ``WITHSCORES``; the fields are a map of bytes.
+    The score is 0.0 without ``WITHSCORES``; the fields are a map of bytes. A query that
+    ran into RediSearch's timeout may hold a row without an id: it is left out.
     """
     if isinstance(reply, dict):
         return [
@@ -55,6 +56,7 @@ def search_results(reply: Any, *, scores: bool, fields: bool) -> list[tuple[str,
                 row.get(b"extra_attributes", {}),
             )
             for row in reply[b"results"]
+            if b"id" in row
         ]
     step = 1 + scores + fields
     out = []

@@ -23,7 +23,7 @@ import numpy as np
 from redis.asyncio import Redis
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import VectorQuery
-from redisvl.query.filter import FilterExpression
+from redisvl.query.filter import FilterExpression, Tag
 
 from aether.codec import command, text
 from aether.keys import Keyspace
@@ -40,6 +40,7 @@ from aether.memory.storage.records import MemoryRecord
 from aether.store.state import Arg, Mutation
 
 __all__ = [
+    "EVERY_READING",
     "FILTER_FIELDS",
     "VECTOR_FIELD",
     "FilteredPolicy",
@@ -64,6 +65,10 @@ __all__ = [
 
 PASSAGES_FIELD = "passage_embeddings"
 FILTER_FIELDS: tuple[str, ...] = (*TAG_FIELDS, "timestamp")
+EVERY_READING = Tag("kind") != "no such kind"
+"""A filter every reading passes (no kind holds spaces): with it a KNN limited by
+``INKEYS`` is a hybrid query, which can be told to compare just the named readings
+(``HYBRID_POLICY ADHOC_BF``); the wildcard query cannot be."""
 _LITTLE_ENDIAN = {"float32": "<f4", "float16": "<f2"}
 
 
@@ -315,9 +320,14 @@ def similarity_command(
     For a caller that pipelines it with other commands; ``doc_keys`` must not be empty.
     With ``openings_only`` it compares each memory's own opening reading alone (its
     first passage, or its whole text), not its other readings.
+
+    The named readings are compared one by one (:data:`EVERY_READING`, brute force): a
+    plain KNN limited by ``INKEYS`` walks the whole graph for readings far from the query
+    and, at a million memories, ran into RediSearch's 500 ms timeout, its reply a row
+    without an id (decision 0011).
     """
     per_memory = 1 if openings_only else MAX_PASSAGES
     readings = [reading for key in doc_keys for reading in keys.readings(key, per_memory)]
-    query = knn_query(vector, None, len(readings), datatype)
+    query = knn_query(vector, EVERY_READING, len(readings), datatype, "adhoc_bf")
     query.limit_ids(*readings)
     return search_command(index, query)
