@@ -213,9 +213,9 @@ async def main(entries: int, home: Path | None, queries: int) -> None:
         }
     finally:
         await client.aclose()
+        if not kept:  # a kept home's server stays up: a restart rebuilds the vector index
+            EmbeddedRedis(settings).stop()
     print(json.dumps(out, indent=2))
-    if not kept:  # a kept home's server stays up: a restart rebuilds the vector index
-        EmbeddedRedis(settings).stop()
 
 
 if __name__ == "__main__":
