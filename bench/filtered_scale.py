@@ -14,7 +14,7 @@ at a million; a restarted server would rebuild its vector index):
   tag and a time limit), the search under each ``memory.knn_filtered_policy``: p50/p99 and
   the share of brute force's top 10 found (brute force's results are the exact ones);
 - ``probe_ms``: what ``adaptive`` asks the first time it meets a filter (the size
-  question, ``aether.memory.retrieval.filter_size``), p50 over the filters.
+  question, ``aether.memory.retrieval.filter_size``), p50/p99 over 20 filters of each size.
 
 Usage: python bench/filtered_scale.py [--entries N] [--home DIR] [--queries Q]
 """
@@ -178,20 +178,22 @@ async def filtered(client: Redis, n: int, queries: int) -> dict[str, Any]:
 
 
 async def probe(client: Redis, n: int) -> dict[str, Any]:
-    """The size question ``adaptive`` asks once per filter, unkept, over every filter."""
+    """The size question ``adaptive`` asks once per filter, unkept, for each filter size."""
     search = await _search(client)
     layer = search.memory
     index, text = layer.vector_index(), layer.text_index()
     assert index is not None
-    times: list[float] = []
+    out: dict[str, Any] = {"brute_force_max": brute_force_max(n)}
     for share in SHARES:
+        times: list[float] = []
         for i in range(20):
             sizes = FilterSizes()
             await sizes.memories(text)
             t = time.perf_counter()
             await sizes.policy(client, index, text, _limits(share, n, i))
             times.append((time.perf_counter() - t) * 1000)
-    return {**_figures(times), "brute_force_max": brute_force_max(n)}
+        out[f"{share:.1%}"] = _figures(times)
+    return out
 
 
 async def main(entries: int, home: Path | None, queries: int) -> None:
