@@ -105,10 +105,10 @@ class MemorySettings(BaseModel):
     knn_filtered_policy: Literal["adaptive", "auto", "batches", "adhoc_bf"] = Field(
         default="adaptive",
         description="hybrid search: how a filtered vector search applies its filter "
-        "(RediSearch's HYBRID_POLICY: brute force over the memories that pass up to 10,000 "
-        "readings and HNSW in batches above, from a count kept five minutes; RediSearch's "
-        "own choice; always batches; always brute force); bench/memory.py measures each; "
-        "see aether/memory/retrieval/filter_size.py",
+        "(RediSearch's HYBRID_POLICY: brute force while the filter passes at most about "
+        "sqrt(500 x memories) readings, HNSW in batches above, the answer kept five minutes; "
+        "RediSearch's own choice; always batches; always brute force); bench/memory.py "
+        "measures each; see aether/memory/retrieval/filter_size.py",
     )
     knn_ef_runtime: int | None = Field(
         default=None,

@@ -462,6 +462,15 @@ async def test_raw_search_replies_read_the_same_over_resp2_and_resp3(
     assert near3[0][1] > near3[-1][1] and "heron" in str((await layer.get_docs([near3[0][0]]))[0])
 
 
+async def _herons_and_chores(layer: MemoryLayer) -> DailyLog:
+    """30 daily entries, 6 of them tagged ``birds`` and the rest ``chores``."""
+    log = DailyLog(layer)
+    for i in range(30):
+        tags = ["birds"] if i % 5 == 0 else ["chores"]
+        await log.log(f"note {i}: a heron by the lake, then the dishes", tags=tags)
+    return log
+
+
 @pytest.mark.parametrize("policy", ["batches", "adhoc_bf"])
 async def test_a_filtered_vector_search_applies_the_policy_it_is_given(
     settings: Settings, client: Redis, policy: str
@@ -477,10 +486,7 @@ async def test_a_filtered_vector_search_applies_the_policy_it_is_given(
     layer = MemoryLayer.open(settings.model_copy(update={"memory": memory}), client)
     search = MemorySearch(layer)
     await search.ensure_index()
-    log = DailyLog(layer)
-    for i in range(30):
-        tags = ["birds"] if i % 5 == 0 else ["chores"]
-        await log.log(f"note {i}: a heron by the lake, then the dishes", tags=tags)
+    await _herons_and_chores(layer)
     found = await search.search("heron lake", tags=["birds"], limit=10)
     assert len(found) == 6 and all(h.doc.get("tags") == ["birds"] for h in found)
     assert len(await search.search("heron lake", limit=10)) == 10
@@ -508,10 +514,7 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     layer = MemoryLayer.open(settings, client)
     search = MemorySearch(layer)
     await search.ensure_index()
-    log = DailyLog(layer)
-    for i in range(30):
-        tags = ["birds"] if i % 5 == 0 else ["chores"]
-        await log.log(f"note {i}: a heron by the lake, then the dishes", tags=tags)
+    log = await _herons_and_chores(layer)
     sent: list[str] = []
     command = RedisVectors.command
 
@@ -565,8 +568,10 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     # a tag full of query syntax is asked about as the tag it is
     await log.log("a heron in braces", tags=["odd {tag} | * @x"])
     odd = SearchFilter(tags=["odd {tag} | * @x"])
-    assert await sizes.large(client, index, odd, 0)  # passes 1 > 0
-    assert not await sizes.large(client, index, odd, 1)  # passes 1, not more
+    odd_filter = odd.expression()
+    assert odd_filter is not None
+    assert await sizes.large(client, index, odd_filter, 0)  # passes 1 > 0
+    assert not await sizes.large(client, index, odd_filter, 1)  # passes 1, not more
     found = await search.search("heron", tags=["odd {tag} | * @x"], limit=5)
     assert [h.doc.get("tags") for h in found] == [["odd {tag} | * @x"]]
 

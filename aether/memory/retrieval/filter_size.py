@@ -35,6 +35,7 @@ from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import FilterQuery
+from redisvl.query.filter import FilterExpression
 
 from aether.codec import command
 from aether.logging import log_once
@@ -104,12 +105,12 @@ class FilterSizes:
         an unfiltered search (no policy applies), and when the index refuses the question
         (a server without ``DIALECT 4``, or no index yet: the search itself then says so).
         """
-        asked = _coarse(limits)
-        if asked.expression() is None:
+        flt = _coarse(limits).expression()
+        if flt is None:
             return "auto"
         try:
             most = brute_force_max(await self.memories(memories))
-            large = await self.large(client, index, asked, most)
+            large = await self.large(client, index, flt, most)
         except (ResponseError, RedisSearchError) as e:
             log_once(log, "filter-probe", "filtered search: RediSearch chooses", error=str(e))
             return "auto"
@@ -126,17 +127,15 @@ class FilterSizes:
         return count
 
     async def large(
-        self, client: Redis, index: AsyncSearchIndex, limits: SearchFilter, most: int
+        self, client: Redis, index: AsyncSearchIndex, flt: FilterExpression, most: int
     ) -> bool:
-        """Whether ``limits`` pass more than ``most`` readings of ``index``.
+        """Whether ``flt`` passes more than ``most`` readings of ``index``.
 
-        From the kept answer while it is fresh. ``limits`` must filter something.
+        From the kept answer while it is fresh.
 
         Raises:
             ResponseError: the index refused the question (nothing is kept).
         """
-        flt = limits.expression()
-        assert flt is not None
         key = (index.name, str(flt), most)
         now = self._clock()
         kept = self._large.get(key)

@@ -72,9 +72,9 @@ class RedisVectors:
     async def policy(self, limits: SearchFilter) -> FilteredPolicy:
         """The configured policy (``adaptive``: by what ``limits`` pass, :class:`FilterSizes`)."""
         configured = self.memory.settings.knn_filtered_policy
-        index = self.index()
         if configured != "adaptive":
             return configured
+        index = self.index()
         if index is None:
             return "auto"
         return await self.sizes.policy(self.memory.client, index, self.memory.text_index(), limits)
