@@ -8,7 +8,14 @@
 - write_ms: median and p99 time of one daily-log write (a document and its day list's
   append, journaled and hash-chained) while the day's list holds 100, 1k and 10k entries.
 
-Usage: python bench/checkpoints.py [--quick]
+- with ``--against LIBRARY.lua``: the same daily-log writes and rollbacks, interleaved write
+  by write and run by run, on two servers, one with this package's journal library and one
+  with LIBRARY.lua loaded in its place (a library with the same calls, such as the journal
+  before the hash chain: ``git show e4a6bd5:aether/store/journal.lua``). Both see the same
+  machine at the same moment, so their difference is the libraries', not the hour's: runs
+  of the whole bench one after the other vary by ±15 % here.
+
+Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua]
 """
 
 from __future__ import annotations
@@ -135,6 +142,97 @@ async def write_ms(client: Redis, lengths: list[int], writes: int = 300) -> dict
     return out
 
 
+async def _write_once(store: Store, keys: Keyspace, day: str, i: int) -> float:
+    m = Mutation().json_set(keys.daily_entry(f"w{i}"), _entry(i)).rpush(day, f"w{i}")
+    t = time.perf_counter()
+    await store.apply(m, "memory.log")
+    return (time.perf_counter() - t) * 1000
+
+
+async def _rollback_once(client: Redis, name: str, size: int) -> float:
+    keys = Keyspace(name)
+    store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
+    await _fill(store, keys, 0, 1000)
+    cp = await cps.create()
+    day = keys.daily(date(2026, 1, 2))
+    for i in range(size):
+        if i % 2:
+            await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
+        else:
+            await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
+    t = time.perf_counter()
+    result = await cps.rollback_to(cp.id)
+    assert result.ops_applied == size
+    return size / (time.perf_counter() - t)
+
+
+def _change(this: float, against: float) -> float:
+    return round(this / against - 1, 4)
+
+
+async def interleaved(
+    this: Redis, against: Redis, writes: int, rollbacks: list[int], runs: int
+) -> dict[str, Any]:
+    """Writes and rollbacks alternated between the two servers (``this`` first every other time)."""
+    clients = (this, against)
+    stores = []
+    for client in clients:
+        keys = Keyspace("bench-ab")
+        store = Store(client, keys)
+        day = keys.daily(date(2026, 1, 4))
+        await store.apply(Mutation().rpush(day, *[f"f{i}" for i in range(1000)]), "bench.fill")
+        stores.append((store, keys, day))
+    times: tuple[list[float], list[float]] = ([], [])
+    for i in range(writes):
+        for side in (0, 1) if i % 2 else (1, 0):
+            times[side].append(await _write_once(*stores[side], i))
+    p50 = [percentile(t, 0.5, 3) for t in times]
+    out: dict[str, Any] = {
+        "write_ms_p50": {"this": p50[0], "against": p50[1], "change": _change(*p50)},
+        "rollback_changes_per_s": {},
+    }
+    for size in rollbacks:
+        rates: tuple[list[float], list[float]] = ([], [])
+        for run in range(runs):
+            for side in (0, 1) if run % 2 else (1, 0):
+                rates[side].append(await _rollback_once(clients[side], f"ab-{size}-{run}", size))
+        med = [round(statistics.median(r)) for r in rates]
+        out["rollback_changes_per_s"][str(size)] = {
+            "this": med[0],
+            "against": med[1],
+            "change": _change(*med),
+        }
+    return out
+
+
+async def against_main(library: Path, quick: bool) -> None:
+    homes = [Path(tempfile.mkdtemp(prefix="aether-bench-")) for _ in range(2)]
+    settings = [Settings(home=home, redis_appendfsync="always") for home in homes]
+    clients: list[Redis] = []
+    try:
+        for s in settings:
+            clients.append(await connect(s))
+        await clients[1].function_load(library.read_text(), replace=True)
+        result = {
+            "server": "embedded redis 8.2 + RediSearch 2.10 + RedisJSON 2.8, appendfsync always",
+            "against": str(library),
+            "method": "interleaved: each write and each rollback run alternates between them",
+            **await interleaved(
+                clients[0],
+                clients[1],
+                writes=1000 if quick else 5000,
+                rollbacks=[1_000, 10_000] if quick else [1_000, 10_000, 50_000],
+                runs=3,
+            ),
+        }
+    finally:
+        for client in clients:
+            await client.aclose()
+        for s in settings:
+            EmbeddedRedis(s).stop()
+    print(json.dumps(result, indent=2))
+
+
 async def main(quick: bool) -> None:
     home = Path(tempfile.mkdtemp(prefix="aether-bench-"))
     settings = Settings(home=home, redis_appendfsync="always")
@@ -164,4 +262,11 @@ if __name__ == "__main__":
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
-    asyncio.run(main("--quick" in sys.argv))
+    quick = "--quick" in sys.argv
+    if "--against" in sys.argv:
+        at = sys.argv.index("--against")
+        if at + 1 >= len(sys.argv) or not Path(sys.argv[at + 1]).is_file():
+            sys.exit("--against needs a journal library file (.lua)")
+        asyncio.run(against_main(Path(sys.argv[at + 1]), quick))
+    else:
+        asyncio.run(main(quick))

@@ -54,7 +54,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '23'
+local VERSION = '24'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -183,9 +183,9 @@ local function id_le(a, b)
   return ams < bms or (ams == bms and aseq <= bseq)
 end
 
+-- nil when the key does not exist (OBJECT ENCODING answers nil: no EXISTS first)
 local function encoding(key)
-  if redis.call('EXISTS', key) == 0 then return nil end
-  return redis.call('OBJECT', 'ENCODING', key)
+  return redis.call('OBJECT', 'ENCODING', key) or nil
 end
 
 local function reversed(t, from)
@@ -477,15 +477,27 @@ end
 
 local GENESIS = '0000000000000000000000000000000000000000'
 
+-- The prefixes of short values ('<length>:') are made once, when the library loads: a
+-- number turned into a string in every call cost more than the hash itself (library 24;
+-- the framing is unchanged).
+local LONG_VALUE = 1024
+local SHORT_PREFIX = {}
+for n = 0, LONG_VALUE do SHORT_PREFIX[n] = n .. ':' end
+
+local function length_prefix(len)
+  return SHORT_PREFIX[len] or (len .. ':')
+end
+
 -- head, then each value prefixed with its length ('<length>:<value>'), so no two sequences
 -- frame to the same string. Built by one concatenation: every intermediate copy costs the
 -- allocation and the collector's work.
 local function framed(values, head)
-  local out = {head}
-  for _, v in ipairs(values) do
-    out[#out + 1] = #v
-    out[#out + 1] = ':'
-    out[#out + 1] = v
+  local out, n = {head}, 1
+  for i = 1, #values do
+    local v = values[i]
+    out[n + 1] = length_prefix(#v)
+    out[n + 2] = v
+    n = n + 2
   end
   return table.concat(out)
 end
@@ -494,18 +506,18 @@ end
 -- ('<length>#<sha1>'): a rollback step's inverses run to megabytes, and copying them into
 -- one string to hash cost more than the hash. ':' or '#' after the length keeps the framing
 -- unambiguous; an entry without long values frames as before (chain.py's entry_hash).
-local LONG_VALUE = 1024
-
 local function entry_framed(values, head)
-  local out = {head}
-  for _, v in ipairs(values) do
-    out[#out + 1] = #v
-    if #v > LONG_VALUE then
-      out[#out + 1] = '#'
-      out[#out + 1] = redis.sha1hex(v)
+  local out, n = {head}, 1
+  for i = 1, #values do
+    local v = values[i]
+    local len = #v
+    if len > LONG_VALUE then
+      out[n + 1] = len .. '#' .. redis.sha1hex(v)
+      n = n + 1
     else
-      out[#out + 1] = ':'
-      out[#out + 1] = v
+      out[n + 1] = SHORT_PREFIX[len]
+      out[n + 2] = v
+      n = n + 2
     end
   end
   return table.concat(out)
@@ -517,7 +529,7 @@ local LIST_BASE = 'aether-list-digest'
 
 local function list_digest(from, items)
   local d = from
-  for _, item in ipairs(items) do d = redis.sha1hex(d .. #item .. ':' .. item) end
+  for _, item in ipairs(items) do d = redis.sha1hex(d .. length_prefix(#item) .. item) end
   return d
 end
 
