@@ -97,10 +97,11 @@ class MemorySettings(BaseModel):
         "scaled with a fixed alpha, or reciprocal ranks; see aether/memory/retrieval/search.py)",
     )
     ranker: Literal["fusion", "learned"] = Field(
-        default="fusion",
-        description="hybrid search: order the fused candidates by fusion's score or by the "
-        "learned ranker (LightGBM over fusion's features, aether[local]; without its model "
-        "or LightGBM, fusion's order); see aether/memory/retrieval/ranker.py",
+        default="learned",
+        description="hybrid search: order the fused candidates by the learned ranker "
+        "(LightGBM over fusion's features, aether[local]; without its model or LightGBM, or "
+        "with an embedder other than the local model it was trained on, fusion's order) or "
+        "by fusion's score; see aether/memory/retrieval/ranker.py",
     )
     knn_filtered_policy: Literal["adaptive", "auto", "batches", "adhoc_bf"] = Field(
         default="adaptive",

@@ -10,6 +10,7 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import lightgbm
 import numpy as np
@@ -26,11 +27,13 @@ from aether.memory.retrieval.ranker import (
     FEATURES,
     MODEL_FILE,
     TIME_WORDS,
+    TRAINED_EMBEDDER,
     LearnedRanker,
     RankingInputs,
     _cached_memory_text,
     _QueryText,
     features,
+    ranker_for,
     reordered,
     rows_from_json,
     rows_to_json,
@@ -66,6 +69,10 @@ class Capture:
 
     def __call__(self, query: str, limit: int, keys: list[str], rows: np.ndarray) -> None:
         self.seen.append((query, limit, list(keys), rows.copy()))
+
+
+def _with(settings: Settings, **memory: Any) -> Settings:
+    return settings.model_copy(update={"memory": settings.memory.model_copy(update=memory)})
 
 
 async def _layer(settings: Settings, client: Redis) -> tuple[MemoryLayer, MemorySearch]:
@@ -122,8 +129,10 @@ async def test_the_rows_a_search_ranks_by_are_the_rows_training_reads(
 async def test_without_its_model_search_keeps_fusions_order(
     settings: Settings, client: Redis, tmp_path: Path
 ) -> None:
-    _, search = await _layer(settings, client)
-    fused = [h.key for h in await search.search(QUERY, limit=5, now=NOW)]
+    layer, search = await _layer(settings, client)
+    by_fusion = MemorySearch(MemoryLayer.open(_with(settings, ranker="fusion"), client))
+    by_fusion.memory.embedder = layer.embedder
+    fused = [h.key for h in await by_fusion.search(QUERY, limit=5, now=NOW)]
     assert LearnedRanker.load(tmp_path / "absent.txt") is None
     garbage = tmp_path / "garbage.txt"
     garbage.write_text("tree\nnot a model at all\n")
@@ -149,12 +158,28 @@ def test_the_shipped_model_loads_with_the_features_search_computes() -> None:
     assert ranker is not None and list(ranker.booster.feature_name()) == list(FEATURES)
 
 
-async def test_learned_is_chosen_by_the_setting(settings: Settings, client: Redis) -> None:
-    learned = settings.model_copy(
-        update={"memory": settings.memory.model_copy(update={"ranker": "learned"})}
+async def test_learned_is_the_default_and_fusion_is_chosen_by_the_setting(
+    settings: Settings, client: Redis
+) -> None:
+    assert settings.memory.ranker == "learned"
+    layer = MemoryLayer.open(settings, client)
+    assert layer.embedder is not None and layer.embedder.model_name == TRAINED_EMBEDDER
+    assert MemorySearch(layer).ranker is shared_ranker() is not None
+    fusion = _with(settings, ranker="fusion")
+    assert MemorySearch(MemoryLayer.open(fusion, client)).ranker is None
+
+
+async def test_with_another_embedder_search_keeps_fusions_order(
+    settings: Settings, client: Redis
+) -> None:
+    # the model's similarity features are on its embedder's scale: another's would mislead it
+    assert ranker_for(TRAINED_EMBEDDER) is shared_ranker()
+    assert ranker_for("text-embedding-3-small") is None
+    assert ranker_for(None) is None
+    full_text = settings.model_copy(
+        update={"embedding": settings.embedding.model_copy(update={"provider": "none"})}
     )
-    assert MemorySearch(MemoryLayer.open(learned, client)).ranker is shared_ranker()
-    assert MemorySearch(MemoryLayer.open(settings, client)).ranker is None
+    assert MemorySearch(MemoryLayer.open(full_text, client)).ranker is None
 
 
 def test_reordered_keeps_fusions_scale() -> None:
@@ -220,10 +245,13 @@ def test_features_read_the_query_and_each_candidate_alone() -> None:
 
 
 def test_a_person_searches_with_the_learned_ranker_from_the_shell(
-    cli_env: dict[str, str],
+    model_cli_env: dict[str, str], cli_env: dict[str, str]
 ) -> None:
-    """The setting read from the environment, the shipped model loaded by a new process."""
-    env = {**os.environ, **cli_env, "AETHER_MEMORY__RANKER": "learned"}
+    """The default read by a new process: the shipped model loaded beside the local model.
+
+    Full text only (no embedder), the same search keeps fusion's order.
+    """
+    env = {**os.environ, **model_cli_env}
     for text in (
         "Rotated the production API key after the audit",
         "The staging API key stays as it was",
@@ -236,6 +264,9 @@ def test_a_person_searches_with_the_learned_ranker_from_the_shell(
     assert hits[0]["content"] == "Rotated the production API key after the audit"
     assert "oat milk" not in found.stdout
     assert "fusion ranks" not in found.stderr  # the model loaded: no fallback was logged
+    full_text = run_cli({**os.environ, **cli_env}, "memory", "search", "API key", "--json")
+    assert full_text.returncode == 0, full_text.stderr
+    assert "Rotated the production API key" in full_text.stdout
     bad = run_cli({**env, "AETHER_MEMORY__RANKER": "sorted"}, "memory", "search", "key")
     assert bad.returncode != 0 and "ranker" in bad.stderr
 

@@ -1,9 +1,9 @@
 """The learned ranker: LightGBM (LambdaMART) ordering fusion's candidates by their features.
 
 Fusion (:mod:`.fusion`) combines a dozen signals with hand-set constants. With
-``memory.ranker = "learned"`` a gradient-boosted ranking model orders the same candidates
-from the same signals: :func:`features` turns what fusion computed for one search into one
-row per candidate (:data:`FEATURES`), and :class:`LearnedRanker` scores the rows with the
+``memory.ranker = "learned"`` (the default) a gradient-boosted ranking model orders the same
+candidates from the same signals: :func:`features` turns what fusion computed for one search
+into one row per candidate (:data:`FEATURES`), and :class:`LearnedRanker` scores the rows with the
 model shipped beside this module (:data:`MODEL_FILE`, LightGBM's text format, trained by
 ``bench/train_ranker.py`` on the dev splits only). The model sees nothing fusion does not:
 no question metadata, only the candidates, their documents and the query's words.
@@ -11,8 +11,8 @@ no question metadata, only the candidates, their documents and the query's words
 The learned order does not change the scale of a search's scores: :func:`reordered` hands
 the candidates fusion's own scores, sorted, in the learned order, so every floor and blend
 downstream (recency, the context's relative floor) means what it meant. Without the model
-file, or without LightGBM, search keeps fusion's order (:meth:`LearnedRanker.load` says so
-once in the log).
+file, without LightGBM, or with an embedder other than the one the model was trained on
+(:data:`TRAINED_EMBEDDER`), search keeps fusion's order and says so once in the log.
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ __all__ = [
     "FEATURES",
     "MODEL_FILE",
     "RANK_DEPTH",
+    "TRAINED_EMBEDDER",
     "FeatureObserver",
     "LearnedRanker",
     "RankingInputs",
     "features",
+    "ranker_for",
     "reordered",
     "rows_from_json",
     "rows_to_json",
@@ -471,7 +473,36 @@ class LearnedRanker:
         return [keys[i] for i in sorted(range(len(keys)), key=lambda i: (-predicted[i], i))]
 
 
+TRAINED_EMBEDDER = "all-MiniLM-L6-v2"
+"""The embedder whose similarities the shipped model was trained on (the local model).
+Several features are similarities on its scale; another embedder's scale would mislead the
+model, so with any other (or none) search keeps fusion's order."""
+
+
 @cache
 def shared_ranker(path: Path = MODEL_FILE) -> LearnedRanker | None:
     """The model at ``path``, loaded once per process (every search shares it)."""
     return LearnedRanker.load(path)
+
+
+def ranker_for(embedder_name: str | None) -> LearnedRanker | None:
+    """The shared model when the memory's embedder is the one it was trained on, else ``None``.
+
+    Another embedder is logged once (a configuration that gives up the ranker); full text
+    only is not, being a choice that gives up every vector signal.
+
+    Args:
+        embedder_name: the memory's embedder's ``model_name`` (``None``: full text only).
+    """
+    if embedder_name is None:
+        return None  # full text only: the features read from the vectors are missing
+    if embedder_name != TRAINED_EMBEDDER:
+        log_once(
+            log,
+            "ranker-embedder",
+            "the learned ranker was trained on another embedder's similarities; fusion ranks",
+            embedder=embedder_name or "none",
+            trained_on=TRAINED_EMBEDDER,
+        )
+        return None
+    return shared_ranker()

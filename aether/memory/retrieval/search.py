@@ -44,8 +44,8 @@ from aether.memory.retrieval.ranker import (
     LearnedRanker,
     RankingInputs,
     features,
+    ranker_for,
     reordered,
-    shared_ranker,
 )
 from aether.memory.retrieval.recency import blend, decay
 from aether.memory.retrieval.rerank import PackagedCrossEncoder, RelevanceJudge, rerank
@@ -99,7 +99,9 @@ class MemorySearch:
             judge = PackagedCrossEncoder()
         self.judge = judge
         self.ranker: LearnedRanker | None = (
-            shared_ranker() if memory.settings.ranker == "learned" else None
+            ranker_for(memory.embedder.model_name if memory.embedder else None)
+            if memory.settings.ranker == "learned"
+            else None
         )
         self.feature_observer: FeatureObserver | None = None
         """Told each search's candidates and feature rows (``bench/ranker_data.py``)."""
