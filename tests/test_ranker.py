@@ -8,6 +8,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -323,3 +325,36 @@ def test_a_memory_is_read_once_unless_it_is_long() -> None:
     assert asked.lexical(long_text) == pytest.approx((2 / 3, 1.0, 1.0, 5.0, 0.0))
     assert _cached_memory_text.cache_info().currsize == 1
     assert first == pytest.approx((2 / 3, 1.0, 1.0, 3.0, 0.0))  # not (3, ship)
+
+
+def test_lightgbm_is_imported_without_the_libraries_the_ranker_never_uses() -> None:
+    code = (
+        "import sys\n"
+        "from aether.memory.retrieval.ranker import LearnedRanker\n"
+        "assert 'lightgbm' not in sys.modules\n"
+        "assert LearnedRanker.load() is not None and 'lightgbm' in sys.modules\n"
+        "assert 'sklearn' not in sys.modules, 'scikit-learn was imported with lightgbm'\n"
+        "import sklearn.base\n"  # still importable by whoever needs it
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+async def test_the_ranker_is_loaded_by_the_first_search_that_orders(
+    settings: Settings, client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aether.memory.retrieval.search as search_module
+
+    asked: list[str | None] = []
+
+    def counted(name: str | None) -> LearnedRanker | None:
+        asked.append(name)
+        return ranker_for(name)
+
+    monkeypatch.setattr(search_module, "ranker_for", counted)
+    _, search = await _layer(settings, client)
+    assert asked == []  # built, not yet ordering: LightGBM is not paid for
+    hits = await search.search(QUERY, limit=5, now=NOW)
+    assert hits and asked == [TRAINED_EMBEDDER]
+    await search.search(QUERY, limit=5, now=NOW)
+    assert asked == [TRAINED_EMBEDDER] and search.ranker is shared_ranker()

@@ -98,13 +98,26 @@ class MemorySearch:
         if judge is None and memory.settings.rerank == "cross-encoder":
             judge = PackagedCrossEncoder()
         self.judge = judge
-        self.ranker: LearnedRanker | None = (
-            ranker_for(memory.embedder.model_name if memory.embedder else None)
-            if memory.settings.ranker == "learned"
-            else None
-        )
+        self._ranker: LearnedRanker | None = None
+        self._ranker_chosen = memory.settings.ranker != "learned"
         self.feature_observer: FeatureObserver | None = None
         """Told each search's candidates and feature rows (``bench/ranker_data.py``)."""
+
+    @property
+    def ranker(self) -> LearnedRanker | None:
+        """The learned ranker, loaded at the first search that orders (``None``: fusion's order).
+
+        Loading it imports LightGBM, which a command that never searches should not pay for.
+        """
+        if not self._ranker_chosen:
+            embedder = self.memory.embedder
+            self._ranker = ranker_for(embedder.model_name if embedder else None)
+            self._ranker_chosen = True
+        return self._ranker
+
+    @ranker.setter
+    def ranker(self, ranker: LearnedRanker | None) -> None:
+        self._ranker, self._ranker_chosen = ranker, True
 
     @property
     def index(self) -> AsyncSearchIndex:
