@@ -79,25 +79,27 @@ async def checkpoint_ms(client: Redis, sizes: list[int]) -> dict[str, float]:
     return out
 
 
+async def _rollback_once(client: Redis, name: str, size: int) -> float:
+    keys = Keyspace(name)
+    store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
+    await _fill(store, keys, 0, 1000)
+    cp = await cps.create()
+    day = keys.daily(date(2026, 1, 2))
+    for i in range(size):  # one change (one journal entry, one op) each
+        if i % 2:
+            await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
+        else:
+            await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
+    t = time.perf_counter()
+    result = await cps.rollback_to(cp.id)
+    assert result.ops_applied == size
+    return size / (time.perf_counter() - t)
+
+
 async def rollback_rate(client: Redis, sizes: list[int]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for size in sizes:
-        keys = Keyspace(f"bench-rb-{size}")
-        store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
-        await _fill(store, keys, 0, 1000)
-        cp = await cps.create()
-        day = keys.daily(date(2026, 1, 2))
-        for i in range(size):  # one change (one journal entry, one op) each
-            if i % 2:
-                await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
-            else:
-                await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
-        t = time.perf_counter()
-        result = await cps.rollback_to(cp.id)
-        elapsed = time.perf_counter() - t
-        assert result.ops_applied == size
-        out[str(size)] = round(size / elapsed)
-    return out
+    return {
+        str(size): round(await _rollback_once(client, f"bench-rb-{size}", size)) for size in sizes
+    }
 
 
 async def journal_bytes(client: Redis, writes: int = 2000) -> dict[str, float]:
@@ -117,6 +119,14 @@ async def journal_bytes(client: Redis, writes: int = 2000) -> dict[str, float]:
     }
 
 
+async def _write_once(store: Store, keys: Keyspace, day: str, eid: str, i: int) -> float:
+    """One daily-log write (its document and its day list's append), in ms."""
+    m = Mutation().json_set(keys.daily_entry(eid), _entry(i)).rpush(day, eid)
+    t = time.perf_counter()
+    await store.apply(m, "memory.log")
+    return (time.perf_counter() - t) * 1000
+
+
 async def write_ms(client: Redis, lengths: list[int], writes: int = 300) -> dict[str, Any]:
     keys = Keyspace("bench-wr")
     store = Store(client, keys)
@@ -131,39 +141,9 @@ async def write_ms(client: Redis, lengths: list[int], writes: int = 300) -> dict
                 ids = [f"f{i}" for i in range(lo, min(lo + 1000, length))]
                 await store.apply(Mutation().rpush(day, *ids), "bench.fill")
             written = length
-        times = []
-        for i in range(writes):
-            eid = f"w{length}-{i}"
-            m = Mutation().json_set(keys.daily_entry(eid), _entry(i)).rpush(day, eid)
-            t = time.perf_counter()
-            await store.apply(m, "memory.log")
-            times.append((time.perf_counter() - t) * 1000)
+        times = [await _write_once(store, keys, day, f"w{length}-{i}", i) for i in range(writes)]
         out[str(length)] = {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99)}
     return out
-
-
-async def _write_once(store: Store, keys: Keyspace, day: str, i: int) -> float:
-    m = Mutation().json_set(keys.daily_entry(f"w{i}"), _entry(i)).rpush(day, f"w{i}")
-    t = time.perf_counter()
-    await store.apply(m, "memory.log")
-    return (time.perf_counter() - t) * 1000
-
-
-async def _rollback_once(client: Redis, name: str, size: int) -> float:
-    keys = Keyspace(name)
-    store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
-    await _fill(store, keys, 0, 1000)
-    cp = await cps.create()
-    day = keys.daily(date(2026, 1, 2))
-    for i in range(size):
-        if i % 2:
-            await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
-        else:
-            await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
-    t = time.perf_counter()
-    result = await cps.rollback_to(cp.id)
-    assert result.ops_applied == size
-    return size / (time.perf_counter() - t)
 
 
 def _change(this: float, against: float) -> float:
@@ -185,7 +165,7 @@ async def interleaved(
     times: tuple[list[float], list[float]] = ([], [])
     for i in range(writes):
         for side in (0, 1) if i % 2 else (1, 0):
-            times[side].append(await _write_once(*stores[side], i))
+            times[side].append(await _write_once(*stores[side], f"w{i}", i))
     p50 = [percentile(t, 0.5, 3) for t in times]
     out: dict[str, Any] = {
         "write_ms_p50": {"this": p50[0], "against": p50[1], "change": _change(*p50)},

@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from functools import cached_property
 from typing import cast
 
 import structlog
@@ -98,26 +99,19 @@ class MemorySearch:
         if judge is None and memory.settings.rerank == "cross-encoder":
             judge = PackagedCrossEncoder()
         self.judge = judge
-        self._ranker: LearnedRanker | None = None
-        self._ranker_chosen = memory.settings.ranker != "learned"
         self.feature_observer: FeatureObserver | None = None
         """Told each search's candidates and feature rows (``bench/ranker_data.py``)."""
 
-    @property
+    @cached_property
     def ranker(self) -> LearnedRanker | None:
         """The learned ranker, loaded at the first search that orders (``None``: fusion's order).
 
         Loading it imports LightGBM, which a command that never searches should not pay for.
         """
-        if not self._ranker_chosen:
-            embedder = self.memory.embedder
-            self._ranker = ranker_for(embedder.model_name if embedder else None)
-            self._ranker_chosen = True
-        return self._ranker
-
-    @ranker.setter
-    def ranker(self, ranker: LearnedRanker | None) -> None:
-        self._ranker, self._ranker_chosen = ranker, True
+        if self.memory.settings.ranker != "learned":
+            return None
+        embedder = self.memory.embedder
+        return ranker_for(embedder.model_name if embedder else None)
 
     @property
     def index(self) -> AsyncSearchIndex:
