@@ -452,12 +452,18 @@ class Keyspace:
         """STREAM: every state mutation with its inverse."""
         return self._k("journal")
 
-    def journal_head(self) -> str:
-        """STRING: the hash chain's head, ``"<entry id> <hash>"`` (moved with each entry)."""
+    def journal_legacy_head(self) -> str:
+        """STRING: the chain's head as journal libraries before 25 kept it (now a digests field).
+
+        The next entry moves it into :meth:`journal_digests` (``aether.store.chain_head``).
+        """
         return self._k("journal", "head")
 
     def journal_digests(self) -> str:
-        """HASH: state key -> digest of its content, as the journal's last entry left it."""
+        """HASH: state key -> digest of its content, as the journal's last entry left it.
+
+        Also the chain's head, ``"<entry id> <hash>"``, in the field ``(head)``.
+        """
         return self._k("journal", "digests")
 
     def journal_anchor(self) -> str:

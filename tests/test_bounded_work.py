@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from aether.checkpoints.archive import Archive, open_archive
+from aether.checkpoints.chain import JournalChain
 from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import (
@@ -190,6 +191,42 @@ async def test_ops_that_would_fail_part_way_are_refused_before_changing_anything
         await store.apply(Mutation().rpush(keys.longterm("x"), "1").rpush(hash_, "x"), "t")
     assert await dump_state(client, keys) == before
     assert await last_position(client, keys.journal()) == top
+
+
+async def test_a_key_whose_encoding_names_its_type_still_refuses_other_families(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    """quicklist, skiplist and intset say the type without asking (library 25): same refusals."""
+    long_list, big_zset, int_set = (keys.longterm(n) for n in ("list", "zset", "ints"))
+    many = [str(i) for i in range(300)]
+    await store.apply(
+        Mutation()
+        .rpush(long_list, *(i.ljust(100, "-") for i in many))  # past 8 kB: a quicklist
+        .add("ZADD", big_zset, *[x for i in many for x in (i, f"m{i}")])
+        .add("SADD", int_set, "1", "2", "3"),
+        "t",
+    )
+    encodings = [await client.object("encoding", k) for k in (long_list, big_zset, int_set)]
+    assert encodings == [b"quicklist", b"skiplist", b"intset"]
+    before = await dump_state(client, keys)
+    top = await last_position(client, keys.journal())
+    for wrong, holds in (
+        (Mutation().hset(long_list, {"f": "v"}), "list"),
+        (Mutation().add("ZADD", long_list, "1", "m"), "list"),
+        (Mutation().rpush(big_zset, "x"), "zset"),
+        (Mutation().add("SADD", big_zset, "x"), "zset"),
+        (Mutation().rpush(int_set, "x"), "set"),
+        (Mutation().add("ZREM", int_set, "1"), "set"),
+    ):
+        with pytest.raises(InvalidOperationError, match=f"WRONGTYPE aether: .* holds a {holds}$"):
+            first = Mutation().rpush(keys.longterm("new"), "y")
+            await store.apply(Mutation(first.ops + wrong.ops), "t")
+    assert await dump_state(client, keys) == before
+    assert await last_position(client, keys.journal()) == top
+    fitting = Mutation().rpush(long_list, "x").add("ZADD", big_zset, "1", "n")
+    await store.apply(fitting.add("SADD", int_set, "4"), "t")
+    assert await client.llen(long_list) == 301
+    assert (await JournalChain(client, keys).verify()).ok
 
 
 async def test_replay_validates_ops_and_declares_keys(client: Redis, keys: Keyspace) -> None:

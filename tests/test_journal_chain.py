@@ -24,6 +24,7 @@ from aether.checkpoints.manager import Checkpoints
 from aether.config import Settings
 from aether.errors import ConfigError
 from aether.keys import Keyspace
+from aether.store.chain_head import HEAD_FIELD, head_of
 from aether.store.signing import Signer
 from aether.store.state import Mutation, Store
 from aether.testing.model import ScriptedOpenAI
@@ -70,8 +71,29 @@ async def test_a_clean_journal_verifies_and_each_entry_links_to_the_last(
         assert after[b"p"] == before[b"h"]
     for _, fields in entries:
         assert entry_hash(fields[b"p"].decode(), fields) == fields[b"h"].decode()
-    head = await client.get(keys.journal_head())
+    head = await client.hget(keys.journal_digests(), HEAD_FIELD)
     assert head == f"{entries[-1][0]} {entries[-1][1][b'h'].decode()}".encode()
+    assert not await client.exists(keys.journal_legacy_head())
+
+
+async def test_a_head_kept_by_an_older_library_is_read_then_moved_by_the_next_write(
+    store: Store, client: Redis, keys: Keyspace
+) -> None:
+    await _history(store, keys, 3)
+    head = await client.hget(keys.journal_digests(), HEAD_FIELD)
+    assert head is not None
+    await client.hdel(keys.journal_digests(), HEAD_FIELD)
+    await client.set(keys.journal_legacy_head(), head)  # as library 24 left it
+    chain = JournalChain(client, keys)
+    assert (await chain.verify()).ok
+    assert await chain.head() == head_of(head)
+    await _log(store, keys, "e9", "written after the upgrade")
+    assert not await client.exists(keys.journal_legacy_head())
+    report = await chain.verify()
+    assert report.ok, report.breaks
+    entries = await _entries(client, keys)
+    assert entries[-1][1][b"p"] == head_of(head)[1].encode()  # type: ignore[index]
+    assert await chain.head() == (entries[-1][0], entries[-1][1][b"h"].decode())
 
 
 async def test_an_out_of_band_edit_of_a_state_key_is_named(
@@ -125,7 +147,7 @@ async def test_reordered_entries_break_the_chain(
     order = [entries[0], entries[2], entries[1], entries[3]]
     for n, (_, fields) in enumerate(order, start=1):  # the ids in order, the entries not
         await client.xadd(keys.journal(), fields, id=f"{n}-0")  # type: ignore[arg-type]
-    await client.set(keys.journal_head(), f"4-0 {entries[3][1][b'h'].decode()}")
+    await client.hset(keys.journal_digests(), HEAD_FIELD, f"4-0 {entries[3][1][b'h'].decode()}")
     report = await JournalChain(client, keys).verify()
     assert {k for k, _, _ in _kinds(report)} == {"chain-broken"}
     assert [e for _, e, _ in _kinds(report)] == ["2-0", "3-0", "4-0"]
@@ -160,7 +182,7 @@ async def test_a_forged_entry_is_found_and_a_recomputed_one_only_with_a_key(
         fields = {**fields, b"p": prev.encode(), b"h": h.encode()}
         await client.xadd(keys.journal(), fields, id=entry_id)  # type: ignore[arg-type]
         prev = h
-    await client.set(keys.journal_head(), f"{entries[-1][0]} {prev}")
+    await client.hset(keys.journal_digests(), HEAD_FIELD, f"{entries[-1][0]} {prev}")
     assert (await JournalChain(client, keys).verify()).ok  # hashes alone cannot tell
     keyed = await JournalChain(client, keys, signer).verify()
     assert [k for k, _, _ in _kinds(keyed)] == ["unsigned-tail"]

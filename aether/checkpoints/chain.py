@@ -3,7 +3,7 @@
 Every journal entry carries ``p`` (its predecessor's hash), ``h`` (sha1 of ``p`` and its
 other fields, each length-framed, in order) and ``d`` (the digest of each key it touched,
 as it left it); ``store/journal.lua`` writes them in the step that applies the change, and
-keeps the head (``journal:head``) and every state key's digest (``journal:digests``).
+keeps every state key's digest and the head in one hash (``journal:digests``).
 
 :meth:`JournalChain.verify` recomputes all of it and names each break:
 
@@ -42,6 +42,7 @@ from redis.asyncio import Redis
 
 from aether.codec import byte_map, text
 from aether.keys import Keyspace
+from aether.store.chain_head import HEAD_FIELD, read_head, write_head
 from aether.store.functions import Functions
 from aether.store.signing import Signer, sign_head
 from aether.store.streams import Fields, stream_pages
@@ -199,11 +200,7 @@ class JournalChain:
 
     async def head(self) -> tuple[str, str] | None:
         """The head: (entry id, hash), or ``None`` before the first chained entry."""
-        raw = await self.client.get(self.keys.journal_head())
-        if raw is None:
-            return None
-        entry, _, digest = text(raw).partition(" ")
-        return entry, digest
+        return await read_head(self.client, self.keys)
 
     async def verify(
         self, start_pos: str | None = None, start_chain: str | None = None, label: str = ""
@@ -335,6 +332,7 @@ class JournalChain:
             text(k): text(v)
             for k, v in (await self.client.hgetall(self.keys.journal_digests())).items()
         }
+        kept.pop(HEAD_FIELD, None)
         for key, digest in walk.digests.items():
             if kept.get(key, "") != digest:
                 report.breaks.append(
@@ -404,7 +402,7 @@ class JournalChain:
         this baseline. Concurrent writes are safe: a digest the chain already set is kept.
         Returns how many keys were adopted (0: the chain already covers the namespace).
         """
-        if await self.client.exists(self.keys.journal_head(), self.keys.journal_digests()):
+        if await self.client.exists(self.keys.journal_legacy_head(), self.keys.journal_digests()):
             return 0
         if not await self.client.exists(self.keys.journal()):
             return 0  # nothing was ever journaled: a fresh namespace
@@ -435,7 +433,7 @@ class JournalChain:
                 await self.client.hset(self.keys.journal_digests(), mapping=mapping)  # type: ignore[arg-type]
         if head_hash is not None:
             await self.client.hset(self.keys.journal_anchor(), "trimmed_to", head_hash)
-            await self.client.set(self.keys.journal_head(), f"{position} {head_hash}")
+            await write_head(self.client, self.keys, position, head_hash)
 
     async def fill_checkpoints(self) -> None:
         """Record each checkpoint's chain head from the entry at its position, where missing."""
@@ -509,7 +507,7 @@ class Rechainer:
         old = await self.chain.head()
         new_head = self.prev or GENESIS
         if last_id is not None:
-            await client.set(keys.journal_head(), f"{last_id} {new_head}")
+            await write_head(client, keys, last_id, new_head)
         for raw in await client.zrange(keys.checkpoints(), 0, -1):
             key = keys.checkpoint(text(raw))
             recorded = await client.hget(key, "chain")

@@ -43,9 +43,10 @@ them off half-migrated slots (aether/store/cluster.py).
 The journal is a hash chain. Every entry carries 'd' (the digest of each key it touched,
 as left by it: sha1 of the key's type and canonical content, '' when the key is gone), 'p'
 (its predecessor's hash) and 'h' = sha1(p, its other fields in order, length-framed, a
-long value by its own sha1: entry_framed). The chain's head ("<id> <h>") is kept at
-<journal>:head and the digest of every state key at <journal>:digests, both in the step
-that appends the entry, so `aether journal verify`
+long value by its own sha1: entry_framed). The digest of every state key is kept at
+<journal>:digests and the chain's head ("<id> <h>") in the same hash, under HEAD_FIELD
+(which no state key can be named: they all start with the namespace's prefix), both in the
+step that appends the entry, so `aether journal verify`
 (aether/checkpoints/chain.py) can tell an out-of-band edit, a forged, deleted, reordered or
 truncated entry. Checkpoints record the head ('chain').
 
@@ -54,7 +55,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '24'
+local VERSION = '25'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -93,15 +94,18 @@ local MIN_ARGS = {
 local appended, existed, rewritten, deleted = {}, {}, {}, {}
 -- The long lists a rollback step left unsettled (see chained_xadd), this call.
 local unsettled = {}
+-- The type a key is known to have after this call's last op on it (no TYPE to ask).
+local kinds = {}
 
 local function reset_tracking()
-  appended, existed, rewritten, deleted, unsettled = {}, {}, {}, {}, {}
+  appended, existed, rewritten, deleted, unsettled, kinds = {}, {}, {}, {}, {}, {}
 end
 
 -- `exists`: whether the key exists before this op (asked by the caller anyway)
 local function track(op, trims, exists)
   local cmd, key = op[1], op[2]
   deleted[key] = cmd == 'DEL' or nil
+  kinds[key] = nil
   if rewritten[key] then return end
   local first = (cmd == 'RPUSH' and 3) or (cmd == 'RPUSHCAP' and not trims and 4) or nil
   if first == nil then
@@ -135,8 +139,12 @@ local function is_number(v)
   return tonumber(v) ~= nil
 end
 
+-- The encodings only one type has: a key in one needs no TYPE to know its family.
+local ENCODED_FAMILY = { quicklist = 'list', skiplist = 'zset', intset = 'set' }
+
 -- Refuse (with an error string) an op that would fail part-way, before it changes anything.
-local function check_op(op)
+-- `enc`: the key's encoding (nil: the key does not exist, so any family fits).
+local function check_op(op, enc)
   local cmd, key = op[1], op[2]
   local nargs = #op - 2
   if nargs < (MIN_ARGS[cmd] or 0) then
@@ -148,8 +156,8 @@ local function check_op(op)
     end
   end
   local want = FAMILY[cmd]
-  if want then
-    local t = redis.call('TYPE', key)['ok']
+  if want and enc ~= nil and ENCODED_FAMILY[enc] ~= want then
+    local t = ENCODED_FAMILY[enc] or redis.call('TYPE', key)['ok']
     if t ~= 'none' and t ~= want then
       return 'WRONGTYPE aether: ' .. cmd .. ' on ' .. key .. ', which holds a ' .. t
     end
@@ -345,6 +353,12 @@ local function canonicalize(key)
   end
 end
 
+-- Whether op replaces a whole document (JSON.SET at the root without NX or XX): the key
+-- then exists after it, as a document, whatever it held before.
+local function sets_whole_document(op)
+  return op[1] == 'JSON.SET' and #op == 4 and (op[3] == '$' or op[3] == '.')
+end
+
 -- Apply one op and return the list of ops that undoes it.
 local function apply_op(op)
   local cmd, key = op[1], op[2]
@@ -360,19 +374,25 @@ local function apply_op(op)
   if not STRUCTURAL[cmd] and not IMAGE[cmd] then
     return redis.error_reply('ERR aether: unsupported op ' .. cmd)
   end
-  local bad = check_op(op)
-  if bad then return redis.error_reply(bad) end
-  local trims = cmd == 'RPUSHCAP' and redis.call('LLEN', key) + (#op - 3) > tonumber(op[3])
   local enc0 = encoding(key)
+  local bad = check_op(op, enc0)
+  if bad then return redis.error_reply(bad) end
+  local trims = cmd == 'RPUSHCAP' and
+    (enc0 and redis.call('LLEN', key) or 0) + (#op - 3) > tonumber(op[3])
   track(op, trims, enc0 ~= nil)
   if enc0 == nil then
     apply_plain(op)
+    if sets_whole_document(op) then
+      kinds[key] = 'ReJSON-RL'
+      return {{'DEL', key}}
+    end
     if redis.call('EXISTS', key) == 1 then return {{'DEL', key}} end
     return {}
   end
   if IMAGE[cmd] then
     local pre = image(key, enc0)
     apply_plain(op)
+    if sets_whole_document(op) then kinds[key] = 'ReJSON-RL' end
     return {pre}
   end
   if cmd == 'RPUSHCAP' then
@@ -386,6 +406,8 @@ local function apply_op(op)
     end
   end
   local inv = apply_structural(op)
+  -- a push never turns a quicklist back into a listpack (only removals do)
+  if enc0 == 'quicklist' and (cmd == 'RPUSH' or cmd == 'LPUSH') then return inv end
   local enc1 = encoding(key)
   if enc1 == nil or enc1 == enc0 then return inv end
   -- The encoding changed: revert, rebuild the exact pre-image, re-apply.
@@ -568,10 +590,40 @@ local function content_digest(key, known_type)
   return redis.sha1hex(framed(body, t .. '|'))
 end
 
+-- The head lives in the digests hash (library 25): one read and one write per change fewer
+-- than a key of its own. A journal written by an older library keeps its head at
+-- <journal>:head until its next entry moves it here (`legacy_head`).
+local HEAD_FIELD = '(head)'
+local legacy_head = false
+
+local function head_hash(raw)
+  if not raw then return GENESIS end
+  return string.match(raw, ' (%x+)$') or GENESIS
+end
+
+-- The head's hash, given the head field's value (false when absent: an older library's
+-- key, or the genesis).
+local function head_or_legacy(journal, raw)
+  legacy_head = false
+  if raw then return head_hash(raw) end
+  local old = redis.call('GET', journal .. ':head')
+  legacy_head = old ~= false
+  return head_hash(old)
+end
+
 local function chain_head(journal)
-  local head = redis.call('GET', journal .. ':head')
-  if not head then return GENESIS end
-  return string.match(head, ' (%x+)$') or GENESIS
+  return head_or_legacy(journal, redis.call('HGET', journal .. ':digests', HEAD_FIELD))
+end
+
+-- Record the head ("<id> <h>") with the keys' digests `kept` (flat pairs), in one write.
+local function move_head(journal, kept, id, h)
+  kept[#kept + 1] = HEAD_FIELD
+  kept[#kept + 1] = id .. ' ' .. h
+  call_chunked('HSET', journal .. ':digests', kept, 2)
+  if legacy_head then
+    redis.call('DEL', journal .. ':head')
+    legacy_head = false
+  end
 end
 
 -- The digest a key is left with by this call ('' when gone). Appends to a list with a
@@ -583,16 +635,18 @@ local UNSETTLED = '~'
 local SETTLE_AT = 1000
 local SETTLE_PAGE = 1000
 
-local function left_digest(digests, key, defer)
+-- `known`: the digest kept for the key before this call (false: none), read by the caller
+-- (with the head, in one HMGET) for the lists this call only appended to.
+local function left_digest(key, defer, known)
   if deleted[key] then return '' end
   local items = appended[key]
   local before = LIST_BASE
-  if items and existed[key] then before = redis.call('HGET', digests, key) end  -- false: unknown
+  if items and existed[key] then before = known end  -- false: unknown
   if before == UNSETTLED then before = false end
   if items and before then
     return list_digest(before, items)  -- appends only (so a list): O(items), not O(list)
   end
-  local t = redis.call('TYPE', key)['ok']
+  local t = kinds[key] or redis.call('TYPE', key)['ok']
   if defer and t == 'list' and redis.call('LLEN', key) > SETTLE_AT then
     unsettled[#unsettled + 1] = key
     return UNSETTLED
@@ -611,7 +665,8 @@ end
 -- Append fields as the chain's next entry with 'd', the flat key/digest pairs it left (also
 -- kept in <journal>:digests), the predecessor's hash ('p') and the entry's ('h'); moves the
 -- head.
-local function chain_append(journal, id, fields, d)
+-- `prev`: the head's hash when the caller read it already.
+local function chain_append(journal, id, fields, d, prev)
   -- one HSET and one HDEL for all the keys (a rollback step's hundreds): fewer calls
   local kept, gone = {}, {}
   for i = 1, #d, 2 do
@@ -622,45 +677,58 @@ local function chain_append(journal, id, fields, d)
       kept[#kept + 1] = d[i + 1]
     end
   end
-  call_chunked('HSET', journal .. ':digests', kept, 2)
   call_chunked('HDEL', journal .. ':digests', gone)
   fields[#fields + 1] = 'd'
   fields[#fields + 1] = cmsgpack.pack(d)
-  local prev = chain_head(journal)
+  prev = prev or chain_head(journal)
   local h = redis.sha1hex(entry_framed(fields, prev))
   fields[#fields + 1] = 'p'
   fields[#fields + 1] = prev
   fields[#fields + 1] = 'h'
   fields[#fields + 1] = h
   local added = redis.call('XADD', journal, id, unpack(fields))
-  redis.call('SET', journal .. ':head', added .. ' ' .. h)
+  move_head(journal, kept, added, h)
   return added
 end
 
--- Append fields as the chain's next entry, digesting the keys it touched.
+-- Append fields as the chain's next entry, digesting the keys it touched. The head and the
+-- digests kept for the lists only appended to are read in one HMGET.
 local function chained_xadd(journal, id, fields, keys_touched, defer)
+  local asked, at = {HEAD_FIELD}, {}
+  for _, key in ipairs(keys_touched) do
+    if appended[key] and existed[key] and not deleted[key] then
+      asked[#asked + 1] = key
+      at[key] = #asked
+    end
+  end
+  local known = {}
+  for i = 1, #asked, CHUNK do
+    local last = math.min(i + CHUNK - 1, #asked)
+    local part = redis.call('HMGET', journal .. ':digests', unpack(asked, i, last))
+    for _, v in ipairs(part) do known[#known + 1] = v end
+  end
   local d = {}
   for _, key in ipairs(keys_touched) do
     d[#d + 1] = key
-    d[#d + 1] = left_digest(journal .. ':digests', key, defer)
+    d[#d + 1] = left_digest(key, defer, at[key] and known[at[key]] or false)
   end
-  return chain_append(journal, id, fields, d)
+  return chain_append(journal, id, fields, d, head_or_legacy(journal, known[1]))
 end
 
 -- Append an entry; `archived`: an archive follows the namespace, keep the forward values.
 local function xadd(journal, archived, id, actor, reason, fwd, inv, extra, defer)
-  local fields = {'a', actor, 'r', reason}
+  local fields, keys_touched = {'a', actor, 'r', reason}, touched(fwd)
   if archived then
     fields[#fields + 1] = 'f'
     fields[#fields + 1] = cmsgpack.pack(fwd)
   else
     fields[#fields + 1] = 'k'
-    fields[#fields + 1] = cmsgpack.pack(touched(fwd))
+    fields[#fields + 1] = cmsgpack.pack(keys_touched)
   end
   fields[#fields + 1] = 'i'
   fields[#fields + 1] = cmsgpack.pack(inv)
   for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
-  return chained_xadd(journal, id, fields, touched(fwd), defer)
+  return chained_xadd(journal, id, fields, keys_touched, defer)
 end
 
 local HELD = 'TRYAGAIN aether: a rollback is in progress on this namespace; writes wait for it'
@@ -917,7 +985,10 @@ local function fn_replay(keys, args)
   end
   local added = redis.call('XADD', keys[1], id, unpack(fields))
   local h = entry_field(fields, 'h')
-  if h then redis.call('SET', keys[1] .. ':head', added .. ' ' .. h) end
+  if h then
+    chain_head(keys[1])  -- notes an older library's head key, which move_head retires
+    move_head(keys[1], {}, added, h)
+  end
   return added
 end
 

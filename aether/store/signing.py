@@ -15,10 +15,10 @@ from pathlib import Path
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
-from aether.codec import text
 from aether.config import Settings
 from aether.errors import ConfigError
 from aether.keys import Keyspace
+from aether.store.chain_head import read_head
 
 __all__ = ["Signer", "sign_head"]
 
@@ -78,11 +78,11 @@ async def sign_head(client: Redis, keys: Keyspace, signer: Signer) -> None:
     """Sign the chain's current head, unless it moves meanwhile (its writer signs that one)."""
     async with client.pipeline(transaction=True) as pipe:
         try:
-            await pipe.watch(keys.journal_head())
-            raw = await pipe.get(keys.journal_head())
-            if raw is None:
+            await pipe.watch(keys.journal_digests(), keys.journal_legacy_head())
+            head = await read_head(pipe, keys)
+            if head is None:
                 return
-            entry, _, digest = text(raw).partition(" ")
+            entry, digest = head
             pipe.multi()  # type: ignore[no-untyped-call]
             pipe.hset(
                 keys.journal_signature(),
