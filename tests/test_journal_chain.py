@@ -77,20 +77,28 @@ async def test_a_clean_journal_verifies_and_each_entry_links_to_the_last(
 
 
 async def test_a_head_kept_by_an_older_library_is_read_then_moved_by_the_next_write(
-    store: Store, client: Redis, keys: Keyspace
+    client: Redis, keys: Keyspace, tmp_path: Path
 ) -> None:
+    key_file = tmp_path / "journal.key"
+    key_file.write_bytes(os.urandom(32))
+    key_file.chmod(0o600)
+    signer = Signer.from_file(key_file)
+    store = Store(client, keys, "agent", signer=signer)
     await _history(store, keys, 3)
     head = await client.hget(keys.journal_digests(), HEAD_FIELD)
     assert head is not None
     await client.hdel(keys.journal_digests(), HEAD_FIELD)
     await client.set(keys.journal_legacy_head(), head)  # as library 24 left it
-    chain = JournalChain(client, keys)
-    assert (await chain.verify()).ok
+    chain = JournalChain(client, keys, signer)
+    assert (await chain.verify()).ok  # the signature names the head the old key holds
     assert await chain.head() == head_of(head)
+    await chain.sign()  # signing reads the old key too
+    assert (await chain.verify()).ok
     await _log(store, keys, "e9", "written after the upgrade")
     assert not await client.exists(keys.journal_legacy_head())
     report = await chain.verify()
     assert report.ok, report.breaks
+    assert report.signed
     entries = await _entries(client, keys)
     assert entries[-1][1][b"p"] == head_of(head)[1].encode()  # type: ignore[index]
     assert await chain.head() == (entries[-1][0], entries[-1][1][b"h"].decode())
