@@ -13,13 +13,16 @@
   with LIBRARY.lua loaded in its place (a library with the same calls, such as the journal
   before the hash chain: ``git show e4a6bd5:aether/store/journal.lua``). Both see the same
   machine at the same moment, so their difference is the libraries', not the hour's: runs
-  of the whole bench one after the other vary by ±15 % here.
+  of the whole bench one after the other vary by ±15 % here. ``--repeat N`` does it N times
+  (fresh namespaces each time) and adds the median of each change over the runs, rollbacks
+  as the change in time: a single run of the same pair varies by a few percent.
 
-Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua]
+Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua [--repeat N]]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -151,13 +154,16 @@ def _change(this: float, against: float) -> float:
 
 
 async def interleaved(
-    this: Redis, against: Redis, writes: int, rollbacks: list[int], runs: int
+    this: Redis, against: Redis, writes: int, rollbacks: list[int], runs: int, tag: str = "ab"
 ) -> dict[str, Any]:
-    """Writes and rollbacks alternated between the two servers (``this`` first every other time)."""
+    """Writes and rollbacks alternated between the two servers (``this`` first every other time).
+
+    ``tag`` names the run's namespaces, so that repeated runs start afresh.
+    """
     clients = (this, against)
     stores = []
     for client in clients:
-        keys = Keyspace("bench-ab")
+        keys = Keyspace(f"bench-{tag}")
         store = Store(client, keys)
         day = keys.daily(date(2026, 1, 4))
         await store.apply(Mutation().rpush(day, *[f"f{i}" for i in range(1000)]), "bench.fill")
@@ -175,7 +181,8 @@ async def interleaved(
         rates: tuple[list[float], list[float]] = ([], [])
         for run in range(runs):
             for side in (0, 1) if run % 2 else (1, 0):
-                rates[side].append(await _rollback_once(clients[side], f"ab-{size}-{run}", size))
+                name = f"{tag}-{size}-{run}"
+                rates[side].append(await _rollback_once(clients[side], name, size))
         med = [round(statistics.median(r)) for r in rates]
         out["rollback_changes_per_s"][str(size)] = {
             "this": med[0],
@@ -185,7 +192,31 @@ async def interleaved(
     return out
 
 
-async def against_main(library: Path, quick: bool) -> None:
+def _over_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each change's median over the runs and the runs' values; rollbacks as time changed."""
+    writes = [r["write_ms_p50"]["change"] for r in runs]
+    out: dict[str, Any] = {
+        "write_p50_change": {"median": round(statistics.median(writes), 4), "runs": writes},
+        "rollback_time_change": {},
+    }
+    for size in runs[0]["rollback_changes_per_s"]:
+        times = [
+            round(
+                r["rollback_changes_per_s"][size]["against"]
+                / r["rollback_changes_per_s"][size]["this"]
+                - 1,
+                4,
+            )
+            for r in runs
+        ]
+        out["rollback_time_change"][size] = {
+            "median": round(statistics.median(times), 4),
+            "runs": times,
+        }
+    return out
+
+
+async def against_main(library: Path, quick: bool, repeat: int = 1) -> None:
     homes = [Path(tempfile.mkdtemp(prefix="aether-bench-")) for _ in range(2)]
     settings = [Settings(home=home, redis_appendfsync="always") for home in homes]
     clients: list[Redis] = []
@@ -193,17 +224,22 @@ async def against_main(library: Path, quick: bool) -> None:
         for s in settings:
             clients.append(await connect(s))
         await clients[1].function_load(library.read_text(), replace=True)
-        result = {
-            "server": "embedded redis 8.2 + RediSearch 2.10 + RedisJSON 2.8, appendfsync always",
-            "against": str(library),
-            "method": "interleaved: each write and each rollback run alternates between them",
-            **await interleaved(
+        runs = [
+            await interleaved(
                 clients[0],
                 clients[1],
                 writes=1000 if quick else 5000,
                 rollbacks=[1_000, 10_000] if quick else [1_000, 10_000, 50_000],
                 runs=3,
-            ),
+                tag=f"ab{n}",
+            )
+            for n in range(repeat)
+        ]
+        result: dict[str, Any] = {
+            "server": "embedded redis 8.2 + RediSearch 2.10 + RedisJSON 2.8, appendfsync always",
+            "against": str(library),
+            "method": "interleaved: each write and each rollback run alternates between them",
+            **(runs[0] if repeat == 1 else {"repeated": repeat, **_over_runs(runs), "each": runs}),
         }
     finally:
         for client in clients:
@@ -242,11 +278,18 @@ if __name__ == "__main__":
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
-    quick = "--quick" in sys.argv
-    if "--against" in sys.argv:
-        at = sys.argv.index("--against")
-        if at + 1 >= len(sys.argv) or not Path(sys.argv[at + 1]).is_file():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and writes")
+    parser.add_argument("--against", type=Path, help="a journal library (.lua) to compare with")
+    parser.add_argument("--repeat", type=int, default=1, help="interleaved runs (--against)")
+    args = parser.parse_args()
+    if args.against is not None:
+        if not args.against.is_file():
             sys.exit("--against needs a journal library file (.lua)")
-        asyncio.run(against_main(Path(sys.argv[at + 1]), quick))
+        if args.repeat < 1:
+            sys.exit("--repeat needs at least 1")
+        asyncio.run(against_main(args.against, args.quick, args.repeat))
+    elif args.repeat != 1:
+        sys.exit("--repeat goes with --against")
     else:
-        asyncio.run(main(quick))
+        asyncio.run(main(args.quick))
