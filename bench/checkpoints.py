@@ -200,15 +200,8 @@ def _over_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "rollback_time_change": {},
     }
     for size in runs[0]["rollback_changes_per_s"]:
-        times = [
-            round(
-                r["rollback_changes_per_s"][size]["against"]
-                / r["rollback_changes_per_s"][size]["this"]
-                - 1,
-                4,
-            )
-            for r in runs
-        ]
+        rates = [r["rollback_changes_per_s"][size] for r in runs]
+        times = [_change(rate["against"], rate["this"]) for rate in rates]  # time is 1 / rate
         out["rollback_time_change"][size] = {
             "median": round(statistics.median(times), 4),
             "runs": times,

@@ -50,6 +50,14 @@ async def _history(store: Store, keys: Keyspace, n: int = 6) -> None:
         await _log(store, keys, f"e{i}", f"observation {i}")
 
 
+def _key_file(where: Path) -> Path:
+    """A signing key, random, readable by its owner only."""
+    key_file = where / "journal.key"
+    key_file.write_bytes(os.urandom(32))
+    key_file.chmod(0o600)
+    return key_file
+
+
 def _kinds(report: object) -> list[tuple[str, str | None, str | None]]:
     return [(b.kind, b.entry, b.key) for b in report.breaks]  # type: ignore[attr-defined]
 
@@ -79,10 +87,7 @@ async def test_a_clean_journal_verifies_and_each_entry_links_to_the_last(
 async def test_a_head_kept_by_an_older_library_is_read_then_moved_by_the_next_write(
     client: Redis, keys: Keyspace, tmp_path: Path
 ) -> None:
-    key_file = tmp_path / "journal.key"
-    key_file.write_bytes(os.urandom(32))
-    key_file.chmod(0o600)
-    signer = Signer.from_file(key_file)
+    signer = Signer.from_file(_key_file(tmp_path))
     store = Store(client, keys, "agent", signer=signer)
     await _history(store, keys, 3)
     head = await client.hget(keys.journal_digests(), HEAD_FIELD)
@@ -164,10 +169,7 @@ async def test_reordered_entries_break_the_chain(
 async def test_a_forged_entry_is_found_and_a_recomputed_one_only_with_a_key(
     store: Store, client: Redis, keys: Keyspace, tmp_path: Path
 ) -> None:
-    key_file = tmp_path / "journal.key"
-    key_file.write_bytes(os.urandom(32))
-    key_file.chmod(0o600)
-    signer = Signer.from_file(key_file)
+    signer = Signer.from_file(_key_file(tmp_path))
     signed = Store(client, keys, "agent", signer=signer)
     await _history(signed, keys, 4)
     assert (await JournalChain(client, keys, signer).verify()).ok
@@ -296,9 +298,7 @@ def test_the_chain_through_the_cli_while_the_daemon_runs(
     model: tuple[ScriptedOpenAI, SlowModel],
 ) -> None:
     server, _ = model
-    key_file = tmp_path / "journal.key"
-    key_file.write_bytes(os.urandom(32))
-    key_file.chmod(0o600)
+    key_file = _key_file(tmp_path)
     env = {**_env(cli_env, server), "AETHER_JOURNAL__KEY": str(key_file)}
     proc = _start(env, tmp_path / "daemon.log")
     try:

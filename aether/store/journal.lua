@@ -202,14 +202,17 @@ local function reversed(t, from)
   return out
 end
 
+-- Calls cmd on key with values in order, CHUNK (x step) arguments at a time; the replies
+-- that are arrays (an HMGET's) are returned joined, in order.
 local function call_chunked(cmd, key, values, step)
-  -- values are pushed in order, CHUNK (x step) arguments at a time
-  local per = CHUNK * (step or 1)
+  local per, joined = CHUNK * (step or 1), {}
   for i = 1, #values, per do
-    local args = {}
-    for j = i, math.min(i + per - 1, #values) do args[#args + 1] = values[j] end
-    redis.call(cmd, key, unpack(args))
+    local reply = redis.call(cmd, key, unpack(values, i, math.min(i + per - 1, #values)))
+    if type(reply) == 'table' then
+      for _, v in ipairs(reply) do joined[#joined + 1] = v end
+    end
   end
+  return joined
 end
 
 local function args_of(op)
@@ -398,7 +401,6 @@ local function apply_op(op)
   if cmd == 'RPUSHCAP' then
     local cap = tonumber(op[3])
     if not cap or cap < 1 then return redis.error_reply('ERR aether: bad cap') end
-    local trims = redis.call('LLEN', key) + (#op - 3) > cap
     if trims and (enc0 ~= 'listpack' or (#op - 3) > cap) then
       local pre = image(key, enc0)
       apply_plain(op)
@@ -701,12 +703,7 @@ local function chained_xadd(journal, id, fields, keys_touched, defer)
       at[key] = #asked
     end
   end
-  local known = {}
-  for i = 1, #asked, CHUNK do
-    local last = math.min(i + CHUNK - 1, #asked)
-    local part = redis.call('HMGET', journal .. ':digests', unpack(asked, i, last))
-    for _, v in ipairs(part) do known[#known + 1] = v end
-  end
+  local known = call_chunked('HMGET', journal .. ':digests', asked)
   local d = {}
   for _, key in ipairs(keys_touched) do
     d[#d + 1] = key
