@@ -116,10 +116,13 @@ class Functions:
         reason: str,
         payload: bytes,
         hold_token: str = "",
+        exact: str = "",
     ) -> Any:
         """Apply msgpacked ops all or nothing and journal them; the entry id.
 
-        ``hold_token`` lets an erasure's own changes through the write hold it set.
+        ``hold_token`` lets an erasure's own changes through the write hold it set;
+        ``exact`` names (1-based, comma-separated) the ops whose document text RedisJSON
+        keeps as written (:attr:`aether.store.state.Op.exact`).
         """
         keys = [
             self.keys.journal(),
@@ -128,7 +131,7 @@ class Functions:
             *touched,
         ]
         return await self._call(
-            "aether_apply", keys, self.keys.prefix, actor, reason, payload, hold_token
+            "aether_apply", keys, self.keys.prefix, actor, reason, payload, hold_token, exact
         )
 
     async def checkpoint(

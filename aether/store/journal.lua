@@ -55,7 +55,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '25'
+local VERSION = '26'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -96,9 +96,14 @@ local appended, existed, rewritten, deleted = {}, {}, {}, {}
 local unsettled = {}
 -- The type a key is known to have after this call's last op on it (no TYPE to ask).
 local kinds = {}
+-- The ops whose text the writer vouches is RedisJSON's own serialization of it (see
+-- fn_apply), and the text of such a whole-document JSON.SET that was this call's last op
+-- on its key: that key's digest is its text's, with no JSON.GET to read it back.
+local exact, texts = {}, {}
 
 local function reset_tracking()
   appended, existed, rewritten, deleted, unsettled, kinds = {}, {}, {}, {}, {}, {}
+  exact, texts = {}, {}
 end
 
 -- `exists`: whether the key exists before this op (asked by the caller anyway)
@@ -106,6 +111,7 @@ local function track(op, trims, exists)
   local cmd, key = op[1], op[2]
   deleted[key] = cmd == 'DEL' or nil
   kinds[key] = nil
+  texts[key] = nil
   if rewritten[key] then return end
   local first = (cmd == 'RPUSH' and 3) or (cmd == 'RPUSHCAP' and not trims and 4) or nil
   if first == nil then
@@ -362,6 +368,11 @@ local function sets_whole_document(op)
   return op[1] == 'JSON.SET' and #op == 4 and (op[3] == '$' or op[3] == '.')
 end
 
+local function note_whole_document(key, op)
+  kinds[key] = 'ReJSON-RL'
+  if exact[op] then texts[key] = op[4] end
+end
+
 -- Apply one op and return the list of ops that undoes it.
 local function apply_op(op)
   local cmd, key = op[1], op[2]
@@ -386,7 +397,7 @@ local function apply_op(op)
   if enc0 == nil then
     apply_plain(op)
     if sets_whole_document(op) then
-      kinds[key] = 'ReJSON-RL'
+      note_whole_document(key, op)
       return {{'DEL', key}}
     end
     if redis.call('EXISTS', key) == 1 then return {{'DEL', key}} end
@@ -395,7 +406,7 @@ local function apply_op(op)
   if IMAGE[cmd] then
     local pre = image(key, enc0)
     apply_plain(op)
-    if sets_whole_document(op) then kinds[key] = 'ReJSON-RL' end
+    if sets_whole_document(op) then note_whole_document(key, op) end
     return {pre}
   end
   if cmd == 'RPUSHCAP' then
@@ -648,6 +659,7 @@ local function left_digest(key, defer, known)
   if items and before then
     return list_digest(before, items)  -- appends only (so a list): O(items), not O(list)
   end
+  if texts[key] then return redis.sha1hex(framed({texts[key]}, 'ReJSON-RL|')) end
   local t = kinds[key] or redis.call('TYPE', key)['ok']
   if defer and t == 'list' and redis.call('LLEN', key) > SETTLE_AT then
     unsettled[#unsettled + 1] = key
@@ -746,8 +758,12 @@ local function held(hold, token)
 end
 
 -- KEYS[1] journal, KEYS[2] write hold, KEYS[3] archive cursor, KEYS[4..] the keys the ops
--- touch (declared). ARGV: namespace prefix, actor, reason, msgpack(ops), and the token of
--- the erasure holding writes (only the erasure itself passes it)
+-- touch (declared). ARGV: namespace prefix, actor, reason, msgpack(ops), the token of the
+-- erasure holding writes (only the erasure itself passes it), and the positions (1-based,
+-- comma-separated) of the whole-document JSON.SET ops whose text is exactly what JSON.GET
+-- will return (aether.store.json_text.redisjson_exact says so for the texts it writes). The
+-- library takes that claim on trust: a wrong one digests the text RedisJSON did not keep,
+-- so `journal verify` names the key as edited (a false alarm, never a missed edit).
 local function fn_apply(keys, args)
   reset_tracking()
   local refused = held(keys[2], args[5])
@@ -757,6 +773,9 @@ local function fn_apply(keys, args)
   if not ok then return redis.error_reply('ERR aether: ops are not msgpack') end
   local bad = validate(ops, prefix)
   if bad then return bad end
+  for i in string.gmatch(args[6] or '', '%d+') do
+    if ops[tonumber(i)] then exact[ops[tonumber(i)]] = true end
+  end
   local inv, err = apply_all(ops)
   if err then return err end
   return xadd(keys[1], redis.call('EXISTS', keys[3]) == 1, '*', actor, reason, ops, inv)

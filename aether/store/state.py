@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -35,6 +34,7 @@ from aether.errors import (
 from aether.keys import Keyspace
 from aether.store.boundary import translate
 from aether.store.functions import Functions, refusal
+from aether.store.json_text import document_text, redisjson_exact
 from aether.store.signing import Signer, sign_head
 
 Arg = str | bytes | int | float
@@ -114,11 +114,15 @@ class Op:
             appends and trims the list to its last ``cap`` items).
         key: the key it changes.
         args: the command's remaining arguments.
+        exact: a whole-document ``JSON.SET`` whose text ``JSON.GET`` will return unchanged
+            (:func:`aether.store.json_text.redisjson_exact`): the journal digests the
+            document from it instead of reading it back.
     """
 
     cmd: str
     key: str
     args: tuple[bytes, ...] = ()
+    exact: bool = False
 
     def pack(self) -> list[bytes]:
         """The op as the Lua library reads it."""
@@ -165,8 +169,15 @@ class Mutation:
         return self.add("HDEL", key, *fields)
 
     def json_set(self, key: str, value: Any, path: str = "$") -> Mutation:
-        """JSON.SET a document (or the part at ``path``)."""
-        return self.add("JSON.SET", key, path, json.dumps(value, ensure_ascii=False))
+        """JSON.SET a document (or the part at ``path``).
+
+        The text is compact JSON with UTF-8 kept, as RedisJSON itself writes it; a whole
+        document whose text RedisJSON keeps as written is marked so (:attr:`Op.exact`).
+        """
+        exact = path in ("$", ".") and redisjson_exact(value)
+        args = (_arg(path), _arg(document_text(value)))
+        self.ops.append(Op("JSON.SET", key, args, exact=exact))
+        return self
 
     def rpush(self, key: str, *values: Arg) -> Mutation:
         """Append to a list; the inverse is a trim."""
@@ -270,6 +281,7 @@ class Store:
             self.before_first_write = None
         touched = list(dict.fromkeys(op.key for op in mutation.ops))
         payload = msgpack.packb([op.pack() for op in mutation.ops], use_bin_type=False)
+        exact = ",".join(str(i) for i, op in enumerate(mutation.ops, 1) if op.exact)
         if len(payload) > MAX_MUTATION_BYTES:
             raise InvalidOperationError(
                 f"state change {reason!r} is too large ({len(payload)} bytes > "
@@ -278,7 +290,7 @@ class Store:
 
         async def call() -> Any:
             return await self.functions.apply(
-                touched, actor or self.actor, reason, payload, hold_token
+                touched, actor or self.actor, reason, payload, hold_token, exact
             )
 
         try:
