@@ -15,7 +15,10 @@
   machine at the same moment, so their difference is the libraries', not the hour's: runs
   of the whole bench one after the other vary by ±15 % here. ``--repeat N`` does it N times
   (fresh namespaces each time) and adds the median of each change over the runs, rollbacks
-  as the change in time: a single run of the same pair varies by a few percent.
+  as the change in time: a single run of the same pair varies by a few percent. Each run
+  also reports the server's own time per write (``FCALL``'s ``usec_per_call`` from
+  ``INFO commandstats``), which moves far less with the machine's I/O than a write's
+  latency does.
 
 Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua [--repeat N]]
 """
@@ -149,6 +152,12 @@ async def write_ms(client: Redis, lengths: list[int], writes: int = 300) -> dict
     return out
 
 
+async def _fcall_us(client: Redis) -> float:
+    """Redis's own time per ``FCALL`` since the last ``CONFIG RESETSTAT``, in µs."""
+    stats = await client.info("commandstats")
+    return float(stats["cmdstat_fcall"]["usec_per_call"])
+
+
 def _change(this: float, against: float) -> float:
     return round(this / against - 1, 4)
 
@@ -169,12 +178,16 @@ async def interleaved(
         await store.apply(Mutation().rpush(day, *[f"f{i}" for i in range(1000)]), "bench.fill")
         stores.append((store, keys, day))
     times: tuple[list[float], list[float]] = ([], [])
+    for client in clients:
+        await client.config_resetstat()
     for i in range(writes):
         for side in (0, 1) if i % 2 else (1, 0):
             times[side].append(await _write_once(*stores[side], f"w{i}", i))
     p50 = [percentile(t, 0.5, 3) for t in times]
+    server = [await _fcall_us(client) for client in clients]
     out: dict[str, Any] = {
         "write_ms_p50": {"this": p50[0], "against": p50[1], "change": _change(*p50)},
+        "write_server_us": {"this": server[0], "against": server[1], "change": _change(*server)},
         "rollback_changes_per_s": {},
     }
     for size in rollbacks:
@@ -195,8 +208,13 @@ async def interleaved(
 def _over_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each change's median over the runs and the runs' values; rollbacks as time changed."""
     writes = [r["write_ms_p50"]["change"] for r in runs]
+    server = [r["write_server_us"]["change"] for r in runs]
     out: dict[str, Any] = {
         "write_p50_change": {"median": round(statistics.median(writes), 4), "runs": writes},
+        "write_server_time_change": {
+            "median": round(statistics.median(server), 4),
+            "runs": server,
+        },
         "rollback_time_change": {},
     }
     for size in runs[0]["rollback_changes_per_s"]:
