@@ -16,9 +16,8 @@
   of the whole bench one after the other vary by ±15 % here. ``--repeat N`` does it N times
   (fresh namespaces each time) and adds the median of each change over the runs, rollbacks
   as the change in time: a single run of the same pair varies by a few percent. Each run
-  also reports the server's own time per write (``FCALL``'s ``usec_per_call`` from
-  ``INFO commandstats``), which moves far less with the machine's I/O than a write's
-  latency does.
+  also reports the server's own time per write and per rollback (``FCALL`` in
+  ``INFO commandstats``), which moves far less with the machine's I/O than their latency.
 
 Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua [--repeat N]]
 """
@@ -85,7 +84,13 @@ async def checkpoint_ms(client: Redis, sizes: list[int]) -> dict[str, float]:
     return out
 
 
-async def _rollback_once(client: Redis, name: str, size: int) -> float:
+async def _rollback_once(
+    client: Redis, name: str, size: int, server_ms: list[float] | None = None
+) -> float:
+    """Changes undone per second by one rollback of ``size`` changes.
+
+    ``server_ms`` receives the rollback's time inside Redis (its ``FCALL`` steps), in ms.
+    """
     keys = Keyspace(name)
     store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
     await _fill(store, keys, 0, 1000)
@@ -96,10 +101,15 @@ async def _rollback_once(client: Redis, name: str, size: int) -> float:
             await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
         else:
             await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
+    await client.config_resetstat()
     t = time.perf_counter()
     result = await cps.rollback_to(cp.id)
+    elapsed = time.perf_counter() - t
     assert result.ops_applied == size
-    return size / (time.perf_counter() - t)
+    if server_ms is not None:
+        stats = await client.info("commandstats")
+        server_ms.append(float(stats["cmdstat_fcall"]["usec"]) / 1000)
+    return size / elapsed
 
 
 async def rollback_rate(client: Redis, sizes: list[int]) -> dict[str, float]:
@@ -190,17 +200,25 @@ async def interleaved(
         "write_server_us": {"this": server[0], "against": server[1], "change": _change(*server)},
         "rollback_changes_per_s": {},
     }
+    out["rollback_server_ms"] = {}
     for size in rollbacks:
         rates: tuple[list[float], list[float]] = ([], [])
+        inside: tuple[list[float], list[float]] = ([], [])
         for run in range(runs):
             for side in (0, 1) if run % 2 else (1, 0):
                 name = f"{tag}-{size}-{run}"
-                rates[side].append(await _rollback_once(clients[side], name, size))
+                rates[side].append(await _rollback_once(clients[side], name, size, inside[side]))
         med = [round(statistics.median(r)) for r in rates]
         out["rollback_changes_per_s"][str(size)] = {
             "this": med[0],
             "against": med[1],
             "change": _change(*med),
+        }
+        ms = [round(statistics.median(r), 2) for r in inside]
+        out["rollback_server_ms"][str(size)] = {
+            "this": ms[0],
+            "against": ms[1],
+            "change": _change(*ms),
         }
     return out
 
@@ -217,12 +235,18 @@ def _over_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "rollback_time_change": {},
     }
+    out["rollback_server_time_change"] = {}
     for size in runs[0]["rollback_changes_per_s"]:
         rates = [r["rollback_changes_per_s"][size] for r in runs]
         times = [_change(rate["against"], rate["this"]) for rate in rates]  # time is 1 / rate
         out["rollback_time_change"][size] = {
             "median": round(statistics.median(times), 4),
             "runs": times,
+        }
+        inside = [r["rollback_server_ms"][size]["change"] for r in runs]
+        out["rollback_server_time_change"][size] = {
+            "median": round(statistics.median(inside), 4),
+            "runs": inside,
         }
     return out
 
