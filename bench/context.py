@@ -14,6 +14,7 @@ is (``aether.runtime.heap``).
 
 Reranked contexts: ``AETHER_MEMORY__RERANK=cross-encoder``, or ``=llm`` with
 ``AETHER_LLM__BASE_URL`` and ``AETHER_LLM__MODEL`` (and ``AETHER_MEMORY__RERANK_FLOOR``).
+The context's own settings come from ``AETHER_CONTEXT__*`` too (its window aside).
 
 Usage: python bench/context.py [PATH] [--embeddings local|none] [--window N] [--max-tokens N]
 """
@@ -34,7 +35,7 @@ from locomo import DEFAULT, questions, turns
 from percentiles import percentile
 
 from aether.app import Aether
-from aether.config import ContextSettings, Settings
+from aether.config import Settings
 from aether.identity.bootstrap import default_identity_dir
 from aether.runtime.agent import AgentRuntime
 from aether.runtime.heap import settle_heap
@@ -67,11 +68,12 @@ async def replay(rt: AgentRuntime, sample: dict[str, Any]) -> dict[str, Any]:
 async def run(path: Path, embeddings: str, window: int, max_tokens: int) -> dict[str, Any]:
     data = json.loads(path.read_text())
     home = Path(tempfile.mkdtemp(prefix="aether-context-"))
+    from_env = Settings().context  # AETHER_CONTEXT__* settings apply, as to a daemon
     base = Settings(
         home=home,
         embedding={"provider": embeddings},
         redis_appendfsync="always",  # type: ignore[arg-type]
-        context=ContextSettings(window_tokens=window),
+        context=from_env.model_copy(update={"window_tokens": window}),
     )
     recalls: list[float] = []
     reductions: list[float] = []
