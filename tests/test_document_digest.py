@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import Any
 
+import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
@@ -119,3 +120,34 @@ def test_the_writer_sends_compact_utf8_and_vouches_only_for_what_redisjson_keeps
     for value in changed:
         assert not redisjson_exact({"v": {"w": value}}), value
     assert not redisjson_exact({1: "one"})  # json.dumps names it "1": a clash is possible
+
+
+async def test_a_client_of_the_older_call_and_a_bad_claim_still_get_a_true_digest(
+    client: Redis, keys: Keyspace
+) -> None:
+    """Library 25's clients send five arguments; a claim for an op that is not a whole
+    document, out of range or not a number is ignored, never trusted."""
+    spaced = json.dumps({"a": 1e-05})  # RedisJSON keeps neither the spaces nor the exponent
+    ops = [
+        [b"JSON.SET", keys.daily_entry("old").encode(), b"$", spaced.encode()],
+        [b"RPUSH", keys.daily_entry("list").encode(), b"x"],
+    ]
+    journal = [keys.journal(), keys.write_hold(), keys.archive_cursor()]
+    touched = [keys.daily_entry("old"), keys.daily_entry("list")]
+    for extra in ((), ("",), ("2,7,x,-1",)):
+        await client.delete(*touched)
+        await client.fcall(
+            "aether_apply",
+            len(journal) + len(touched),
+            *journal,
+            *touched,
+            keys.prefix,
+            "test",
+            "older client",
+            msgpack.packb(ops, use_bin_type=False),
+            "",
+            *extra,
+        )
+        kept, read = await _kept_and_read(client, keys, keys.daily_entry("old"))
+        assert kept == read != ""
+    assert (await JournalChain(client, keys).verify()).ok

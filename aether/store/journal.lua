@@ -773,8 +773,9 @@ local function fn_apply(keys, args)
   if not ok then return redis.error_reply('ERR aether: ops are not msgpack') end
   local bad = validate(ops, prefix)
   if bad then return bad end
-  for i in string.gmatch(args[6] or '', '%d+') do
-    if ops[tonumber(i)] then exact[ops[tonumber(i)]] = true end
+  for item in string.gmatch(args[6] or '', '[^,]+') do
+    local i = string.match(item, '^%d+$') and tonumber(item)
+    if i and ops[i] then exact[ops[i]] = true end
   end
   local inv, err = apply_all(ops)
   if err then return err end
