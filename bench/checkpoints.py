@@ -107,8 +107,7 @@ async def _rollback_once(
     elapsed = time.perf_counter() - t
     assert result.ops_applied == size
     if server_ms is not None:
-        stats = await client.info("commandstats")
-        server_ms.append(float(stats["cmdstat_fcall"]["usec"]) / 1000)
+        server_ms.append(await _fcall_stat(client, "usec") / 1000)
     return size / elapsed
 
 
@@ -162,14 +161,25 @@ async def write_ms(client: Redis, lengths: list[int], writes: int = 300) -> dict
     return out
 
 
-async def _fcall_us(client: Redis) -> float:
-    """Redis's own time per ``FCALL`` since the last ``CONFIG RESETSTAT``, in µs."""
+async def _fcall_stat(client: Redis, field: str) -> float:
+    """Redis's own time in ``FCALL`` since the last ``CONFIG RESETSTAT`` (``usec``: in all,
+    ``usec_per_call``: per call), in µs."""
     stats = await client.info("commandstats")
-    return float(stats["cmdstat_fcall"]["usec_per_call"])
+    return float(stats["cmdstat_fcall"][field])
 
 
 def _change(this: float, against: float) -> float:
     return round(this / against - 1, 4)
+
+
+def _pair(values: list[float]) -> dict[str, float]:
+    """This side's figure, the other's, and the change between them."""
+    return {"this": values[0], "against": values[1], "change": _change(values[0], values[1])}
+
+
+def _spread(changes: list[float]) -> dict[str, Any]:
+    """Changes over repeated runs: their median and each run's."""
+    return {"median": round(statistics.median(changes), 4), "runs": changes}
 
 
 async def interleaved(
@@ -194,13 +204,13 @@ async def interleaved(
         for side in (0, 1) if i % 2 else (1, 0):
             times[side].append(await _write_once(*stores[side], f"w{i}", i))
     p50 = [percentile(t, 0.5, 3) for t in times]
-    server = [await _fcall_us(client) for client in clients]
+    server = [await _fcall_stat(client, "usec_per_call") for client in clients]
     out: dict[str, Any] = {
-        "write_ms_p50": {"this": p50[0], "against": p50[1], "change": _change(*p50)},
-        "write_server_us": {"this": server[0], "against": server[1], "change": _change(*server)},
+        "write_ms_p50": _pair(p50),
+        "write_server_us": _pair(server),
         "rollback_changes_per_s": {},
+        "rollback_server_ms": {},
     }
-    out["rollback_server_ms"] = {}
     for size in rollbacks:
         rates: tuple[list[float], list[float]] = ([], [])
         inside: tuple[list[float], list[float]] = ([], [])
@@ -208,46 +218,29 @@ async def interleaved(
             for side in (0, 1) if run % 2 else (1, 0):
                 name = f"{tag}-{size}-{run}"
                 rates[side].append(await _rollback_once(clients[side], name, size, inside[side]))
-        med = [round(statistics.median(r)) for r in rates]
-        out["rollback_changes_per_s"][str(size)] = {
-            "this": med[0],
-            "against": med[1],
-            "change": _change(*med),
-        }
-        ms = [round(statistics.median(r), 2) for r in inside]
-        out["rollback_server_ms"][str(size)] = {
-            "this": ms[0],
-            "against": ms[1],
-            "change": _change(*ms),
-        }
+        out["rollback_changes_per_s"][str(size)] = _pair(
+            [round(statistics.median(r)) for r in rates]
+        )
+        out["rollback_server_ms"][str(size)] = _pair(
+            [round(statistics.median(r), 2) for r in inside]
+        )
     return out
 
 
 def _over_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each change's median over the runs and the runs' values; rollbacks as time changed."""
-    writes = [r["write_ms_p50"]["change"] for r in runs]
-    server = [r["write_server_us"]["change"] for r in runs]
     out: dict[str, Any] = {
-        "write_p50_change": {"median": round(statistics.median(writes), 4), "runs": writes},
-        "write_server_time_change": {
-            "median": round(statistics.median(server), 4),
-            "runs": server,
-        },
+        "write_p50_change": _spread([r["write_ms_p50"]["change"] for r in runs]),
+        "write_server_time_change": _spread([r["write_server_us"]["change"] for r in runs]),
         "rollback_time_change": {},
+        "rollback_server_time_change": {},
     }
-    out["rollback_server_time_change"] = {}
     for size in runs[0]["rollback_changes_per_s"]:
         rates = [r["rollback_changes_per_s"][size] for r in runs]
         times = [_change(rate["against"], rate["this"]) for rate in rates]  # time is 1 / rate
-        out["rollback_time_change"][size] = {
-            "median": round(statistics.median(times), 4),
-            "runs": times,
-        }
+        out["rollback_time_change"][size] = _spread(times)
         inside = [r["rollback_server_ms"][size]["change"] for r in runs]
-        out["rollback_server_time_change"][size] = {
-            "median": round(statistics.median(inside), 4),
-            "runs": inside,
-        }
+        out["rollback_server_time_change"][size] = _spread(inside)
     return out
 
 

@@ -568,6 +568,11 @@ local function list_digest(from, items)
   return d
 end
 
+-- sha1 of a type and a key's content as the values `body` (the framing every digest uses).
+local function typed_digest(t, body)
+  return redis.sha1hex(framed(body, t .. '|'))
+end
+
 -- sha1 of a key's type and canonical content ('' when it does not exist): equal for equal
 -- content whatever its encoding or history (hash fields and set members sorted).
 local function content_digest(key, known_type)
@@ -600,7 +605,7 @@ local function content_digest(key, known_type)
   else
     body = {redis.call('DUMP', key)}
   end
-  return redis.sha1hex(framed(body, t .. '|'))
+  return typed_digest(t, body)
 end
 
 -- The head lives in the digests hash (library 25): one read and one write per change fewer
@@ -659,7 +664,7 @@ local function left_digest(key, defer, known)
   if items and before then
     return list_digest(before, items)  -- appends only (so a list): O(items), not O(list)
   end
-  if texts[key] then return redis.sha1hex(framed({texts[key]}, 'ReJSON-RL|')) end
+  if texts[key] then return typed_digest('ReJSON-RL', {texts[key]}) end
   local t = kinds[key] or redis.call('TYPE', key)['ok']
   if defer and t == 'list' and redis.call('LLEN', key) > SETTLE_AT then
     unsettled[#unsettled + 1] = key
