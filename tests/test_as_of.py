@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
+from aether.checkpoints.chain import GENESIS
 from aether.config import Settings
 from aether.errors import CheckpointError
 from aether.operations import REGISTRY, Caller, Parts
@@ -146,6 +147,36 @@ async def test_as_of_before_trimmed_history_is_refused(settings: Settings, clien
         await _op(parts, "belief_list", as_of=early_ms / 1000 - 0.5)
     now = await _op(parts, "belief_list", as_of=await _head_ms(client, parts) / 1000 + 0.0009)
     assert [b["content"] for b in now["beliefs"]] == ["I live in Braga now"]
+
+
+async def test_history_before_the_first_checkpoint_outlives_rollbacks(
+    settings: Settings, client: Redis
+) -> None:
+    """Until retention prunes a checkpoint the journal keeps the namespace's first changes:
+    a rollback, or a prune with nothing to prune, no longer trims them, so "as of" answers
+    for a moment before the first checkpoint, and before the first change with nothing."""
+    parts = _parts(settings, client)
+    await parts.ready()
+    await _op(parts, "memory_log", content="visited Lisbon for the Lisbon office")
+    first_ms = int((await client.xrange(parts.keys.journal(), count=1))[0][0].split(b"-")[0])
+    early_ms = await _head_ms(client, parts)
+    await asyncio.sleep(0.01)
+    await _op(parts, "memory_log", content="visited Porto for the Porto office")
+    checkpoint = await parts.checkpoints.create(label="first")
+    await _op(parts, "memory_log", content="visited Faro for the Faro office")
+    await parts.checkpoints.rollback_to(checkpoint.id)
+    assert await parts.checkpoints.prune() == []
+    oldest = (await client.xrange(parts.keys.journal(), count=1))[0]
+    assert oldest[1][b"p"] == GENESIS.encode()  # the journal still starts at its genesis
+    then = await _op(
+        parts, "memory_search", query="office", limit=5, as_of=early_ms / 1000 + 0.0009
+    )
+    assert [h["content"] for h in then["results"]] == ["visited Lisbon for the Lisbon office"]
+    before = await _op(parts, "memory_search", query="office", as_of=first_ms / 1000 - 1)
+    assert before["results"] == []
+    await parts.checkpoints.prune(keep=1)  # retention gives up a checkpoint: now it trims
+    with pytest.raises(CheckpointError, match="trimmed"):
+        await _op(parts, "memory_search", query="office", as_of=early_ms / 1000 + 0.0009)
 
 
 def test_the_cli_answers_as_of_a_time(cli_env: dict[str, str]) -> None:

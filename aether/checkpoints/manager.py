@@ -445,8 +445,11 @@ class Checkpoints:
     async def prune(self, keep: int | None = None) -> builtins.list[str]:
         """Keep the newest ``keep`` checkpoints; trim the journal behind the oldest kept.
 
-        The journal is never trimmed past what the PostgreSQL archive has copied, when an
-        archive cursor exists. Returns the pruned ids.
+        The journal is trimmed only once retention has pruned a checkpoint (now or
+        before). Until then it reaches back to the namespace's first change, so "as of"
+        answers for any moment of its life; a trim would have saved only the stretch
+        before the first checkpoint. It is never trimmed past what the PostgreSQL archive
+        has copied, when an archive cursor exists. Returns the pruned ids.
         """
         keep = self.keep if keep is None else keep
         if keep < 1:
@@ -463,7 +466,8 @@ class Checkpoints:
                 pipe.zadd(self.keys.checkpoints_pruned(), {cp_id: now})
             await pipe.execute()
             log.info("checkpoints pruned", count=len(doomed))
-        await self._trim_journal()
+        if doomed or await self.client.exists(self.keys.checkpoints_pruned()):
+            await self._trim_journal()
         return doomed
 
     async def _trim_journal(self) -> None:
