@@ -278,7 +278,7 @@ def search(
     kind: Annotated[Kind | None, typer.Option(help="Only this kind of memory.")] = None,
     source: Annotated[Source | None, typer.Option(help="Only from this source.")] = None,
     tags: TagsOpt = None,
-    since: Annotated[str | None, typer.Option(help="7d, 12h, 30m or ISO-8601.")] = None,
+    since: Annotated[str | None, typer.Option(help="7d, 12h, 30m, 90s or ISO-8601.")] = None,
     limit: Annotated[int, ranges.LIMIT.option("--limit", help="At most this many.")] = 10,
     include_inactive: Annotated[
         bool,
@@ -297,7 +297,7 @@ def search(
         typer.Option(
             "--as-of",
             metavar="TIME",
-            help="Search the memory as recorded at this time (7d, 12h, 30m or ISO-8601), "
+            help="Search the memory as recorded at this time (7d, 12h, 30m, 90s or ISO-8601), "
             "read from the journal's history: the live state is untouched.",
         ),
     ] = None,

@@ -35,27 +35,27 @@ class Parser:
 
 
 def parse_since(value: str | None, flag: str = "--since") -> datetime | None:
-    """``7d``, ``12h``, ``30m`` ago, or an ISO-8601 date/time (UTC when naive).
+    """``7d``, ``12h``, ``30m``, ``90s`` ago, or an ISO-8601 date/time (UTC when naive).
 
     Raises:
         InvalidOperationError: anything else, or more than 100 years back.
     """
     if value is None:
         return None
-    match = re.fullmatch(r"(\d{1,12})([dhm])", value.strip())
+    match = re.fullmatch(r"(\d{1,14})([dhms])", value.strip())
     if match:
         amount, unit = int(match.group(1)), match.group(2)
-        minutes = amount * {"d": 1440, "h": 60, "m": 1}[unit]
-        if minutes > ranges.SINCE_MAX_DAYS * 1440:
+        seconds = amount * {"d": 86_400, "h": 3_600, "m": 60, "s": 1}[unit]
+        if seconds > ranges.SINCE_MAX_DAYS * 86_400:
             raise InvalidOperationError(
                 f"{flag} {value!r} is too far back: at most {ranges.SINCE_MAX_DAYS} days"
             )
-        return datetime.now(UTC) - timedelta(minutes=minutes)
+        return datetime.now(UTC) - timedelta(seconds=seconds)
     try:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError as e:
         raise InvalidOperationError(
-            f"{flag} {value!r}: use 7d, 12h, 30m or an ISO-8601 time"
+            f"{flag} {value!r}: use 7d, 12h, 30m, 90s or an ISO-8601 time"
         ) from e
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
@@ -66,6 +66,6 @@ def _since_timestamp(value: str, flag: str) -> float | None:
 
 
 PARSERS: dict[str, Parser] = {
-    "since": Parser(_since_timestamp, "7d, 12h, 30m or ISO-8601.", "SINCE"),
+    "since": Parser(_since_timestamp, "7d, 12h, 30m, 90s or ISO-8601.", "SINCE"),
 }
 """The parsers a field's CLI hint may name."""
