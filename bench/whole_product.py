@@ -11,7 +11,8 @@ OpenAI Agents SDK session) and checks, after every step, what must always hold:
   should be there, restored with each rollback);
 - a read changes nothing (a read-only operation between two images of the state);
 - rollback then undo restores the state image exactly;
-- an erased text is in no key, journal entry or export;
+- an erased text is in no key, journal entry or export, nor in what "as of" rebuilds of
+  any earlier moment;
 - export -> import -> export is the same file;
 - an exact phrase finds the entry that holds it;
 - nothing is left holding writes (no write hold, no admin lock).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import json
 import operator
 import tempfile
 import threading
@@ -208,6 +210,7 @@ class WholeProduct(RuleBasedStateMachine):
         self.parts = Parts(self.settings, self.client, actor="sim")
         self.caller = Caller("sim")
         self.run(self.parts.ready())
+        self.began = time.time()
         self.run(self.parts.identity.ensure(default_identity_dir()))
         assert self._model is not None
         breaker = CircuitBreaker(self._model.base_url, failures=1000)
@@ -468,6 +471,19 @@ class WholeProduct(RuleBasedStateMachine):
         ):
             live, past = self.op(name, **values), self.op(name, **values, as_of=now)
             assert _ids(live) == _ids(past), (name, _ids(live), _ids(past))
+
+    @precondition(lambda self: bool(self.erased))
+    @rule(data=st.data())
+    def the_past_holds_no_erased_text(self, data: st.DataObject) -> None:
+        """As of any earlier moment of the namespace's life (history the erasures redacted),
+        neither search nor the beliefs give back an erased text."""
+        self.counted("as of erased")
+        when = self.began + data.draw(st.floats(0, 1)) * (time.time() - self.began)
+        token = data.draw(st.sampled_from(self.erased))
+        found = self.op("memory_search", query=token, limit=10, as_of=when)
+        beliefs = self.op("belief_list", status="all", limit=2000, as_of=when)
+        shown = json.dumps([found, beliefs])
+        assert not any(t in shown for t in self.erased), (when, token, shown[:500])
 
     @rule()
     def valid_at_now_is_what_is_active(self) -> None:
