@@ -19,7 +19,13 @@
   also reports the server's own time per write and per rollback (``FCALL`` in
   ``INFO commandstats``), which moves far less with the machine's I/O than their latency.
 
-Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua [--repeat N]]
+- with ``--against LIBRARY.lua --instructions``: the CPU instructions Redis executes per
+  daily-log write with each library, counted by valgrind's callgrind (Debian's ``valgrind``)
+  over every command the server runs in the window (the script, the commands it calls, the
+  AOF feed; not the fsync, which is I/O). A count is the same from run to run whatever else
+  the machine does, so it tells a change of a few percent that timings here cannot.
+
+Usage: python bench/checkpoints.py [--quick] [--against LIBRARY.lua [--repeat N | --instructions]]
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -277,6 +286,69 @@ async def against_main(library: Path, quick: bool, repeat: int = 1) -> None:
     print(json.dumps(result, indent=2))
 
 
+_CALLGRIND_WAIT_S = 300.0  # a server under valgrind starts (modules loaded) in tens of seconds
+
+
+async def _instructions_per_write(library: Path | None, writes: int) -> float:
+    """Instructions Redis executes per daily-log write, with ``library`` loaded (or ours)."""
+    home = Path(tempfile.mkdtemp(prefix="aether-bench-"))
+    settings = Settings(home=home, redis_appendfsync="always")
+    counts = home / "callgrind.out"  # .<pid>: valgrind's own process exits at the fork
+    server = EmbeddedRedis(settings)
+    launcher = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={counts}.%p",
+        f"--log-file={home / 'valgrind.log'}",  # not stderr: the daemon would hold the pipe
+        "--collect-atstart=no",
+        "--toggle-collect=processCommand",  # commands only: not the event loop's waits
+        "--zero-before=pingCommand",  # the counts start at the PING sent after the fill
+    ]
+    server.start(launcher=launcher, timeout=_CALLGRIND_WAIT_S)
+    pid = server.status().pid  # status() PINGs: never again once the counts start
+    assert pid is not None
+    client = await connect(settings)
+    try:
+        if library is not None:
+            await client.function_load(library.read_text(), replace=True)
+        keys = Keyspace("bench-ins")
+        store = Store(client, keys)
+        day = keys.daily(date(2026, 1, 4))
+        await store.apply(Mutation().rpush(day, *[f"f{i}" for i in range(1000)]), "bench.fill")
+        await client.ping()
+        for i in range(writes):
+            await _write_once(store, keys, day, f"w{i}", i)
+    finally:
+        await client.aclose()
+        # SIGTERM, not SHUTDOWN: a command's work would be counted, the signal's is not
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + _CALLGRIND_WAIT_S
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+    totals = [
+        int(line.split()[1])
+        for line in Path(f"{counts}.{pid}").read_text().splitlines()
+        if line.startswith("totals:")
+    ]
+    return sum(totals) / writes
+
+
+async def instructions_main(library: Path, quick: bool) -> None:
+    if shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind (Debian package valgrind)")
+    writes = 500 if quick else 2000
+    this = await _instructions_per_write(None, writes)
+    against = await _instructions_per_write(library, writes)
+    result = {
+        "server": "embedded redis 8.2 + RediSearch 2.10 + RedisJSON 2.8, appendfsync always",
+        "against": str(library),
+        "method": "callgrind: instructions Redis executes per daily-log write (every command)",
+        "writes": writes,
+        "instructions_per_write": _pair([round(this), round(against)]),
+    }
+    print(json.dumps(result, indent=2))
+
+
 async def main(quick: bool) -> None:
     home = Path(tempfile.mkdtemp(prefix="aether-bench-"))
     settings = Settings(home=home, redis_appendfsync="always")
@@ -310,13 +382,23 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="fewer sizes and writes")
     parser.add_argument("--against", type=Path, help="a journal library (.lua) to compare with")
     parser.add_argument("--repeat", type=int, default=1, help="interleaved runs (--against)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions per write (--against)"
+    )
     args = parser.parse_args()
+    if args.instructions and args.against is None:
+        sys.exit("--instructions goes with --against")
+    if args.instructions and args.repeat != 1:
+        sys.exit("--instructions counts the same every time: no --repeat")
     if args.against is not None:
         if not args.against.is_file():
             sys.exit("--against needs a journal library file (.lua)")
         if args.repeat < 1:
             sys.exit("--repeat needs at least 1")
-        asyncio.run(against_main(args.against, args.quick, args.repeat))
+        if args.instructions:
+            asyncio.run(instructions_main(args.against, args.quick))
+        else:
+            asyncio.run(against_main(args.against, args.quick, args.repeat))
     elif args.repeat != 1:
         sys.exit("--repeat goes with --against")
     else:

@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from aether.config import Settings
-from aether.errors import IncompatibleServerError
+from aether.errors import IncompatibleServerError, ServerError
 from aether.keys import Keyspace
 from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
@@ -62,6 +62,27 @@ def test_start_is_idempotent_and_private(own_server: EmbeddedRedis) -> None:
     assert own_server.stop() is True
     assert own_server.status().running is False
     assert own_server.stop() is False
+
+
+def test_a_launcher_runs_the_server_and_a_failing_one_is_reported(
+    own_server: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """The server runs under the command given (as valgrind for the instruction counts)."""
+    ran = tmp_path / "launcher-ran"
+    launcher = tmp_path / "launcher.sh"
+    launcher.write_text(f'#!/bin/sh\necho "$@" > {ran}\nexec "$@"\n')
+    launcher.chmod(0o700)
+    status = own_server.start(launcher=[str(launcher)], timeout=30)
+    assert status.running
+    assert ran.read_text().split()[-1] == str(own_server.conf_path)
+    assert own_server.stop(timeout=30) is True
+
+    failing = tmp_path / "failing.sh"
+    failing.write_text("#!/bin/sh\necho 'no such tool' >&2\nexit 3\n")
+    failing.chmod(0o700)
+    with pytest.raises(ServerError, match=r"exit 3.*no such tool"):
+        own_server.start(launcher=[str(failing)])
+    assert own_server.status().running is False
 
 
 def test_optional_tcp_port(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,8 +202,17 @@ class EmbeddedRedis:
             f.write("# written by aether at every start; edit AETHER_* settings instead\n")
             f.write("\n".join(lines) + "\n")
 
-    def start(self) -> ServerStatus:
+    def start(
+        self, launcher: Sequence[str] = (), timeout: float = _START_TIMEOUT_S
+    ) -> ServerStatus:
         """Start the server unless it already runs; return once it answers PING.
+
+        Args:
+            launcher: a command to run the server under, such as ``valgrind
+                --tool=callgrind`` (``bench/checkpoints.py --instructions``); by default
+                the server runs directly.
+            timeout: how long to wait for it to answer, in seconds (a server under
+                valgrind takes far longer than the default).
 
         Raises:
             ServerError: the server did not come up; the message holds its log's tail.
@@ -221,11 +230,11 @@ class EmbeddedRedis:
                     stale.unlink()
             binaries = find_binaries()
             proc = subprocess.run(
-                [str(binaries.server), str(self.conf_path)],
+                [*launcher, str(binaries.server), str(self.conf_path)],
                 capture_output=True,
                 text=True,
                 check=False,
-                timeout=_START_TIMEOUT_S,
+                timeout=timeout,
                 umask=PRIVATE_UMASK,
             )
             if proc.returncode != 0:
@@ -233,7 +242,7 @@ class EmbeddedRedis:
                     f"redis-server failed to start (exit {proc.returncode}): "
                     f"{(proc.stderr or proc.stdout).strip()[-500:]}"
                 )
-            deadline = time.monotonic() + _START_TIMEOUT_S
+            deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self._responds(endpoint):
                     log.info("embedded redis started", socket=str(endpoint.unix_socket))
@@ -243,8 +252,11 @@ class EmbeddedRedis:
                 time.sleep(0.05)
             raise ServerError(f"embedded redis did not come up: {self._log_tail()}")
 
-    def stop(self) -> bool:
+    def stop(self, timeout: float = _STOP_TIMEOUT_S) -> bool:
         """Stop the server cleanly (AOF flushed). Returns whether one was running.
+
+        Args:
+            timeout: how long to wait for it to exit, in seconds.
 
         Raises:
             ServerError: the server did not exit within the timeout.
@@ -261,7 +273,7 @@ class EmbeddedRedis:
                 pass  # SHUTDOWN closes the connection before replying
             except redis.RedisError:
                 os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + _STOP_TIMEOUT_S
+            deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self._pid() is None:
                     log.info("embedded redis stopped")

@@ -55,7 +55,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '26'
+local VERSION = '27'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -212,6 +212,11 @@ end
 -- that are arrays (an HMGET's) are returned joined, in order.
 local function call_chunked(cmd, key, values, step)
   local per, joined = CHUNK * (step or 1), {}
+  if #values > 0 and #values <= per then
+    local reply = redis.call(cmd, key, unpack(values))
+    if type(reply) == 'table' then return reply end
+    return joined
+  end
   for i = 1, #values, per do
     local reply = redis.call(cmd, key, unpack(values, i, math.min(i + per - 1, #values)))
     if type(reply) == 'table' then
@@ -541,8 +546,11 @@ end
 -- ('<length>#<sha1>'): a rollback step's inverses run to megabytes, and copying them into
 -- one string to hash cost more than the hash. ':' or '#' after the length keeps the framing
 -- unambiguous; an entry without long values frames as before (chain.py's entry_hash).
+local framing = {}  -- reused by every call: a new table each time cost its growth and collection
+
 local function entry_framed(values, head)
-  local out, n = {head}, 1
+  local out, n = framing, 1
+  out[1] = head
   for i = 1, #values do
     local v = values[i]
     local len = #v
@@ -555,7 +563,7 @@ local function entry_framed(values, head)
       n = n + 2
     end
   end
-  return table.concat(out)
+  return table.concat(out, '', 1, n)
 end
 
 -- A list's digest folds its items in order, so an append only extends it:
@@ -615,8 +623,10 @@ local HEAD_FIELD = '(head)'
 local legacy_head = false
 
 local function head_hash(raw)
-  if not raw then return GENESIS end
-  return string.match(raw, ' (%x+)$') or GENESIS
+  -- "<id> <h>", h a sha1's 40 hex digits: cut, not matched (a pattern cost more than the
+  -- head's read)
+  if raw and #raw > 41 and string.byte(raw, -41) == 32 then return string.sub(raw, -40) end
+  return GENESIS
 end
 
 -- The head's hash, given the head field's value (false when absent: an older library's
@@ -634,10 +644,11 @@ local function chain_head(journal)
 end
 
 -- Record the head ("<id> <h>") with the keys' digests `kept` (flat pairs), in one write.
-local function move_head(journal, kept, id, h)
+-- `digests`: <journal>:digests when the caller has it already.
+local function move_head(journal, kept, id, h, digests)
   kept[#kept + 1] = HEAD_FIELD
   kept[#kept + 1] = id .. ' ' .. h
-  call_chunked('HSET', journal .. ':digests', kept, 2)
+  call_chunked('HSET', digests or (journal .. ':digests'), kept, 2)
   if legacy_head then
     redis.call('DEL', journal .. ':head')
     legacy_head = false
@@ -664,7 +675,8 @@ local function left_digest(key, defer, known)
   if items and before then
     return list_digest(before, items)  -- appends only (so a list): O(items), not O(list)
   end
-  if texts[key] then return typed_digest('ReJSON-RL', {texts[key]}) end
+  local text = texts[key]
+  if text then return redis.sha1hex('ReJSON-RL|' .. length_prefix(#text) .. text) end
   local t = kinds[key] or redis.call('TYPE', key)['ok']
   if defer and t == 'list' and redis.call('LLEN', key) > SETTLE_AT then
     unsettled[#unsettled + 1] = key
@@ -696,7 +708,8 @@ local function chain_append(journal, id, fields, d, prev)
       kept[#kept + 1] = d[i + 1]
     end
   end
-  call_chunked('HDEL', journal .. ':digests', gone)
+  local digests = journal .. ':digests'
+  if #gone > 0 then call_chunked('HDEL', digests, gone) end
   fields[#fields + 1] = 'd'
   fields[#fields + 1] = cmsgpack.pack(d)
   prev = prev or chain_head(journal)
@@ -706,7 +719,7 @@ local function chain_append(journal, id, fields, d, prev)
   fields[#fields + 1] = 'h'
   fields[#fields + 1] = h
   local added = redis.call('XADD', journal, id, unpack(fields))
-  move_head(journal, kept, added, h)
+  move_head(journal, kept, added, h, digests)
   return added
 end
 
@@ -751,8 +764,8 @@ local ERASING = 'TRYAGAIN aether: an erasure is in progress on this namespace; w
 -- The refusal while the write hold exists: a rollback's, or an erasure's (kind 'erase').
 -- An erasure's own changes pass: they carry the token its hold records. Once its journal
 -- is rebuilt, an erasure opens writes again ('writes' = 'open') for the rest of its work.
-local function held(hold, token)
-  if redis.call('EXISTS', hold) == 0 then return nil end
+local function held(hold, token, exists)
+  if exists == false or (exists == nil and redis.call('EXISTS', hold) == 0) then return nil end
   local kind = redis.call('HGET', hold, 'kind')
   if kind ~= 'erase' then return redis.error_reply(HELD) end
   if redis.call('HGET', hold, 'writes') == 'open' then return nil end
@@ -771,8 +784,14 @@ end
 -- so `journal verify` names the key as edited (a false alarm, never a missed edit).
 local function fn_apply(keys, args)
   reset_tracking()
-  local refused = held(keys[2], args[5])
-  if refused then return refused end
+  -- the hold and the archive's cursor asked in one call: neither exists, most of the time
+  local either, archived = redis.call('EXISTS', keys[2], keys[3]) > 0, false
+  if either then
+    local hold = redis.call('EXISTS', keys[2]) == 1
+    local refused = held(keys[2], args[5], hold)
+    if refused then return refused end
+    archived = not hold or redis.call('EXISTS', keys[3]) == 1
+  end
   local prefix, actor, reason = args[1], args[2], args[3]
   local ok, ops = pcall(cmsgpack.unpack, args[4])
   if not ok then return redis.error_reply('ERR aether: ops are not msgpack') end
@@ -784,7 +803,7 @@ local function fn_apply(keys, args)
   end
   local inv, err = apply_all(ops)
   if err then return err end
-  return xadd(keys[1], redis.call('EXISTS', keys[3]) == 1, '*', actor, reason, ops, inv)
+  return xadd(keys[1], archived, '*', actor, reason, ops, inv)
 end
 
 local function last_id(journal)
