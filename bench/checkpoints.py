@@ -40,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -93,13 +94,8 @@ async def checkpoint_ms(client: Redis, sizes: list[int]) -> dict[str, float]:
     return out
 
 
-async def _rollback_once(
-    client: Redis, name: str, size: int, server_ms: list[float] | None = None
-) -> float:
-    """Changes undone per second by one rollback of ``size`` changes.
-
-    ``server_ms`` receives the rollback's time inside Redis (its ``FCALL`` steps), in ms.
-    """
+async def _rollback_setup(client: Redis, name: str, size: int) -> str:
+    """A namespace of 1,000 entries, a checkpoint, then ``size`` changes; the checkpoint's id."""
     keys = Keyspace(name)
     store, cps = Store(client, keys), Checkpoints(client, keys, keep=1000)
     await _fill(store, keys, 0, 1000)
@@ -110,11 +106,28 @@ async def _rollback_once(
             await store.apply(Mutation().rpush(day, f"x{i}"), "bench")
         else:
             await store.apply(Mutation().json_set(keys.longterm(f"m{i}"), _entry(i)), "bench")
+    return cp.id
+
+
+async def _rollback_only(client: Redis, name: str, checkpoint: str) -> int:
+    """Roll the namespace back to ``checkpoint``; the number of ops it applied."""
+    keys = Keyspace(name)
+    result = await Checkpoints(client, keys, keep=1000).rollback_to(checkpoint)
+    return result.ops_applied
+
+
+async def _rollback_once(
+    client: Redis, name: str, size: int, server_ms: list[float] | None = None
+) -> float:
+    """Changes undone per second by one rollback of ``size`` changes.
+
+    ``server_ms`` receives the rollback's time inside Redis (its ``FCALL`` steps), in ms.
+    """
+    checkpoint = await _rollback_setup(client, name, size)
     await client.config_resetstat()
     t = time.perf_counter()
-    result = await cps.rollback_to(cp.id)
+    assert await _rollback_only(client, name, checkpoint) == size
     elapsed = time.perf_counter() - t
-    assert result.ops_applied == size
     if server_ms is not None:
         server_ms.append(await _fcall_stat(client, "usec") / 1000)
     return size / elapsed
@@ -289,8 +302,11 @@ async def against_main(library: Path, quick: bool, repeat: int = 1) -> None:
 _CALLGRIND_WAIT_S = 300.0  # a server under valgrind starts (modules loaded) in tens of seconds
 
 
-async def _instructions_per_write(library: Path | None, writes: int) -> float:
-    """Instructions Redis executes per daily-log write, with ``library`` loaded (or ours)."""
+Work = Callable[[Redis], Awaitable[Any]]
+
+
+async def _instructions(library: Path | None, setup: Work, measured: Work) -> int:
+    """Instructions Redis executes in ``measured`` after ``setup`` with ``library`` (or ours)."""
     home = Path(tempfile.mkdtemp(prefix="aether-bench-"))
     settings = Settings(home=home, redis_appendfsync="always")
     counts = home / "callgrind.out"  # .<pid>: valgrind's own process exits at the fork
@@ -302,7 +318,7 @@ async def _instructions_per_write(library: Path | None, writes: int) -> float:
         f"--log-file={home / 'valgrind.log'}",  # not stderr: the daemon would hold the pipe
         "--collect-atstart=no",
         "--toggle-collect=processCommand",  # commands only: not the event loop's waits
-        "--zero-before=pingCommand",  # the counts start at the PING sent after the fill
+        "--zero-before=pingCommand",  # the counts start at the PING sent after the setup
     ]
     server.start(launcher=launcher, timeout=_CALLGRIND_WAIT_S)
     pid = server.status().pid  # status() PINGs: never again once the counts start
@@ -311,13 +327,9 @@ async def _instructions_per_write(library: Path | None, writes: int) -> float:
     try:
         if library is not None:
             await client.function_load(library.read_text(), replace=True)
-        keys = Keyspace("bench-ins")
-        store = Store(client, keys)
-        day = keys.daily(date(2026, 1, 4))
-        await store.apply(Mutation().rpush(day, *[f"f{i}" for i in range(1000)]), "bench.fill")
+        await setup(client)
         await client.ping()
-        for i in range(writes):
-            await _write_once(store, keys, day, f"w{i}", i)
+        await measured(client)
     finally:
         await client.aclose()
         # SIGTERM, not SHUTDOWN: a command's work would be counted, the signal's is not
@@ -325,26 +337,60 @@ async def _instructions_per_write(library: Path | None, writes: int) -> float:
         deadline = time.monotonic() + _CALLGRIND_WAIT_S
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
-    totals = [
+    return sum(
         int(line.split()[1])
         for line in Path(f"{counts}.{pid}").read_text().splitlines()
         if line.startswith("totals:")
-    ]
-    return sum(totals) / writes
+    )
+
+
+async def _write_instructions(library: Path | None, writes: int) -> float:
+    """Instructions per daily-log write onto a day list of 1,000 entries."""
+    keys = Keyspace("bench-ins")
+    day = keys.daily(date(2026, 1, 4))
+
+    async def setup(client: Redis) -> None:
+        fill = Mutation().rpush(day, *[f"f{i}" for i in range(1000)])
+        await Store(client, keys).apply(fill, "bench.fill")
+
+    async def measured(client: Redis) -> None:
+        store = Store(client, keys)
+        for i in range(writes):
+            await _write_once(store, keys, day, f"w{i}", i)
+
+    return await _instructions(library, setup, measured) / writes
+
+
+async def _rollback_instructions(library: Path | None, size: int) -> float:
+    """Instructions per change undone by one rollback of ``size`` changes."""
+    undone: list[int] = []
+    checkpoint: list[str] = []
+
+    async def setup(client: Redis) -> None:
+        checkpoint.append(await _rollback_setup(client, "bench-ins-rb", size))
+
+    async def measured(client: Redis) -> None:
+        undone.append(await _rollback_only(client, "bench-ins-rb", checkpoint[0]))
+
+    total = await _instructions(library, setup, measured)
+    assert undone == [size]
+    return total / size
 
 
 async def instructions_main(library: Path, quick: bool) -> None:
     if shutil.which("valgrind") is None:
         sys.exit("--instructions needs valgrind (Debian package valgrind)")
-    writes = 500 if quick else 2000
-    this = await _instructions_per_write(None, writes)
-    against = await _instructions_per_write(library, writes)
+    writes, size = (500, 1_000) if quick else (2_000, 10_000)
+    per_write = [await _write_instructions(lib, writes) for lib in (None, library)]
+    per_change = [await _rollback_instructions(lib, size) for lib in (None, library)]
     result = {
         "server": "embedded redis 8.2 + RediSearch 2.10 + RedisJSON 2.8, appendfsync always",
         "against": str(library),
-        "method": "callgrind: instructions Redis executes per daily-log write (every command)",
+        "method": "callgrind: instructions Redis executes in every command of the work",
         "writes": writes,
-        "instructions_per_write": _pair([round(this), round(against)]),
+        "instructions_per_write": _pair([round(v) for v in per_write]),
+        "rollback_changes": size,
+        "rollback_instructions_per_change": _pair([round(v) for v in per_change]),
     }
     print(json.dumps(result, indent=2))
 
