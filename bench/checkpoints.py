@@ -109,10 +109,11 @@ async def _rollback_setup(client: Redis, name: str, size: int) -> str:
     return cp.id
 
 
-async def _rollback_only(client: Redis, name: str, checkpoint: str) -> int:
+async def _rollback_only(client: Redis, name: str, checkpoint: str, budget_ms: int = 100) -> int:
     """Roll the namespace back to ``checkpoint``; the number of ops it applied."""
     keys = Keyspace(name)
-    result = await Checkpoints(client, keys, keep=1000).rollback_to(checkpoint)
+    cps = Checkpoints(client, keys, keep=1000, budget_ms=budget_ms)
+    result = await cps.rollback_to(checkpoint)
     return result.ops_applied
 
 
@@ -300,6 +301,10 @@ async def against_main(library: Path, quick: bool, repeat: int = 1) -> None:
 
 
 _CALLGRIND_WAIT_S = 300.0  # a server under valgrind starts (modules loaded) in tens of seconds
+# A rollback step stops at a budget of CPU time, and callgrind runs Redis about 40 times
+# slower: at the default 100 ms a rollback would take ~40 times the steps it takes outside,
+# each digesting its lists again. 4 s under callgrind is about the default's work outside.
+_CALLGRIND_STEP_BUDGET_MS = 4_000
 
 
 Work = Callable[[Redis], Awaitable[Any]]
@@ -370,7 +375,10 @@ async def _rollback_instructions(library: Path | None, size: int) -> float:
         checkpoint.append(await _rollback_setup(client, "bench-ins-rb", size))
 
     async def measured(client: Redis) -> None:
-        undone.append(await _rollback_only(client, "bench-ins-rb", checkpoint[0]))
+        rolled = await _rollback_only(
+            client, "bench-ins-rb", checkpoint[0], budget_ms=_CALLGRIND_STEP_BUDGET_MS
+        )
+        undone.append(rolled)
 
     total = await _instructions(library, setup, measured)
     assert undone == [size]
