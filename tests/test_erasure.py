@@ -565,3 +565,33 @@ def test_files_are_read_again_only_where_they_held_the_text(tmp_path: Path) -> N
     gone.unlink()
     assert files_holding(tmp_path, needle, among=[gone, old]) == [old]
     assert files_holding(tmp_path, needle) == [new, old]
+
+
+async def test_verify_names_keys_whose_id_is_the_subject(
+    parts: Parts, client: Redis, keys: Keyspace
+) -> None:
+    """A session named after the subject: the erasure does not take it yet (the matcher
+    reads ``chat:session:NAME`` as one token), so ``--verify`` must not call it clean."""
+    text = mark()
+    chats = ChatSessions(parts.memory)
+    await chats.append(text, "user", "hello there", title="a chat")
+    await chats.append(f"with-{text}", "user", "hello", title="a longer id")  # not the token
+    await Scratchpads(parts.memory).set(text, "a pad named after it")
+    caller = Caller(actor="operator")
+
+    verified = await erase_verify(parts, caller, VerifyArgs(text=text))
+    assert not verified.clean
+    found = verified.found
+    named = {s["place"] for s in found if s["detail"] == "its id"}
+    assert named == {keys.chat_session(text), keys.chat_messages(text), keys.scratchpad(text)}
+    entries = [s for s in found if s["place"] == keys.journal()]
+    assert entries and all(s["detail"].endswith("a key with its id") for s in entries)
+    assert not any(f"with-{text}" in s["place"] + s["detail"] for s in found)
+    digests = [s for s in found if s["place"] == keys.journal_digests()]
+    assert digests and all(s["detail"].endswith("a key with its id") for s in digests)
+    # the dry run does not list them among what the erasure rewrites: it does not take them
+    plan = await erase(parts, caller, EraseArgs(text=text, dry_run=True))
+    assert not any("its id" in s["detail"] for s in plan["elsewhere"])
+
+    other = mark()  # a text no key is named after: clean
+    assert (await erase_verify(parts, caller, VerifyArgs(text=other))).clean

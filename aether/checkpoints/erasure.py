@@ -56,6 +56,8 @@ from redis.exceptions import RedisError
 
 from aether.checkpoints.chain import JournalChain, Rechainer
 from aether.checkpoints.erasure_model import (
+    BY_ID,
+    NAMES_BY_ID,
     ErasureHooks,
     ErasurePlan,
     ErasureReport,
@@ -75,7 +77,7 @@ from aether.errors import (
 )
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.entry_redaction import entry_holds, fields_hold, redact_entry
+from aether.store.entry_redaction import entry_holds, entry_names, fields_hold, redact_entry
 from aether.store.journal import last_position
 from aether.store.lock import StateLock
 from aether.store.outside_redaction import redact_outside_state
@@ -201,10 +203,10 @@ class Eraser:
         )
         if subject is not None:
             listed = {item["key"] for items in plan.items.values() for item in items}
-            plan.elsewhere = [
+            plan.elsewhere = [  # what the erasure rewrites: not the keys named by their id
                 s
                 for s in await self.verify(subject, aliases)
-                if not (s.store == "redis" and s.place in listed)
+                if not (s.store == "redis" and s.place in listed) and not s.by_id
             ]
         return plan
 
@@ -312,6 +314,7 @@ class Eraser:
             found += [
                 Sighting("redis", name, w) for name, w in await self._page_holds(redactor, names)
             ]
+            found += [Sighting("redis", name, BY_ID) for name in names if redactor.names_it(name)]
         folder = await data_dir(self.client)
         if folder is not None:
             holding = await asyncio.to_thread(files_holding, folder, needle)
@@ -696,16 +699,18 @@ class Eraser:
                     else fields_hold(redactor, fields)
                 ):
                     found.append(f"entry {entry_id}")
+                elif journal and entry_names(redactor, fields):
+                    found.append(f"entry {entry_id}: {NAMES_BY_ID}")
         return found
 
     @staticmethod
     def _value_holds(redactor: Redactor, value: Value) -> list[str]:
         """Where one value holds the text: a field of a hash, or the value itself."""
-        if value.type == "hash":
+        if value.type == "hash":  # the journal's digests: fields named by their keys
             return [
-                f"field {f}"
+                f"field {f}" if redactor.field_gone(f, v) else f"field {f}: {NAMES_BY_ID}"
                 for f, v in value.content.items()
-                if redactor.holds(f) or redactor.holds(v)
+                if redactor.field_gone(f, v) or redactor.names_it(f)
             ]
         return ["value"] if redactor.value_holds(value) else []
 

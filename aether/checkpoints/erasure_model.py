@@ -11,7 +11,9 @@ from aether.store.redaction import MAX_NEEDLE, Needle
 from aether.store.state import Mutation
 
 __all__ = [
+    "BY_ID",
     "MAX_SUBJECT",
+    "NAMES_BY_ID",
     "ErasureHooks",
     "ErasurePlan",
     "ErasureReport",
@@ -23,6 +25,10 @@ __all__ = [
 ]
 
 MAX_SUBJECT = MAX_NEEDLE
+BY_ID = "its id"
+"""A sighting's detail for a key whose id is the text (the erasure does not take it yet)."""
+NAMES_BY_ID = "a key with its id"
+"""The end of a sighting's detail for a journal entry or digest that names such a key."""
 
 
 @dataclass
@@ -48,6 +54,11 @@ class Sighting:
     store: str
     place: str
     detail: str = ""
+
+    @property
+    def by_id(self) -> bool:
+        """Whether it is a key whose id is the text, or names one (not erased yet)."""
+        return self.detail == BY_ID or self.detail.endswith(f": {NAMES_BY_ID}")
 
     def to_dict(self) -> dict[str, str]:
         """As JSON."""

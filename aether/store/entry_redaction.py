@@ -11,7 +11,7 @@ import msgpack
 from aether.store.redaction import Redactor
 from aether.store.state import decode_ops
 
-__all__ = ["entry_holds", "fields_hold", "redact_entry"]
+__all__ = ["entry_holds", "entry_names", "fields_hold", "redact_entry"]
 
 
 async def redact_entry(redactor: Redactor, fields: dict[bytes, bytes]) -> dict[bytes, bytes] | None:
@@ -43,6 +43,21 @@ async def entry_holds(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
             if await _op_holds(redactor, op):
                 return True
     return any(redactor.holds(fields.get(n, b"")) for n in (b"a", b"r", b"to", b"k"))
+
+
+def entry_names(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
+    """Whether a journal entry names a key whose id is the text (:meth:`Redactor.names_it`).
+
+    An erasure does not take such keys yet: ``--verify`` reports the entries that name them.
+    """
+    if any(redactor.names_in(fields.get(n, b"")) for n in (b"k", b"d")):
+        return True
+    return any(
+        len(op) > 1 and redactor.names_it(op[1])
+        for name in (b"i", b"f")
+        if name in fields
+        for op in decode_ops(fields[name])
+    )
 
 
 async def _op_holds(redactor: Redactor, op: list[bytes]) -> bool:

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgpack
 from redis.asyncio import Redis
 
 from aether.codec import text
@@ -278,6 +279,32 @@ class Redactor:
             return False
         raw = value.encode() if isinstance(value, str) else value
         return any(token.decode() in self._ids for token in _ID_TOKEN.findall(raw))
+
+    def names_it(self, key: bytes | str) -> bool:
+        """Whether a key of the namespace has the text for its id (its last segment).
+
+        The matcher reads a token that goes on across ``:`` as one identifier, so a key
+        (``…:chat:session:marta``) never holds its id as a whole token: the id is read on
+        its own. The erasure does not take such keys yet; ``--verify`` names them.
+        """
+        if self.needle is None:
+            return False
+        name = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        if not name.startswith(self.keys.prefix):
+            return False
+        return self.needle.in_value(name.rsplit(":", 1)[-1])
+
+    def names_in(self, packed_keys: bytes) -> bool:
+        """Whether a journal entry's msgpacked keys (``k``, or ``d``'s pairs) name the text."""
+        if self.needle is None or not packed_keys:
+            return False
+        try:
+            keys = msgpack.unpackb(packed_keys, raw=True)
+        except (ValueError, msgpack.UnpackException):
+            return False
+        return isinstance(keys, list) and any(
+            isinstance(k, bytes) and self.names_it(k) for k in keys
+        )
 
     def key_gone(self, key: str) -> bool:
         """Whether a key is an erased item or belongs to one."""
