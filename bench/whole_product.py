@@ -482,7 +482,7 @@ class WholeProduct(RuleBasedStateMachine):
         token = data.draw(st.sampled_from(self.erased))
         found = self.op("memory_search", query=token, limit=10, as_of=when)
         beliefs = self.op("belief_list", status="all", limit=2000, as_of=when)
-        shown = json.dumps([found, beliefs])
+        shown = json.dumps([found, beliefs], ensure_ascii=False)
         assert not any(t in shown for t in self.erased), (when, token, shown[:500])
 
     @rule()

@@ -49,15 +49,15 @@ def entry_names(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     """Whether a journal entry names a key whose id is the text (:meth:`Redactor.names_it`).
 
     An erasure does not take such keys yet: ``--verify`` reports the entries that name them.
+    The keys an entry touched are in ``k`` or ``d`` (its inverses touch no other); only an
+    archived entry from before the chain has them in ``f`` alone, whose ops are then read.
     """
-    if any(redactor.names_in(fields.get(n, b"")) for n in (b"k", b"d")):
-        return True
-    return any(
-        len(op) > 1 and redactor.names_it(op[1])
-        for name in (b"i", b"f")
-        if name in fields
-        for op in decode_ops(fields[name])
-    )
+    listed = [fields[n] for n in (b"k", b"d") if n in fields]
+    if listed:
+        return any(redactor.names_in(packed) for packed in listed)
+    if b"f" not in fields:
+        return False
+    return any(len(op) > 1 and redactor.names_it(op[1]) for op in decode_ops(fields[b"f"]))
 
 
 async def _op_holds(redactor: Redactor, op: list[bytes]) -> bool:
