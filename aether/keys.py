@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 # Key families outside the journaled (rolled-back) state: caches, ephemeral working
 # memory, liveness data, message queues and the checkpoint machinery itself.
@@ -70,6 +70,35 @@ _OWNED: tuple[tuple[str, str], ...] = (
     ("rel:retired:", "entity"),
 )
 _OWNED_FAMILIES = tuple(family for family, _ in _OWNED)
+
+# Families whose keys are named by what the agent or its caller chose (a session, a thread,
+# a scratchpad, a tool, a store namespace). A plain family's rest is one name as given; a
+# LangGraph family's rest is percent-encoded parts (``_part``): a thread's key is named by
+# the first (the thread id), a store item's by its namespace's labels (joined by ``.``)
+# and its key. The fixed names under them are not names.
+_PLAIN, _THREAD, _LABELLED = "plain", "thread", "labelled"
+_NAMED_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("chat:session:", _PLAIN),
+    ("chat:messages:", _PLAIN),
+    ("episode:", _PLAIN),
+    ("timeline:", _PLAIN),
+    ("scratchpad:", _PLAIN),
+    ("tools:", _PLAIN),
+    ("registry:", _PLAIN),
+    ("lock:registry:", _PLAIN),
+    ("langgraph:ns:", _THREAD),
+    ("langgraph:checkpoints:", _THREAD),
+    ("langgraph:checkpoint:", _THREAD),
+    ("langgraph:blobs:", _THREAD),
+    ("langgraph:blob:", _THREAD),
+    ("langgraph:writes:", _THREAD),
+    ("langgraph:write:", _THREAD),
+    ("langgraph:item:", _LABELLED),
+    ("langgraph:store:keys:", _LABELLED),
+)
+_FIXED_NAMES = frozenset({"chat:session:index"})
+STORE_TAG_PREFIX = "lg:"
+"""How the LangGraph store's namespace tags begin (``aether.integrations.langgraph.items``)."""
 
 # Tier of a state key, by family prefix; used to group diffs and journal reports.
 _TIERS: tuple[tuple[str, str], ...] = (
@@ -621,6 +650,44 @@ class Keyspace:
                 return self._k(owner, rest[len(family) :])
         return None
 
+    def named_parts(self, key: str) -> list[str]:
+        """The parts of a key's name chosen outside aether, decoded: what the key is named by.
+
+        A chat session's, episode's or timeline's session, a scratchpad's id, a tool's
+        name, a LangGraph thread's id (not its checkpoints' ids or channels: the graph's
+        own), a store item's namespace labels and key (``langgraph:item:users.marta:prefs``
+        is named by ``users``, ``marta`` and ``prefs``). Empty for a key aether names itself
+        (an item's generated id, a day, a fixed name) and for a key of another namespace.
+        """
+        return named_parts(key[len(self.prefix) :]) if self.owns(key) else []
+
+    def named_members(self, key: str, member: bytes | str) -> list[str]:
+        """The names a member of ``key`` is made of, where its members are names.
+
+        The LangGraph store's namespaces set holds each namespace's labels joined by
+        ``.`` (``users.marta``), and the tag counts hold its memories' namespace tags
+        (``lg:users.marta``, :func:`aether.integrations.langgraph.items.prefix_tag`): their
+        labels. Empty for any other member or key.
+        """
+        name = member.decode("utf-8", "replace") if isinstance(member, bytes) else member
+        if key in (self.memory_topics(), self.memory_topics_seen()):
+            if not name.startswith(STORE_TAG_PREFIX):
+                return []
+            name = name[len(STORE_TAG_PREFIX) :]
+        elif key != self.lg_store_namespaces():
+            return []
+        return [label for label in name.split(".") if label]
+
+    def indexed_memory(self, key: str, memory_id: str) -> str | None:
+        """The memory document an item indexes, named by ``memory_id``; erased with it.
+
+        A LangGraph store item given a text to index is also a long-term memory (its
+        ``memory`` field): the item's searchable copy, which goes when the item goes.
+        """
+        if key.startswith(self._k("langgraph", "item", "")):
+            return self.longterm(memory_id)
+        return None
+
     def is_secondary(self, key: str) -> bool:
         """Whether a key belongs to an item without being its :meth:`vector`.
 
@@ -661,6 +728,26 @@ class Keyspace:
             if rest.startswith(family):
                 return tier
         return "other"
+
+
+def named_parts(rest: str) -> list[str]:
+    """:meth:`Keyspace.named_parts` of a key's name without its namespace (``chat:session:x``)."""
+    if rest in _FIXED_NAMES:
+        return []
+    for family, form in _NAMED_FAMILIES:
+        if rest.startswith(family):
+            named = rest[len(family) :]
+            if form == _PLAIN:
+                return [named] if named else []
+            first, *others = named.split(":")
+            if form == _THREAD:  # its checkpoint namespace, ids, channel: the graph's own
+                return [unquote(first)] if first else []
+            return [unquote(p) for p in (*first.split("."), *others) if p]
+    return []
+
+
+NAMED_FAMILIES: tuple[str, ...] = tuple(family for family, _ in _NAMED_FAMILIES)
+"""The key families named by what the agent or its caller chose (:func:`named_parts`)."""
 
 
 def _part(name: str) -> str:

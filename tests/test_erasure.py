@@ -567,31 +567,100 @@ def test_files_are_read_again_only_where_they_held_the_text(tmp_path: Path) -> N
     assert files_holding(tmp_path, needle) == [new, old]
 
 
-async def test_verify_names_keys_whose_id_is_the_subject(
+async def test_keys_named_after_the_subject_go_with_it(
     parts: Parts, client: Redis, keys: Keyspace
 ) -> None:
-    """A session named after the subject: the erasure does not take it yet (the matcher
-    reads ``chat:session:NAME`` as one token), so ``--verify`` must not call it clean."""
+    """A session, scratchpad, tool cache, LangGraph thread and store namespace named after
+    the subject: the matcher reads ``chat:session:NAME`` as one longer token, so the key's
+    named parts are read on their own. They go whole, with every mention of their names in
+    the journal, the digests, the archive and the files; a longer name stays."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from aether.integrations.langgraph import AetherCheckpointSaver, AetherStore
+
     text = mark()
+    longer = f"with-{text}"
+    await sync_archive(parts)
+    await plant_unrelated(parts)
+    before = await parts.checkpoints.create(label="before the sessions")
+    before_image = await state_image(client, keys)
     chats = ChatSessions(parts.memory)
     await chats.append(text, "user", "hello there", title="a chat")
-    await chats.append(f"with-{text}", "user", "hello", title="a longer id")  # not the token
+    await chats.append(longer, "user", "hello", title="a longer name")
+    await Episodes(parts.memory).record(text, "memory_search", {"q": "x"}, "ok", True, 2.0)
     await Scratchpads(parts.memory).set(text, "a pad named after it")
+    await ToolSchemaCache(parts.memory).set(text, [{"name": "x", "description": "y"}])
+    saver = AetherCheckpointSaver(parts)
+    config = {"configurable": {"thread_id": text, "checkpoint_ns": ""}}
+    await saver.aput(config, empty_checkpoint(), {}, {})  # type: ignore[arg-type]
+    store = AetherStore(parts)
+    await store.aput(("users", text), "pref", {"note": "prefers tea"})
+    await store.aput(("users", longer), "pref", {"note": "prefers coffee"})
+    await sync_archive(parts)
+    named = [k async for k in client.scan_iter(match=keys.every_key) if text in k.decode()]
+    mine = {k.decode() for k in named if longer not in k.decode()}
+    assert {keys.chat_session(text), keys.scratchpad(text), keys.tools(text)} <= mine
+    assert any(k.startswith(keys.prefix + "langgraph:checkpoint:") for k in mine)
     caller = Caller(actor="operator")
-
     verified = await erase_verify(parts, caller, VerifyArgs(text=text))
-    assert not verified.clean
-    found = verified.found
-    named = {s["place"] for s in found if s["detail"] == "its id"}
-    assert named == {keys.chat_session(text), keys.chat_messages(text), keys.scratchpad(text)}
-    entries = [s for s in found if s["place"] == keys.journal()]
-    assert entries and all(s["detail"].endswith("a key with its id") for s in entries)
-    assert not any(f"with-{text}" in s["place"] + s["detail"] for s in found)
-    digests = [s for s in found if s["place"] == keys.journal_digests()]
-    assert digests and all(s["detail"].endswith("a key with its id") for s in digests)
-    # the dry run does not list them among what the erasure rewrites: it does not take them
+    assert {s["place"] for s in verified.found if s["detail"] == "named by it"} == mine
     plan = await erase(parts, caller, EraseArgs(text=text, dry_run=True))
-    assert not any("its id" in s["detail"] for s in plan["elsewhere"])
+    listed = {item["key"] for items in plan["items"].values() for item in items}
+    assert {keys.chat_session(text), keys.chat_messages(text)} <= listed
+    assert {keys.scratchpad(text), keys.tools(text)} <= {s["place"] for s in plan["elsewhere"]}
 
-    other = mark()  # a text no key is named after: clean
-    assert (await erase_verify(parts, caller, VerifyArgs(text=other))).clean
+    report = await erase(parts, caller, EraseArgs(text=text))
+    assert report["files"] == "clean"
+    left = {k.decode() async for k in client.scan_iter(match=keys.every_key)}
+    assert not left & mine
+    assert keys.chat_session(longer) in left and keys.chat_messages(longer) in left
+    assert sorted(s["title"] for s in await chats.list()) == ["a longer name", "s1"]
+    assert await store.aget(("users", longer), "pref") is not None
+    assert await store.aget(("users", text), "pref") is None
+    assert await saver.aget_tuple(config) is None  # type: ignore[arg-type]
+    verified = await erase_verify(parts, caller, VerifyArgs(text=text))
+    assert verified.clean, verified.found
+    assert (await parts.journal.verify()).ok
+    dump = pg_dump_text().replace(longer, "").replace(longer.encode().hex(), "")
+    assert text not in dump and text.encode().hex() not in dump
+    async for key in client.scan_iter(match=keys.every_key):  # but in the longer name
+        raw = (await client.dump(key) or b"").lower().replace(longer.lower().encode(), b"")
+        assert text.lower().encode() not in raw, key
+    hits = await store.asearch(("users",), query="prefers tea")
+    assert [h.value for h in hits] == [{"note": "prefers coffee"}]  # its copy went with it
+
+    # a rollback to before the sessions restores the rest exactly; none comes back
+    await parts.checkpoints.rollback_to(before.id)
+    assert await state_image(client, keys) == before_image
+    await parts.checkpoints.undo()
+    assert not {k.decode() async for k in client.scan_iter(match=keys.every_key)} & mine
+    assert (await parts.journal.verify()).ok
+    assert (await erase_verify(parts, caller, VerifyArgs(text=text))).clean
+    assert (await erase_verify(parts, caller, VerifyArgs(text=mark()))).clean  # no key's name
+
+
+def test_a_key_named_after_the_subject_is_found_in_files_by_its_framing() -> None:
+    """An AOF (RESP), an RDB, a listpack and a msgpack value frame a key by its length: the
+    key's named parts are read as the erasure reads them, a longer name never matches."""
+    from aether.store.persistence import names_a_key
+
+    needle = Needle("Marta Quill")
+    key = b"aether:chat:session:marta quill"
+    longer = b"aether:chat:session:marta quillon"
+    resp = b"*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n" % (len(key), key)
+    assert names_a_key(resp, needle)
+    assert not names_a_key(resp.replace(key, longer).replace(b"$31", b"$33"), needle)
+    frames = (
+        lambda k: bytes([0x04, len(k)]) + k + b"Ab\x01",  # RDB 6-bit length, value after
+        lambda k: bytes([0x04, 0x40, len(k)]) + k + b"Ab",  # RDB 14-bit length
+        lambda k: bytes([0x80 | len(k)]) + k + b"Zq",  # listpack 6-bit
+        lambda k: bytes([0xD9, len(k)]) + k + b"Zq",  # msgpack str8
+        lambda k: b'{"key": "' + k + b'"}',  # quoted
+    )
+    for frame in frames:
+        assert names_a_key(frame(key), needle), frame(key)
+        assert not names_a_key(frame(longer), needle), frame(longer)
+    thread = b"aether:langgraph:checkpoint:marta%20quill:%3Aroot:1ef"
+    assert names_a_key(bytes([len(thread)]) + thread + b"x", needle)
+    assert not names_a_key(b"aether:daily:entry:marta-quill\r\n", needle)  # not a name
+    assert not names_a_key(b"aether:chat:session:index\r\n", Needle("index"))

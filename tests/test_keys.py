@@ -117,3 +117,50 @@ def test_key_families_are_their_definitions(ns: str, rest: str) -> None:
     assert k.is_secondary(key) == (
         "#" in key.removeprefix(k.vector_prefix()) if vector else owner is not None
     )
+
+
+def test_a_key_is_named_by_what_its_caller_chose_and_nothing_else() -> None:
+    """Every builder given an outside name yields it among the key's named parts (decoded);
+    keys aether names itself (generated ids, days, fixed names) have none."""
+    k = Keyspace("ns")
+    name = "Marta Quill/ü:x"
+    chosen = {
+        k.chat_session(name),
+        k.chat_messages(name),
+        k.episode(name),
+        k.timeline(name),
+        k.scratchpad(name),
+        k.tools(name),
+        k.registry_tool(name),
+        k.lg_namespaces(name),
+        k.lg_checkpoints(name, ""),
+        k.lg_checkpoint(name, "", "1ef"),
+        k.lg_blob(name, "", "messages", "3"),
+        k.lg_blobs(name),
+        k.lg_writes(name, "", "1ef"),
+        k.lg_write(name, "", "1ef", "task", 0),
+    }
+    for key in chosen:
+        assert name in k.named_parts(key), key
+    assert k.named_parts(k.lg_item(("users", "marta"), name)) == ["users", "marta", name]
+    assert k.named_parts(k.lg_store_keys(("users", "marta"))) == ["users", "marta"]
+    generated = [
+        k.chat_session_index(),
+        k.daily(date(2026, 3, 1)),
+        k.daily_entry("01J8"),
+        k.belief("01J8"),
+        k.entity("01J8"),
+        k.registry(),
+        k.journal(),
+        k.memory_topics(),
+        k.lg_threads(),
+        k.lg_store_namespaces(),
+        "other:chat:session:marta",  # another namespace's
+    ]
+    assert all(k.named_parts(key) == [] for key in generated)
+    assert k.named_members(k.lg_store_namespaces(), b"users.marta") == ["users", "marta"]
+    assert k.named_members(k.memory_topics(), "lg:users.marta") == ["users", "marta"]
+    assert k.named_members(k.memory_topics(), "client:marta") == []
+    assert k.named_members(k.lg_threads(), "users.marta") == []
+    # a thread's checkpoint ids, namespace and channels are the graph's own, not names
+    assert k.named_parts(k.lg_blob("t1", "child", "messages", "3")) == ["t1"]

@@ -31,7 +31,7 @@ from aether.config import Settings
 from aether.errors import AmbiguousIdError, ArchiveError, NotFoundError
 from aether.ids import new_id
 from aether.keys import Keyspace
-from aether.store.entry_redaction import entry_holds, redact_entry
+from aether.store.entry_redaction import entry_holds, entry_names, redact_entry
 from aether.store.functions import Functions
 from aether.store.journal import compare_ids, entries_after, touched_keys
 from aether.store.lock import StateLock
@@ -639,7 +639,7 @@ class Archive:
         async for rows in self._journal_rows():
             for row in rows:
                 fields = msgpack.unpackb(bytes(row["fields"]), raw=True)
-                if await entry_holds(redactor, fields):
+                if await entry_holds(redactor, fields) or entry_names(redactor, fields):
                     found.append(("aether_journal", _pos(row["ms"], row["seq"])))
         needle = redactor.needle
         async for rows in self._snapshot_rows():
@@ -647,9 +647,13 @@ class Archive:
                 dump, key = bytes(row["dump"]), bytes(row["key"]).decode()
                 if self.keys.is_vector(key):
                     continue  # binary: its text fields copy its document's
-                if needle is not None and needle.maybe_in(dump):
+                if redactor.names_it(key):
+                    found.append(
+                        ("aether_snapshot_keys", f"{row['snapshot_id']} {bytes(row['key'])!r}")
+                    )
+                elif needle is not None and needle.maybe_in(dump):
                     value = await redactor.decode(dump)
-                    if redactor.value_holds(value):
+                    if redactor.value_holds(value, key):
                         found.append(
                             ("aether_snapshot_keys", f"{row['snapshot_id']} {bytes(row['key'])!r}")
                         )

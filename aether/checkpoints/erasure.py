@@ -56,8 +56,8 @@ from redis.exceptions import RedisError
 
 from aether.checkpoints.chain import JournalChain, Rechainer
 from aether.checkpoints.erasure_model import (
-    BY_ID,
-    NAMES_BY_ID,
+    NAMED,
+    NAMES_NAMED,
     ErasureHooks,
     ErasurePlan,
     ErasureReport,
@@ -203,10 +203,10 @@ class Eraser:
         )
         if subject is not None:
             listed = {item["key"] for items in plan.items.values() for item in items}
-            plan.elsewhere = [  # what the erasure rewrites: not the keys named by their id
+            plan.elsewhere = [
                 s
                 for s in await self.verify(subject, aliases)
-                if not (s.store == "redis" and s.place in listed) and not s.by_id
+                if not (s.store == "redis" and s.place in listed)
             ]
         return plan
 
@@ -314,7 +314,7 @@ class Eraser:
             found += [
                 Sighting("redis", name, w) for name, w in await self._page_holds(redactor, names)
             ]
-            found += [Sighting("redis", name, BY_ID) for name in names if redactor.names_it(name)]
+            found += [Sighting("redis", name, NAMED) for name in names if redactor.names_it(name)]
         folder = await data_dir(self.client)
         if folder is not None:
             holding = await asyncio.to_thread(files_holding, folder, needle)
@@ -533,7 +533,14 @@ class Eraser:
             nonlocal batch, docs
             if batch.ops:
                 if docs and self.hooks.on_delete is not None:
+                    start = len(batch.ops)
                     self.hooks.on_delete(batch, docs)
+                    # a counter the text names is dropped, not counted down into being again
+                    batch.ops[start:] = [
+                        op
+                        for op in batch.ops[start:]
+                        if op.cmd != "ZINCRBY" or not redactor.member_gone(op.args[1], op.key)
+                    ]
                 await self.store.apply(batch, "erase", self.actor, hold_token=token)
             batch, docs = Mutation(), []
 
@@ -653,7 +660,9 @@ class Eraser:
             ]
         if redacted is None and value.type in ("string", "json"):
             return [("item", excerpt(self._sample(redactor, value), needle))]
-        return [("member", excerpt(m, needle)) for m in value.content if redactor.member_gone(m)]
+        return [
+            ("member", excerpt(m, needle)) for m in value.content if redactor.member_gone(m, name)
+        ]
 
     @staticmethod
     def _sample(redactor: Redactor, value: Value) -> Any:
@@ -683,7 +692,7 @@ class Eraser:
             if name in streams:
                 where = await self._stream_holds(redactor, name)
             else:
-                where = self._value_holds(redactor, value) if value is not None else []
+                where = self._value_holds(redactor, name, value) if value is not None else []
             found += [(name, w) for w in where]
         return found
 
@@ -700,19 +709,19 @@ class Eraser:
                 ):
                     found.append(f"entry {entry_id}")
                 elif journal and entry_names(redactor, fields):
-                    found.append(f"entry {entry_id}: {NAMES_BY_ID}")
+                    found.append(f"entry {entry_id}: {NAMES_NAMED}")
         return found
 
     @staticmethod
-    def _value_holds(redactor: Redactor, value: Value) -> list[str]:
+    def _value_holds(redactor: Redactor, name: str, value: Value) -> list[str]:
         """Where one value holds the text: a field of a hash, or the value itself."""
         if value.type == "hash":  # the journal's digests: fields named by their keys
             return [
-                f"field {f}" if redactor.field_gone(f, v) else f"field {f}: {NAMES_BY_ID}"
+                f"field {f}: {NAMES_NAMED}" if redactor.names_it(f) else f"field {f}"
                 for f, v in value.content.items()
-                if redactor.field_gone(f, v) or redactor.names_it(f)
+                if redactor.field_gone(f, v)
             ]
-        return ["value"] if redactor.value_holds(value) else []
+        return ["value"] if redactor.value_holds(value, name) else []
 
     # -- files and the record ------------------------------------------------------------
     async def _settle_files(self, report: ErasureReport, needle: Needle | None) -> None:

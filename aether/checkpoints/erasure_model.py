@@ -11,9 +11,9 @@ from aether.store.redaction import MAX_NEEDLE, Needle
 from aether.store.state import Mutation
 
 __all__ = [
-    "BY_ID",
     "MAX_SUBJECT",
-    "NAMES_BY_ID",
+    "NAMED",
+    "NAMES_NAMED",
     "ErasureHooks",
     "ErasurePlan",
     "ErasureReport",
@@ -25,9 +25,9 @@ __all__ = [
 ]
 
 MAX_SUBJECT = MAX_NEEDLE
-BY_ID = "its id"
-"""A sighting's detail for a key whose id is the text (the erasure does not take it yet)."""
-NAMES_BY_ID = "a key with its id"
+NAMED = "named by it"
+"""A sighting's detail for a key named by the text (a session, scratchpad, thread)."""
+NAMES_NAMED = "a key named by it"
 """The end of a sighting's detail for a journal entry or digest that names such a key."""
 
 
@@ -54,11 +54,6 @@ class Sighting:
     store: str
     place: str
     detail: str = ""
-
-    @property
-    def by_id(self) -> bool:
-        """Whether it is a key whose id is the text, or names one (not erased yet)."""
-        return self.detail == BY_ID or self.detail.endswith(f": {NAMES_BY_ID}")
 
     def to_dict(self) -> dict[str, str]:
         """As JSON."""

@@ -1,7 +1,8 @@
 """Journal entries (in Redis or archived) judged and redacted by a :class:`Redactor`.
 
 An entry's ``i`` (the inverses) and ``f`` (the forward ops, while an archive follows) are
-rewritten op by op; ``k`` (the keys touched) loses any key named after the text.
+rewritten op by op; ``k`` (the keys touched) and ``d`` (their digests) lose any key whose
+name holds the text or is named by it (:meth:`Redactor.names_it`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ async def redact_entry(redactor: Redactor, fields: dict[bytes, bytes]) -> dict[b
             if ops is not None:
                 out[name] = msgpack.packb(ops, use_bin_type=False)
                 changed = True
-    if b"k" in fields and redactor.needle is not None:
-        touched = msgpack.unpackb(fields[b"k"], raw=True)
-        if isinstance(touched, list):
-            kept = [k for k in touched if not redactor.needle.in_value(k)]
-            if len(kept) != len(touched):
-                out[b"k"] = msgpack.packb(kept, use_bin_type=False)
+    for name, step in ((b"k", 1), (b"d", 2)):  # the keys touched; (key, digest) pairs
+        if name in fields and redactor.needle is not None:
+            kept = _keys_kept(redactor, fields[name], step)
+            if kept is not None:
+                out[name] = msgpack.packb(kept, use_bin_type=False)
                 changed = True
     return out if changed else None
 
@@ -45,12 +45,30 @@ async def entry_holds(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     return any(redactor.holds(fields.get(n, b"")) for n in (b"a", b"r", b"to", b"k"))
 
 
-def entry_names(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
-    """Whether a journal entry names a key whose id is the text (:meth:`Redactor.names_it`).
+def _keys_kept(redactor: Redactor, packed: bytes, step: int) -> list[bytes] | None:
+    """A packed list of keys (``step`` 2: key and digest pairs) less those the text names.
 
-    An erasure does not take such keys yet: ``--verify`` reports the entries that name them.
-    The keys an entry touched are in ``k`` or ``d`` (its inverses touch no other); only an
-    archived entry from before the chain has them in ``f`` alone, whose ops are then read.
+    ``None`` when none goes.
+    """
+    needle = redactor.needle
+    listed = msgpack.unpackb(packed, raw=True)
+    if needle is None or not isinstance(listed, list):
+        return None
+    kept: list[bytes] = []
+    for i in range(0, len(listed), step):
+        key = listed[i]
+        named = isinstance(key, bytes) and (needle.in_value(key) or redactor.names_it(key))
+        if not named:
+            kept += listed[i : i + step]
+    return kept if len(kept) != len(listed) else None
+
+
+def entry_names(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
+    """Whether a journal entry names a key named by the text (:meth:`Redactor.names_it`).
+
+    An erasure leaves none: ``--verify`` reports an entry that still names one. The keys
+    an entry touched are in ``k`` or ``d`` (its inverses touch no other); only an archived
+    entry from before the chain has them in ``f`` alone, whose ops are then read.
     """
     listed = [fields[n] for n in (b"k", b"d") if n in fields]
     if listed:

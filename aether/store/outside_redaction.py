@@ -2,8 +2,8 @@
 
 These keys are never rolled back, so they are simply changed in place: a stream is
 rebuilt without the entries that hold the text (:mod:`aether.store.streams`), a cache
-entry, scratchpad or approval that holds it is deleted, a checkpoint label becomes
-``[erased]``, a heartbeat or maintenance field goes, a queue element goes.
+entry, scratchpad or approval that holds it (or is named by it) is deleted, a checkpoint
+label becomes ``[erased]``, a heartbeat or maintenance field goes, a queue element goes.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ async def redact_outside_state(
 async def _redact_one(
     client: Redis, keys: Keyspace, redactor: Redactor, name: str
 ) -> dict[str, int]:
+    if redactor.names_it(name):  # a scratchpad or tool cache named after the subject
+        return {"other_keys": await client.delete(name)}
     if text(await client.type(name)) == "stream":
 
         async def drop(fields: Fields) -> Fields | None:
@@ -80,7 +82,7 @@ async def _redact_one(
             pipe.rpush(name, *kept)
         await pipe.execute()
         return {"other_keys": len(value.content) - len(kept)}
-    doomed = [m for m in value.content if redactor.member_gone(m)]
+    doomed = [m for m in value.content if redactor.member_gone(m, name)]
     if doomed:
         if value.type == "zset":
             await client.zrem(name, *doomed)

@@ -14,17 +14,19 @@ import contextlib
 import os
 import time
 from pathlib import Path
+from urllib.parse import unquote_to_bytes
 
 import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from aether.codec import text
+from aether.keys import NAMED_FAMILIES, named_parts
 from aether.store.redaction import Needle
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["data_dir", "files_holding", "rewrite_files", "wait_until_clean"]
+__all__ = ["data_dir", "files_holding", "names_a_key", "rewrite_files", "wait_until_clean"]
 
 WAIT_S = 60.0
 REWRITE_WAIT_S = 1800.0
@@ -48,14 +50,15 @@ async def data_dir(client: Redis) -> Path | None:
 
 
 def files_holding(folder: Path, needle: Needle, among: list[Path] | None = None) -> list[Path]:
-    """The files under ``folder`` that hold the needle (read in overlapping chunks).
+    """The files under ``folder`` that hold the needle, or a key it names (read in chunks).
 
     Args:
         folder: the data directory.
         needle: what to look for.
         among: only these files (those that still exist), instead of every file.
     """
-    overlap = max(len(f.encode()) for f in needle.forms) + 64
+    # a spelling, or a key named by it (its namespace, length and name), across two chunks
+    overlap = max(len(f.encode()) for f in needle.forms) + 64 + _NAMESPACE_MAX + _KEY_MAX
     found = []
     files = folder.rglob("*") if among is None else among
     for path in sorted(p for p in files if p.is_file()):
@@ -64,12 +67,94 @@ def files_holding(folder: Path, needle: Needle, among: list[Path] | None = None)
                 tail = b""
                 while block := f.read(CHUNK):
                     window = tail + block
-                    if needle.in_raw(window):  # the quick test, then the whole one
+                    if needle.in_raw(window) or names_a_key(window, needle):
                         found.append(path)
                         break
                     tail = window[-overlap:]
         except OSError:
             continue  # a file Redis deleted while it was read
+    return found
+
+
+_MARKERS = tuple(f":{family}".encode() for family in NAMED_FAMILIES)
+_NAMESPACE_MAX = 64
+"""How far before a family a key's start is looked for (its namespace and length)."""
+_KEY_MAX = 1024
+_DELIMITERS = frozenset(b'"\r\n\x00')
+_NAMESPACE_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.{}")
+"""What a namespace is made of (``Settings.namespace``): a key starts inside such a run."""
+
+
+def names_a_key(blob: bytes, needle: Needle) -> bool:
+    """Whether raw bytes (a chunk of an AOF or RDB file) hold a key named by the needle.
+
+    The needle is read in the key's named parts (:func:`aether.keys.named_parts`), as an
+    erasure reads a key's name. A key in a file is framed by its format: RESP's ``$N``,
+    RDB's, listpack's and msgpack's length prefixes, or a quote or line end after it. Each
+    framing a family's place allows is tried (a key starts where its namespace may start):
+    the key it gives must be named by the needle.
+    """
+    if not _maybe_named(blob, needle):
+        return False
+    for marker in _MARKERS:
+        at = blob.find(marker)
+        while at != -1:
+            rest = at + 1
+            if _maybe_named(blob[rest : rest + _KEY_MAX], needle):
+                for end in _key_ends(blob, at, len(marker)):
+                    name = blob[rest:end].decode("utf-8", "replace")
+                    if any(needle.in_text(part) for part in named_parts(name)):
+                        return True
+            at = blob.find(marker, at + 1)
+    return False
+
+
+def _maybe_named(blob: bytes, needle: Needle) -> bool:
+    """The quick test of :meth:`Needle.in_raw`, with parts percent-encoded read decoded."""
+    if needle.matcher.maybe_in(blob):
+        return True
+    return b"%" in blob and needle.matcher.maybe_in(unquote_to_bytes(blob))
+
+
+def _key_ends(blob: bytes, at: int, marker: int) -> set[int]:
+    """Where a key holding a family at ``at`` may end, by every framing that fits."""
+    ends: set[int] = set()
+    limit = min(len(blob), at + _KEY_MAX)
+    for end in range(at + marker, limit):
+        if blob[end] in _DELIMITERS:
+            ends.add(end)
+            break
+    first = at
+    while first > 0 and at - first < _NAMESPACE_MAX and blob[first - 1] in _NAMESPACE_BYTES:
+        first -= 1
+    for start in range(first, at):  # the length before the namespace may look like it
+        for length in _lengths_before(blob, start):
+            if at + marker < start + length <= limit:
+                ends.add(start + length)
+    return ends
+
+
+def _lengths_before(blob: bytes, start: int) -> list[int]:
+    """The lengths the bytes just before ``start`` may encode, in the formats keys take."""
+    found: list[int] = []
+    b1 = blob[start - 1] if start >= 1 else -1
+    b2 = blob[start - 2] if start >= 2 else -1
+    if 0 <= b1 < 0x40:
+        found.append(b1)  # RDB, 6 bits
+    if 0x80 <= b1 < 0xC0:
+        found += [b1 & 0x3F, b1 & 0x1F]  # listpack, 6 bits; msgpack fixstr
+    if b2 >= 0:
+        if b2 >> 6 == 1:
+            found.append(((b2 & 0x3F) << 8) | b1)  # RDB, 14 bits
+        if b2 >> 4 == 0xE:
+            found.append(((b2 & 0x0F) << 8) | b1)  # listpack, 12 bits
+        if b2 == 0xD9:
+            found.append(b1)  # msgpack str8
+    if blob[start - 2 : start] == b"\r\n":
+        head = blob.rfind(b"$", max(0, start - 12), start - 2)
+        digits = blob[head + 1 : start - 2] if head != -1 else b""
+        if digits.isdigit():
+            found.append(int(digits))  # RESP
     return found
 
 

@@ -17,7 +17,10 @@ exactly and the erased items not at all:
 * a list element that holds it is replaced in place by :data:`TOMBSTONE`: a list is undone
   by position (``RPOP 1``), so its length never changes;
 * a sorted-set or set member that holds it, or names an erased item, is dropped: those
-  are undone member by member.
+  are undone member by member;
+* a key named by it (a chat session, scratchpad or LangGraph thread called after the
+  subject: :meth:`Redactor.names_it`) goes whole, and so does every op on it and every
+  mention of its name in the journal: its name is the text.
 
 Matching is by whole tokens in every spelling (:mod:`aether.identifiers`): erasing
 ``INV-7731`` leaves ``INV-7731B``, and finds ``inv 7731``; it also finds the text as JSON
@@ -183,7 +186,15 @@ class Taint:
     texts: set[str] = field(default_factory=set)
 
     def close(self, keyspace: Keyspace) -> None:
-        """Add the item hashes that name an erased item (a relation of an erased entity)."""
+        """Add what goes with the erased items.
+
+        The memory an erased item indexes (:meth:`Keyspace.indexed_memory`), then the item
+        hashes that name an erased item (a relation of an erased entity).
+        """
+        for key, named in self.refs.items():
+            if key in self.keys:
+                memories = (keyspace.indexed_memory(key, i) for i in named)
+                self.keys.update(m for m in memories if m is not None)
         ids = self.ids(keyspace)
         for key, named in self.refs.items():
             if named & ids:
@@ -281,18 +292,17 @@ class Redactor:
         return any(token.decode() in self._ids for token in _ID_TOKEN.findall(raw))
 
     def names_it(self, key: bytes | str) -> bool:
-        """Whether a key of the namespace has the text for its id (its last segment).
+        """Whether a key of the namespace is named by the text (a session, thread, pad...).
 
-        The matcher reads a token that goes on across ``:`` as one identifier, so a key
-        (``…:chat:session:marta``) never holds its id as a whole token: the id is read on
-        its own. The erasure does not take such keys yet; ``--verify`` names them.
+        The parts of its name chosen outside aether (:meth:`Keyspace.named_parts`) are
+        read one by one: the matcher reads a token that goes on across ``:`` as one longer
+        identifier, so ``…:chat:session:marta`` never holds ``marta`` as a whole token. Such
+        a key goes whole, as an item that held the text does.
         """
         if self.needle is None:
             return False
         name = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
-        if not name.startswith(self.keys.prefix):
-            return False
-        return self.needle.in_value(name.rsplit(":", 1)[-1])
+        return any(self.needle.in_text(part) for part in self.keys.named_parts(name))
 
     def names_in(self, packed_keys: bytes) -> bool:
         """Whether a journal entry's msgpacked keys (``k``, or ``d``'s pairs) name the text."""
@@ -314,15 +324,31 @@ class Redactor:
         return owner is not None and owner in self.taint.keys
 
     def field_gone(self, name: bytes | str, value: bytes | None = None) -> bool:
-        """Whether a field of a collection hash goes (its name or value holds the text)."""
-        return self.holds(name) or (value is not None and self.holds(value))
+        """Whether a field of a collection hash goes (its name or value holds the text).
 
-    def member_gone(self, member: bytes) -> bool:
-        """Whether a list, set or sorted-set member goes."""
-        return self.holds(member) or self.names_erased(member)
+        A field named by a key (a hash of keys) goes when the key is named by the text.
+        """
+        return self.holds(name) or (value is not None and self.holds(value)) or self.names_it(name)
 
-    def value_holds(self, value: Value) -> bool:
-        """Whether a decoded value holds the needle anywhere."""
+    def member_gone(self, member: bytes, key: str = "") -> bool:
+        """Whether a member of ``key`` (a list, set or sorted set) goes.
+
+        It goes when it holds the text, names an erased item or is a key named by the
+        text, or when it is a name made of parts (:meth:`Keyspace.named_members`) and one
+        of them is the text.
+        """
+        return self.names_erased(member) or self._member_holds(member, key)
+
+    def _member_holds(self, member: bytes, key: str) -> bool:
+        if self.holds(member) or self.names_it(member):
+            return True
+        needle = self.needle
+        return needle is not None and any(
+            needle.in_text(part) for part in self.keys.named_members(key, member)
+        )
+
+    def value_holds(self, value: Value, key: str = "") -> bool:
+        """Whether a decoded value (of ``key``, when known) holds the needle anywhere."""
         content = value.content
         if value.type == "string":
             return self.holds(content)
@@ -330,8 +356,10 @@ class Redactor:
             return self.document_holds(content)
         if value.type == "hash":
             return any(self.holds(f) or self.holds(v) for f, v in content.items())
-        if value.type in ("list", "set", "zset"):
+        if value.type == "list":
             return any(self.holds(v) for v in content)
+        if value.type in ("set", "zset"):
+            return any(self._member_holds(v, key) for v in content)
         return False
 
     def whole_holds(self, key: str, value: Value) -> bool:
@@ -344,24 +372,23 @@ class Redactor:
     # -- scanning (phase 1) ------------------------------------------------------------
     def observe_name(self, key: str) -> bool:
         """Record ``key`` in the taint if its name holds the needle; whether it does."""
-        if self.needle is not None and self.needle.in_text(key):
+        if self.needle is not None and (self.needle.in_text(key) or self.names_it(key)):
             self.taint.keys.add(key)
             return True
         return False
 
     def observe(self, key: str, value: Value) -> None:
         """Record in the taint what a value of ``key`` shows (one version of it)."""
+        if value.type == "hash" and self.keys.is_item_hash(key):
+            named = {
+                v.decode() for v in value.content.values() if _ID_TOKEN.fullmatch(v) is not None
+            }
+            if named:
+                self.taint.refs.setdefault(key, set()).update(named)
         if self.observe_name(key):
             return
-        if value.type == "hash":
-            if self.keys.is_item_hash(key):
-                named = {
-                    v.decode() for v in value.content.values() if _ID_TOKEN.fullmatch(v) is not None
-                }
-                if named:
-                    self.taint.refs.setdefault(key, set()).update(named)
-            else:
-                return  # a collection's fields are judged value by value
+        if value.type == "hash" and not self.keys.is_item_hash(key):
+            return  # a collection's fields are judged value by value
         if self.whole_holds(key, value):
             self.taint.keys.add(key)
 
@@ -377,9 +404,9 @@ class Redactor:
             args = op[2:]
             if self.keys.is_vector(key):
                 continue  # a vector goes with its document, never on its own content
-            if self.needle is not None and self.needle.in_text(key):
-                self.taint.keys.add(key)
-            elif cmd == "RESTORE":
+            if self.observe_name(key):
+                continue
+            if cmd == "RESTORE":
                 may_hold = self.needle is not None and self.needle.maybe_in(args[0])
                 may_name = self.keys.is_item_hash(key) and _ID_TOKEN.search(args[0])
                 if may_hold or may_name:
@@ -429,12 +456,12 @@ class Redactor:
                 return value
             return Value(kind, [TOMBSTONE if self.holds(v) else v for v in content])
         if kind == "zset":
-            scores = {m: sc for m, sc in content.items() if not self.member_gone(m)}
+            scores = {m: sc for m, sc in content.items() if not self.member_gone(m, key)}
             if len(scores) == len(content):
                 return value
             return Value(kind, scores) if scores else None
         if kind == "set":
-            members = {m for m in content if not self.member_gone(m)}
+            members = {m for m in content if not self.member_gone(m, key)}
             if len(members) == len(content):
                 return value
             return Value(kind, members) if members else None
@@ -499,8 +526,14 @@ class Redactor:
         return not self.key_gone(key) and self._must_decode(key, op[2])
 
     async def op(self, op: list[bytes]) -> list[list[bytes]]:
-        """One op redacted: the op itself, its rewrite, ``DEL`` of its key, or nothing."""
+        """One op redacted: the op itself, its rewrite, ``DEL`` of its key, or nothing.
+
+        An op on a key named by the text goes with its key's name: the key is absent at
+        every point of history, so no op on it need be kept to keep it absent.
+        """
         cmd, key, args = op[0].decode(), op[1].decode(), op[2:]
+        if self.names_it(key):
+            return []  # its name is the text: not even a DEL of it stays
         if cmd == "ABSENT":
             return [op]
         gone: list[list[bytes]] = [[b"DEL", op[1]]]
@@ -537,16 +570,16 @@ class Redactor:
             pairs = [
                 (s, m)
                 for s, m in zip(rest[::2], rest[1::2], strict=False)
-                if not self.member_gone(m)
+                if not self.member_gone(m, key)
             ]
             return self._rebuilt(
                 op, [*flags, *(x for pair in pairs for x in pair)], len(rest) // 2, pairs
             )
         if cmd in ("ZREM", "SADD", "SREM"):
-            kept = [m for m in args if not self.member_gone(m)]
+            kept = [m for m in args if not self.member_gone(m, key)]
             return self._rebuilt(op, kept, len(args), kept)
         if cmd == "ZINCRBY":
-            return [] if self.member_gone(args[1]) else [op]
+            return [] if self.member_gone(args[1], key) else [op]
         return [op]
 
     @staticmethod

@@ -25,6 +25,7 @@ from aether.codec import byte_map, text, texts
 from aether.errors import InvalidOperationError
 from aether.ids import check_id
 from aether.integrations.langgraph.threads import check_name, members
+from aether.keys import STORE_TAG_PREFIX
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MAX_TAGS
 from aether.memory.tiers.longterm import build_memory
@@ -45,7 +46,7 @@ __all__ = [
 Namespace = tuple[str, ...]
 MAX_VALUE_BYTES = 1_000_000
 """The largest item value (as JSON) the store takes."""
-TAG_PREFIX = "lg:"
+TAG_PREFIX = STORE_TAG_PREFIX
 STORE_TAG = "langgraph-store"
 """The tag every indexed item's memory carries (a search over the whole store)."""
 
