@@ -100,6 +100,7 @@ class Expected:
     graph: list[str] = field(default_factory=list)  # the LangGraph thread's notes
     store: dict[str, str] = field(default_factory=dict)  # LangGraph store key -> text
     session: list[str] = field(default_factory=list)  # the Agents SDK session's texts
+    named: dict[str, list[str]] = field(default_factory=dict)  # session named after a person
 
 
 class Notes(TypedDict):
@@ -363,6 +364,20 @@ class WholeProduct(RuleBasedStateMachine):
         self.expected.chats.append(said)
         self.wrote()
 
+    @rule(word=st.sampled_from(WORDS), again=st.booleans())
+    def named_chat(self, word: str, again: bool) -> None:
+        """A chat in a session named after the person it is with (what it says does not
+        name them): erasing the name takes the session (its keys are named by it)."""
+        self.counted("named chat")
+        names = sorted(self.expected.named)
+        name = names[-1] if again and names else f"zq{uuid.uuid4().hex[:8]}x{next(self.numbers)}"
+        said = f"about the {word}"
+        runtime = AgentRuntime(self.parts, session=name, llm=self.llm, actor="agent")
+        result = self.run(runtime.step(said))
+        assert "I heard" in result.reply, result.reply
+        self.expected.named.setdefault(name, []).append(said)
+        self.wrote()
+
     @rule(word=st.sampled_from(WORDS))
     def graph_step(self, word: str) -> None:
         """A LangGraph graph advances its thread (checkpointed in the namespace)."""
@@ -530,13 +545,16 @@ class WholeProduct(RuleBasedStateMachine):
         ]
         # in the order they were made (tokens are random: sorting them would make the
         # same draw pick another one in hypothesis's next run of the case)
-        return list(dict.fromkeys(text.split()[-1] for text in texts))
+        tokens = [text.split()[-1] for text in texts] + list(self.expected.named)
+        return list(dict.fromkeys(tokens))
 
     @precondition(lambda self: bool(self.erasable()))
     @rule(data=st.data())
     def erase(self, data: st.DataObject) -> None:
         self.counted("erase")
         token = data.draw(st.sampled_from(self.erasable()))
+        if token in self.expected.named:
+            self.counted("erase a session's name")
         self.op("erase", text=token)
         self.erased.append(token)
         self.expected = self.without_erased(self.expected)
@@ -560,6 +578,7 @@ class WholeProduct(RuleBasedStateMachine):
             expected.session = [c for c in expected.session if token not in c]
             for slot in [k for k, text in expected.store.items() if token in text]:
                 del expected.store[slot]
+            expected.named.pop(token, None)
         return expected
 
     def graph_after_erasure(self, expected: Expected) -> None:
@@ -591,8 +610,8 @@ class WholeProduct(RuleBasedStateMachine):
             found = []
             async for name in self.client.scan_iter(match=keys.every_key):
                 dump = await self.client.dump(name)
-                if dump and any(t.encode() in dump for t in self.erased):
-                    found.append(name.decode())
+                if any(t.encode() in name + (dump or b"") for t in self.erased):
+                    found.append(name.decode())  # a value, or a key named after it
             return found
 
         assert self.run(holding()) == [], "an erased text came back"
@@ -689,6 +708,11 @@ class WholeProduct(RuleBasedStateMachine):
             if m["role"] == "user"
         ]
         assert said == self.expected.chats, (said, self.expected.chats)
+        sessions = {s["id"] for s in self.op("chat_list")["sessions"]}
+        for name, lines in self.expected.named.items():
+            got = self.op("chat_messages", session=name, limit=1000)["messages"]
+            assert [m["content"] for m in got if m["role"] == "user"] == lines, (name, got)
+        assert not sessions & set(self.erased), sessions & set(self.erased)
         projects = self.op("identity_get")["user"].get("projects")
         assert self.expected.projects is None or projects == self.expected.projects
 

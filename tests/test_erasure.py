@@ -601,6 +601,13 @@ async def test_keys_named_after_the_subject_go_with_it(
     mine = {k.decode() for k in named if longer not in k.decode()}
     assert {keys.chat_session(text), keys.scratchpad(text), keys.tools(text)} <= mine
     assert any(k.startswith(keys.prefix + "langgraph:checkpoint:") for k in mine)
+    # the files frame the keys' names: the AOF's commands, and the RDB a rewrite makes
+    from aether.store.persistence import names_a_key, rewrite_files
+
+    assert await rewrite_files(client)
+    folder = Path(text_of((await client.config_get("dir"))["dir"]))
+    rdb = [p for p in folder.rglob("*.rdb") if p.is_file()]
+    assert rdb and any(names_a_key(p.read_bytes(), Needle(text)) for p in rdb)
     caller = Caller(actor="operator")
     verified = await erase_verify(parts, caller, VerifyArgs(text=text))
     assert {s["place"] for s in verified.found if s["detail"] == "named by it"} == mine
