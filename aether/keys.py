@@ -97,6 +97,8 @@ _NAMED_FAMILIES: tuple[tuple[str, str], ...] = (
     ("langgraph:store:keys:", _LABELLED),
 )
 _FIXED_NAMES = frozenset({"chat:session:index"})
+_LEARNED = "learned:"
+"""The maintenance state's field per session (``aether.memory.knowledge.learner``)."""
 STORE_TAG_PREFIX = "lg:"
 """How the LangGraph store's namespace tags begin (``aether.integrations.langgraph.items``)."""
 
@@ -662,18 +664,21 @@ class Keyspace:
         return named_parts(key[len(self.prefix) :]) if self.owns(key) else []
 
     def named_members(self, key: str, member: bytes | str) -> list[str]:
-        """The names a member of ``key`` is made of, where its members are names.
+        """The names a member or field of ``key`` is made of, where it is made of names.
 
         The LangGraph store's namespaces set holds each namespace's labels joined by
         ``.`` (``users.marta``), and the tag counts hold its memories' namespace tags
         (``lg:users.marta``, :func:`aether.integrations.langgraph.items.prefix_tag`): their
-        labels. Empty for any other member or key.
+        labels. The maintenance state's ``learned:<session>`` fields: the session. Empty
+        for any other member, field or key.
         """
         name = member.decode("utf-8", "replace") if isinstance(member, bytes) else member
         if key in (self.memory_topics(), self.memory_topics_seen()):
             if not name.startswith(STORE_TAG_PREFIX):
                 return []
             name = name[len(STORE_TAG_PREFIX) :]
+        elif key == self.maintenance_state():
+            return [name[len(_LEARNED) :]] if name.startswith(_LEARNED) else []
         elif key != self.lg_store_namespaces():
             return []
         return [label for label in name.split(".") if label]

@@ -3,11 +3,11 @@
 The namespace: 100k daily entries with 384-d vectors over 100 days (as bench/memory.py
 fills them), followed from the start by a PostgreSQL archive (so every journal entry keeps
 its values, and a base snapshot holds all of it), 50 checkpoints, and one subject (a
-made-up name) in 60 of the entries, 3 long-term notes, a belief, a task and a chat
-message. Then ``aether erase`` does its whole work: scan, state, journal rebuild, the
-keys outside the state, the archive (rows, snapshots, VACUUM FULL), the AOF rewrite and
-the wait until no file holds the name. Redis's SLOWLOG (threshold 100 ms) shows any
-command over the step budget. Prints one JSON object.
+made-up name) in 60 of the entries, 3 long-term notes, a belief, a task, a chat
+message and a chat session named after it. Then ``aether erase`` does its whole work:
+scan, state, journal rebuild, the keys outside the state, the archive (rows, snapshots,
+VACUUM FULL), the AOF rewrite and the wait until no file holds the name. Redis's SLOWLOG
+(threshold 100 ms) shows any command over the step budget. Prints one JSON object.
 
 Usage: python bench/erase.py [--quick]
 """
@@ -67,7 +67,9 @@ async def fill(agent: Aether, n: int) -> None:
         await notes.add(f"{SUBJECT} note {i}: " + sentence())
     await agent.beliefs().remember(f"{SUBJECT} is the operator's physician")
     await agent.tasks.add(f"call {SUBJECT} back")
-    await ChatSessions(layer).append("main", "user", f"please remember {SUBJECT}")
+    chats = ChatSessions(layer)
+    await chats.append("main", "user", f"please remember {SUBJECT}")
+    await chats.append(SUBJECT.replace(" ", "-"), "user", "see you on Monday")  # named after
     for i in range(45):
         await agent.checkpoints.create(label=f"bench {i}")
 

@@ -671,3 +671,38 @@ def test_a_key_named_after_the_subject_is_found_in_files_by_its_framing() -> Non
     assert names_a_key(bytes([len(thread)]) + thread + b"x", needle)
     assert not names_a_key(b"aether:daily:entry:marta-quill\r\n", needle)  # not a name
     assert not names_a_key(b"aether:chat:session:index\r\n", Needle("index"))
+
+
+def test_a_family_word_or_a_graph_name_never_names_a_key(keys: Keyspace) -> None:
+    """Erasing ``session``, ``messages`` or ``index`` takes no session: only the parts a
+    caller chose are names, and a thread's channels and checkpoint ids are the graph's."""
+    for word, key in (
+        ("session", keys.chat_session("s1")),
+        ("messages", keys.chat_messages("s1")),
+        ("index", keys.chat_session_index()),
+        ("messages", keys.lg_blob("t1", "", "messages", "3")),
+        ("checkpoint", keys.lg_checkpoint("t1", "root", "checkpoint")),
+        ("langgraph", keys.lg_threads()),
+    ):
+        redactor = Redactor(None, keys, Needle(word), Taint())  # type: ignore[arg-type]
+        assert not redactor.names_it(key), (word, key)
+        assert not redactor.member_gone(key.encode(), keys.lg_blobs("t1")), (word, key)
+    redactor = Redactor(None, keys, Needle("t1 x"), Taint())  # type: ignore[arg-type]
+    assert redactor.names_it(keys.lg_blob("t1 x", "", "messages", "3"))
+
+
+async def test_the_learner_watermark_of_a_session_named_after_the_subject_goes(
+    parts: Parts, client: Redis, keys: Keyspace
+) -> None:
+    """The learner keeps ``learned:<session>`` in the maintenance state: a field made of
+    the session's name goes with the session (and a longer name's stays)."""
+    text = mark()
+    mutation = Mutation().hset(
+        keys.maintenance_state(), {f"learned:{text}": "4", f"learned:with-{text}": "2"}
+    )
+    await parts.memory.store.apply(mutation, "test")
+    await parts.eraser("operator").erase(text)
+    fields = {f.decode() for f in await client.hkeys(keys.maintenance_state())}
+    assert fields == {f"learned:with-{text}"}
+    caller = Caller(actor="operator")
+    assert (await erase_verify(parts, caller, VerifyArgs(text=text))).clean

@@ -650,7 +650,7 @@ class Eraser:
             return [
                 (f"field {f}", excerpt(v, needle))
                 for f, v in value.content.items()
-                if redactor.field_gone(f, v)
+                if redactor.field_gone(f, v, name)
             ]
         if value.type == "list":
             return [
@@ -719,7 +719,7 @@ class Eraser:
             return [
                 f"field {f}: {NAMES_NAMED}" if redactor.names_it(f) else f"field {f}"
                 for f, v in value.content.items()
-                if redactor.field_gone(f, v)
+                if redactor.field_gone(f, v, name)
             ]
         return ["value"] if redactor.value_holds(value, name) else []
 

@@ -323,12 +323,16 @@ class Redactor:
         owner = self.keys.owner(key)
         return owner is not None and owner in self.taint.keys
 
-    def field_gone(self, name: bytes | str, value: bytes | None = None) -> bool:
-        """Whether a field of a collection hash goes (its name or value holds the text).
+    def field_gone(self, name: bytes | str, value: bytes | None = None, key: str = "") -> bool:
+        """Whether a field of a collection hash (``key``, when known) goes.
 
-        A field named by a key (a hash of keys) goes when the key is named by the text.
+        It goes when its name or value holds the text, when it is named by a key the text
+        names (a hash of keys), or when its name is made of names
+        (:meth:`Keyspace.named_members`) and one of them is the text.
         """
-        return self.holds(name) or (value is not None and self.holds(value)) or self.names_it(name)
+        if self.holds(name) or (value is not None and self.holds(value)):
+            return True
+        return self.names_it(name) or self._names_part(key, name)
 
     def member_gone(self, member: bytes, key: str = "") -> bool:
         """Whether a member of ``key`` (a list, set or sorted set) goes.
@@ -340,8 +344,9 @@ class Redactor:
         return self.names_erased(member) or self._member_holds(member, key)
 
     def _member_holds(self, member: bytes, key: str) -> bool:
-        if self.holds(member) or self.names_it(member):
-            return True
+        return self.holds(member) or self.names_it(member) or self._names_part(key, member)
+
+    def _names_part(self, key: str, member: bytes | str) -> bool:
         needle = self.needle
         return needle is not None and any(
             needle.in_text(part) for part in self.keys.named_members(key, member)
@@ -355,7 +360,7 @@ class Redactor:
         if value.type == "json":
             return self.document_holds(content)
         if value.type == "hash":
-            return any(self.holds(f) or self.holds(v) for f, v in content.items())
+            return any(self.field_gone(f, v, key) for f, v in content.items())
         if value.type == "list":
             return any(self.holds(v) for v in content)
         if value.type in ("set", "zset"):
@@ -447,7 +452,7 @@ class Redactor:
         if kind == "hash":
             if self.keys.is_item_hash(key):
                 return None if self.whole_holds(key, value) else value
-            kept = {f: v for f, v in content.items() if not self.field_gone(f, v)}
+            kept = {f: v for f, v in content.items() if not self.field_gone(f, v, key)}
             if len(kept) == len(content):
                 return value
             return Value(kind, kept) if kept else None
@@ -552,14 +557,14 @@ class Redactor:
             pairs = [
                 (f, v)
                 for f, v in zip(args[::2], args[1::2], strict=False)
-                if not self.field_gone(f, v)
+                if not self.field_gone(f, v, key)
             ]
             return self._rebuilt(op, [x for pair in pairs for x in pair], len(args) // 2, pairs)
         if cmd == "HDEL":
-            kept = [f for f in args if not self.field_gone(f)]
+            kept = [f for f in args if not self.field_gone(f, key=key)]
             return self._rebuilt(op, kept, len(args), kept)
         if cmd in ("HINCRBY", "HINCRBYFLOAT"):
-            return [] if self.field_gone(args[0]) else [op]
+            return [] if self.field_gone(args[0], key=key) else [op]
         if cmd in ("RPUSH", "LPUSH"):
             return self._tombstoned(op, 2)
         if cmd == "RPUSHCAP":
