@@ -13,7 +13,8 @@ Two parts, one JSON object:
    meanwhile),
    the operator approves it by an id prefix, the heartbeat and maintenance run at the
    day's time, the operator takes a checkpoint, writes, rolls back and undoes, and every
-   week erases a text while the daemon runs. Faults: every third day the daemon dies
+   week erases a text, and the name of a session named after a person, while the daemon
+   runs. Faults: every third day the daemon dies
    mid-day (its task cancelled without a clean stop, a message in hand); every seventh
    day the Redis server is SIGKILLed and started again. After each day: every message
    answered exactly once, every acknowledged memory present, nothing holding writes, the
@@ -226,6 +227,9 @@ class Life:
             await asyncio.sleep(0.05)
         self.check(request is not None, "the tool call never asked for approval")
         others = [await self.send(f"how is the day {n} going, {s}?", s) for s in SESSIONS[:2]]
+        # a session named after the person it is with, erased at the week's end by that name
+        person = f"kestrup{n // 7}"
+        others.append(await self.send(f"a word on day {n}", person))
         self.check(await self.wait_replies(others, 30), "a parked approval held up other sessions")
         beats = (await self.daemon.heartbeat_state.get()).beats
         await asyncio.wait_for(self.daemon.heartbeat(), 30)  # the heartbeat too, meanwhile
@@ -266,9 +270,26 @@ class Life:
             self.check(report.get("files") in ("clean", "rewritten"), f"erasure files: {report}")
             found = await self.op("erase_verify", text=token)
             self.check(found["clean"], f"erased text still found: {found['found']}")
+            await self.erase_person(person)
             for other in self.erased[:-1]:
                 again = await self.op("erase_verify", text=other)
                 self.check(again["clean"], f"an earlier erased text came back: {again['found']}")
+
+    async def erase_person(self, person: str) -> None:
+        """Erase a session's name while the daemon serves it: its keys and messages go (the
+        inbox and outbox entries too), and the daemon serves the other sessions on."""
+        report = await self.op("erase", text=person)
+        self.counts["erasures"] += 1
+        self.check(report.get("files") in ("clean", "rewritten"), f"erasure files: {report}")
+        for message in [m for m, session in self.sent.items() if session == person]:
+            del self.sent[message]  # its entries went with it: never counted as answered
+        named = [k async for k in self.client.scan_iter(match=f"*{person}*")]
+        self.check(not named, f"keys named after an erased session: {named[:3]}")
+        found = await self.op("erase_verify", text=person)
+        self.check(found["clean"], f"an erased session's name still found: {found['found']}")
+        self.erased.append(person)
+        after = await self.send("still there after the erasure?", SESSIONS[0])
+        self.check(await self.wait_replies([after], 30), "no reply after erasing a session")
 
     async def audit(self) -> None:
         keys = self.parts.keys

@@ -509,6 +509,16 @@ def test_the_daemon_learns_facts_and_the_operator_replaces_forgets_and_erases(
             assert erased.returncode == 0, erased.stderr
             found = json.loads(_cli(env, "--json", "memory", "search", "invoice").stdout)
             assert [r["content"] for r in found] == ["Invoice INV-7731B is paid."]
+            # a session named after a person goes by that name, with the daemon serving it
+            for session in ("marta-quill", "with-marta-quill"):
+                said = _cli(env, "send", "--session", session, "see you on Monday")
+                assert "I heard" in said.stdout, said.stderr
+            erased = _cli(env, "--json", "erase", "Marta Quill", "--yes")
+            assert erased.returncode == 0, erased.stderr
+            chats = json.loads(_cli(env, "--json", "memory", "chat", "list").stdout)
+            assert "with-marta-quill" in [c["id"] for c in chats]
+            assert "marta-quill" not in [c["id"] for c in chats]
+            assert _cli(env, "erase", "verify", "Marta Quill").returncode == 0
             assert proc.poll() is None
             assert "I heard" in _cli(env, "send", "still there?").stdout
         finally:

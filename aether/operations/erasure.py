@@ -27,7 +27,8 @@ class EraseArgs(BaseModel):
         max_length=MAX_SUBJECT,
         description="Erase every item that names this: a name or identifier as a whole "
         "token in any spelling (case, separators, diacritics) and the aliases the graph "
-        'knows it by, or a description ("everything about customer Olga Ivanova").',
+        'knows it by, or a description ("everything about customer Olga Ivanova"); and '
+        "whatever is named after it (a chat session, scratchpad or thread of that name).",
     )
     id: str | None = Field(default=None, max_length=200, description="Erase this one item.")
     dry_run: bool = Field(default=False, description="List what would go; change nothing.")
