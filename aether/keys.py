@@ -737,8 +737,8 @@ class Keyspace:
 
 def named_parts(rest: str) -> list[str]:
     """:meth:`Keyspace.named_parts` of a key's name without its namespace (``chat:session:x``)."""
-    if rest in _FIXED_NAMES:
-        return []
+    if not rest.startswith(NAMED_FAMILIES) or rest in _FIXED_NAMES:
+        return []  # most keys: one test
     for family, form in _NAMED_FAMILIES:
         if rest.startswith(family):
             named = rest[len(family) :]

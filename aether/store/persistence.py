@@ -14,19 +14,27 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote
 
 import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from aether.codec import text
+from aether.identifiers import IdentifierMatcher
 from aether.keys import NAMED_FAMILIES, named_parts
 from aether.store.redaction import Needle
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["data_dir", "files_holding", "names_a_key", "rewrite_files", "wait_until_clean"]
+__all__ = [
+    "data_dir",
+    "file_matcher",
+    "files_holding",
+    "names_a_key",
+    "rewrite_files",
+    "wait_until_clean",
+]
 
 WAIT_S = 60.0
 REWRITE_WAIT_S = 1800.0
@@ -59,6 +67,7 @@ def files_holding(folder: Path, needle: Needle, among: list[Path] | None = None)
     """
     # a spelling, or a key named by it (its namespace, length and name), across two chunks
     overlap = max(len(f.encode()) for f in needle.forms) + 64 + _NAMESPACE_MAX + _KEY_MAX
+    quick = file_matcher(needle)
     found = []
     files = folder.rglob("*") if among is None else among
     for path in sorted(p for p in files if p.is_file()):
@@ -67,7 +76,9 @@ def files_holding(folder: Path, needle: Needle, among: list[Path] | None = None)
                 tail = b""
                 while block := f.read(CHUNK):
                     window = tail + block
-                    if needle.in_raw(window) or names_a_key(window, needle):
+                    if quick.maybe_in(window) and (  # one quick pass rules most chunks out
+                        needle.in_raw(window) or names_a_key(window, needle, quick)
+                    ):
                         found.append(path)
                         break
                     tail = window[-overlap:]
@@ -85,7 +96,17 @@ _NAMESPACE_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 """What a namespace is made of (``Settings.namespace``): a key starts inside such a run."""
 
 
-def names_a_key(blob: bytes, needle: Needle) -> bool:
+def file_matcher(needle: Needle) -> IdentifierMatcher:
+    """The needle's spellings and their percent-encoded forms (a LangGraph key's parts).
+
+    Only its quick test (:meth:`IdentifierMatcher.maybe_in`) is used: one pass over a
+    chunk rules out both the text and a key named by it.
+    """
+    encoded = [quote(form, safe="") for form in needle.forms]
+    return IdentifierMatcher([*needle.forms, *encoded])
+
+
+def names_a_key(blob: bytes, needle: Needle, quick: IdentifierMatcher | None = None) -> bool:
     """Whether raw bytes (a chunk of an AOF or RDB file) hold a key named by the needle.
 
     The needle is read in the key's named parts (:func:`aether.keys.named_parts`), as an
@@ -93,27 +114,26 @@ def names_a_key(blob: bytes, needle: Needle) -> bool:
     RDB's, listpack's and msgpack's length prefixes, or a quote or line end after it. Each
     framing a family's place allows is tried (a key starts where its namespace may start):
     the key it gives must be named by the needle.
+
+    Args:
+        blob: the bytes.
+        needle: what names the key.
+        quick: :func:`file_matcher` of the needle, when the caller has it.
     """
-    if not _maybe_named(blob, needle):
+    quick = quick or file_matcher(needle)
+    if not quick.maybe_in(blob):
         return False
     for marker in _MARKERS:
         at = blob.find(marker)
         while at != -1:
             rest = at + 1
-            if _maybe_named(blob[rest : rest + _KEY_MAX], needle):
+            if quick.maybe_in(blob[rest : rest + _KEY_MAX]):
                 for end in _key_ends(blob, at, len(marker)):
                     name = blob[rest:end].decode("utf-8", "replace")
                     if any(needle.in_text(part) for part in named_parts(name)):
                         return True
             at = blob.find(marker, at + 1)
     return False
-
-
-def _maybe_named(blob: bytes, needle: Needle) -> bool:
-    """The quick test of :meth:`Needle.in_raw`, with parts percent-encoded read decoded."""
-    if needle.matcher.maybe_in(blob):
-        return True
-    return b"%" in blob and needle.matcher.maybe_in(unquote_to_bytes(blob))
 
 
 def _key_ends(blob: bytes, at: int, marker: int) -> set[int]:
