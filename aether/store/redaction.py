@@ -243,6 +243,7 @@ class Redactor:
         self.taint = taint
         self._ids: set[str] = set()
         self._images: dict[bytes, Value] = {}
+        self._prefix = keys.prefix.encode()
 
     def refresh(self) -> None:
         """Take in the taint's current ids (after the scan)."""
@@ -301,8 +302,11 @@ class Redactor:
         """
         if self.needle is None:
             return False
-        name = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
-        return any(self.needle.in_text(part) for part in self.keys.named_parts(name))
+        if isinstance(key, bytes):
+            if not key.startswith(self._prefix):  # most fields and members: one test
+                return False
+            key = key.decode("utf-8", "replace")
+        return any(self.needle.in_text(part) for part in self.keys.named_parts(key))
 
     def names_in(self, packed_keys: bytes) -> bool:
         """Whether a journal entry's msgpacked keys (``k``, or ``d``'s pairs) name the text."""
