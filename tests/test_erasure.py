@@ -33,7 +33,7 @@ from aether.keys import Keyspace
 from aether.memory.knowledge.graph import EntityIn, RelationIn
 from aether.memory.storage.records import record_key
 from aether.memory.tiers.chat import ChatSessions
-from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.memory.tiers.episodes import Episodes
 from aether.memory.tiers.longterm import LongTermMemory
 from aether.memory.tiers.scratchpad import Scratchpads
@@ -706,3 +706,21 @@ async def test_the_learner_watermark_of_a_session_named_after_the_subject_goes(
     assert fields == {f"learned:with-{text}"}
     caller = Caller(actor="operator")
     assert (await erase_verify(parts, caller, VerifyArgs(text=text))).clean
+
+
+async def test_tag_counts_stay_true_when_an_erasure_deletes_in_several_batches(
+    parts: Parts, client: Redis, keys: Keyspace
+) -> None:
+    """The erasure counts its deletions down in batches; the tag counts it rewrites (a tag
+    holding the text goes) are read after them, so every other tag's count stays true."""
+    text = mark()
+    daily = DailyLog(parts.memory)
+    docs = [
+        build_entry(parts.memory, f"met {text} at {i}", tags=["meeting", text]) for i in range(260)
+    ]
+    await parts.memory.store.apply(daily.mutation(docs), "test")
+    await daily.log("an unrelated meeting", tags=["meeting"])
+    assert await client.zscore(keys.memory_topics(), "meeting") == 261
+    await parts.eraser("operator").erase(text)
+    assert await client.zscore(keys.memory_topics(), "meeting") == 1
+    assert await client.zscore(keys.memory_topics(), text) is None

@@ -558,17 +558,22 @@ class Eraser:
                 for n, k in zip(names, kinds, strict=True)
                 if k != "none" and (redactor.key_gone(n) or not redactor.is_whole_item(n, k))
             ]
-            names, kinds = [n for n, _ in kept], [k for _, k in kept]
-            values = await read_values(self.client, names, kinds)
-            for name, value in zip(names, values, strict=True):
-                if value.type == "none":
-                    continue
-                redacted = None if redactor.key_gone(name) else redactor.redact(name, value)
+            gone = [(n, k) for n, k in kept if redactor.key_gone(n)]
+            collections = [(n, k) for n, k in kept if not redactor.key_gone(n)]
+            for name, value in await self._values(gone):
+                batch.delete(name)
+                removed += 1
+                if name.startswith(documents) and isinstance(value.content, dict):
+                    docs.append(value.content)
+                if len(batch.ops) >= BATCH_OPS:
+                    await flush()
+            if collections:  # read once the deletions have counted their counters down
+                await flush()
+            for name, value in await self._values(collections):
+                redacted = redactor.redact(name, value)
                 if redacted is None:
                     batch.delete(name)
                     removed += 1
-                    if name.startswith(documents) and isinstance(value.content, dict):
-                        docs.append(value.content)
                 elif redacted is not value:
                     payload = await redactor.encode(redacted)
                     encoding = text(await self.client.object("encoding", name) or b"")
@@ -578,6 +583,11 @@ class Eraser:
                     await flush()
         await flush()
         return {"state_removed": removed, "state_redacted": rewritten}
+
+    async def _values(self, named: list[tuple[str, str]]) -> list[tuple[str, Value]]:
+        """The values of keys of known kinds, as (key, value), those still there."""
+        values = await read_values(self.client, [n for n, _ in named], [k for _, k in named])
+        return [(n, v) for (n, _), v in zip(named, values, strict=True) if v.type != "none"]
 
     async def _redact_journal(self, redactor: Redactor, erasure_id: str) -> int:
         """Phase 3: the journal rebuilt with its values redacted, under the same ids.
@@ -618,9 +628,11 @@ class Eraser:
         """The state keys phase 2 may change, a page at a time.
 
         After this run's scan: the erased items with their vectors, the other keys the
-        scan saw belonging to an item, and the collections it saw (writes wait, so nothing
+        scan saw belonging to an item, then the collections it saw (writes wait, so nothing
         else changed): not every key again with its type (at a million memories a second
         pass over two million keys). A run resumed after its scan reads every state key.
+        Within a page, too, the collections are read after the items' deletions are
+        applied: a counter read before them would be restored over their decrements.
         """
         if self._collections is None:
             async for page in self._state_pages():
@@ -630,8 +642,8 @@ class Eraser:
         vectors = [self.keys.vector(k) for k in gone]
         kinds = await read_kinds(self.client, vectors)
         names = set(gone) | {v for v, kind in zip(vectors, kinds, strict=True) if kind != "none"}
-        names.update(self._collections)
-        ordered = sorted(names)
+        # the items first: the collections (and the counters) are read after their deletions
+        ordered = sorted(names) + sorted(set(self._collections) - names)
         for i in range(0, len(ordered), PAGE):
             yield ordered[i : i + PAGE]
 
