@@ -724,3 +724,23 @@ async def test_tag_counts_stay_true_when_an_erasure_deletes_in_several_batches(
     await parts.eraser("operator").erase(text)
     assert await client.zscore(keys.memory_topics(), "meeting") == 1
     assert await client.zscore(keys.memory_topics(), text) is None
+
+
+async def test_a_store_namespace_named_after_the_subject_goes_from_history_too(
+    parts: Parts, client: Redis, keys: Keyspace
+) -> None:
+    """An item of a namespace named after the subject, deleted before the erasure: only
+    history holds it and the memory it indexed; a rollback brings back neither."""
+    from aether.integrations.langgraph import AetherStore
+
+    text = mark()
+    store = AetherStore(parts)
+    await store.aput(("users", text), "pref", {"note": "prefers oolong tea"})
+    before = await parts.checkpoints.create(label="with the item")
+    await store.adelete(("users", text), "pref")
+    await parts.eraser("operator").erase(text)
+    await parts.checkpoints.rollback_to(before.id)
+    assert await store.aget(("users", text), "pref") is None
+    assert await store.asearch(("users",), query="prefers oolong tea") == []
+    assert await dumps_holding(client, keys, text) == []
+    assert (await parts.journal.verify()).ok

@@ -413,8 +413,8 @@ class Redactor:
             args = op[2:]
             if self.keys.is_vector(key):
                 continue  # a vector goes with its document, never on its own content
-            if self.observe_name(key):
-                continue
+            if self.observe_name(key) and not self.keys.is_item_hash(key):
+                continue  # an item hash named by it is read still: what it indexes goes too
             if cmd == "RESTORE":
                 may_hold = self.needle is not None and self.needle.maybe_in(args[0])
                 may_name = self.keys.is_item_hash(key) and _ID_TOKEN.search(args[0])
