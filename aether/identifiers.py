@@ -158,6 +158,11 @@ class IdentifierMatcher:
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
+    @property
+    def ascii_only(self) -> bool:
+        """Whether every spelling folds to ASCII (its quick test then rules bytes out)."""
+        return self._ascii
+
     def span(self, text: str) -> tuple[int, int] | None:
         """Where the first spelling is found in the folded ``text``, or ``None``."""
         folded = fold(text)

@@ -670,6 +670,14 @@ def test_a_key_named_after_the_subject_is_found_in_files_by_its_framing() -> Non
     thread = b"aether:langgraph:checkpoint:marta%20quill:%3Aroot:1ef"
     assert names_a_key(bytes([len(thread)]) + thread + b"x", needle)
     assert not names_a_key(b"aether:daily:entry:marta-quill\r\n", needle)  # not a name
+    cyrillic = Needle("Ольга Иванова")  # a spelling outside ASCII: plain, or percent-encoded
+    plain = "aether:chat:session:ольга-иванова".encode()
+    assert names_a_key(b"$%d\r\n%s\r\n" % (len(plain), plain), cyrillic)
+    encoded = b"aether:langgraph:blobs:%D0%9E%D0%BB%D1%8C%D0%B3%D0%B0%20x"
+    assert not names_a_key(b"$%d\r\n%s\r\n" % (len(encoded), encoded), cyrillic)
+    encoded = encoded.replace(b"%20x", b"%20%D0%98%D0%B2%D0%B0%D0%BD%D0%BE%D0%B2%D0%B0")
+    assert names_a_key(b"$%d\r\n%s\r\n" % (len(encoded), encoded), cyrillic)
+    assert not names_a_key(b"$30\r\naether:chat:session:olga-x\r\n", cyrillic)
     assert not names_a_key(b"aether:chat:session:index\r\n", Needle("index"))
 
 

@@ -127,13 +127,25 @@ def names_a_key(blob: bytes, needle: Needle, quick: IdentifierMatcher | None = N
         at = blob.find(marker)
         while at != -1:
             rest = at + 1
-            if quick.maybe_in(blob[rest : rest + _KEY_MAX]):
+            if _may_name(blob[rest : rest + _KEY_MAX], quick):
                 for end in _key_ends(blob, at, len(marker)):
                     name = blob[rest:end].decode("utf-8", "replace")
                     if any(needle.in_text(part) for part in named_parts(name)):
                         return True
             at = blob.find(marker, at + 1)
     return False
+
+
+def _may_name(tail: bytes, quick: IdentifierMatcher) -> bool:
+    """Whether the bytes after a family may hold the name (a quick test; ``False``: no).
+
+    A spelling that folds to ASCII is ruled out by its skeleton. Any other can only be in
+    bytes outside ASCII, a percent-encoded part or a JSON escape: a plain ASCII key is not
+    folded at all (most of an AOF's keys, a chat's or a thread's).
+    """
+    if quick.ascii_only:
+        return quick.maybe_in(tail)
+    return not tail.isascii() or b"%" in tail or b"\\u" in tail
 
 
 def _key_ends(blob: bytes, at: int, marker: int) -> set[int]:
