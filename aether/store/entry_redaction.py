@@ -7,6 +7,8 @@ name holds the text or is named by it (:meth:`Redactor.names_it`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 
 from aether.store.redaction import Redactor
@@ -45,20 +47,27 @@ async def entry_holds(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     return any(redactor.holds(fields.get(n, b"")) for n in (b"a", b"r", b"to", b"k"))
 
 
+def _unpacked(packed: bytes) -> list[Any] | None:
+    """A msgpacked list (an entry's ``k`` or ``d``), ``None`` when it is not one."""
+    try:
+        listed = msgpack.unpackb(packed, raw=True)
+    except (ValueError, msgpack.UnpackException):
+        return None
+    return listed if isinstance(listed, list) else None
+
+
 def _keys_kept(redactor: Redactor, packed: bytes, step: int) -> list[bytes] | None:
     """A packed list of keys (``step`` 2: key and digest pairs) less those the text names.
 
     ``None`` when none goes.
     """
-    needle = redactor.needle
-    listed = msgpack.unpackb(packed, raw=True)
-    if needle is None or not isinstance(listed, list):
+    listed = _unpacked(packed)
+    if redactor.needle is None or listed is None:
         return None
     kept: list[bytes] = []
     for i in range(0, len(listed), step):
         key = listed[i]
-        named = isinstance(key, bytes) and (needle.in_value(key) or redactor.names_it(key))
-        if not named:
+        if not (isinstance(key, bytes) and redactor.names_key(key)):
             kept += listed[i : i + step]
     return kept if len(kept) != len(listed) else None
 
@@ -70,9 +79,9 @@ def entry_names(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     an entry touched are in ``k`` or ``d`` (its inverses touch no other); only an archived
     entry from before the chain has them in ``f`` alone, whose ops are then read.
     """
-    listed = [fields[n] for n in (b"k", b"d") if n in fields]
+    listed = [_unpacked(fields[n]) or [] for n in (b"k", b"d") if n in fields]
     if listed:
-        return any(redactor.names_in(packed) for packed in listed)
+        return any(isinstance(k, bytes) and redactor.names_it(k) for keys in listed for k in keys)
     if b"f" not in fields:
         return False
     return any(len(op) > 1 and redactor.names_it(op[1]) for op in decode_ops(fields[b"f"]))

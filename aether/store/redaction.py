@@ -36,7 +36,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
 from redis.asyncio import Redis
 
 from aether.codec import text
@@ -308,17 +307,9 @@ class Redactor:
             key = key.decode("utf-8", "replace")
         return any(self.needle.in_text(part) for part in self.keys.named_parts(key))
 
-    def names_in(self, packed_keys: bytes) -> bool:
-        """Whether a journal entry's msgpacked keys (``k``, or ``d``'s pairs) name the text."""
-        if self.needle is None or not packed_keys:
-            return False
-        try:
-            keys = msgpack.unpackb(packed_keys, raw=True)
-        except (ValueError, msgpack.UnpackException):
-            return False
-        return isinstance(keys, list) and any(
-            isinstance(k, bytes) and self.names_it(k) for k in keys
-        )
+    def names_key(self, key: bytes | str) -> bool:
+        """Whether a key's name holds the text, or the key is named by it (:meth:`names_it`)."""
+        return self.holds(key) or self.names_it(key)
 
     def key_gone(self, key: str) -> bool:
         """Whether a key is an erased item or belongs to one."""
@@ -381,7 +372,7 @@ class Redactor:
     # -- scanning (phase 1) ------------------------------------------------------------
     def observe_name(self, key: str) -> bool:
         """Record ``key`` in the taint if its name holds the needle; whether it does."""
-        if self.needle is not None and (self.needle.in_text(key) or self.names_it(key)):
+        if self.names_key(key):
             self.taint.keys.add(key)
             return True
         return False
