@@ -14,7 +14,9 @@ at a million; a restarted server would rebuild its vector index):
   tag and a time limit), the search under each ``memory.knn_filtered_policy``: p50/p99 and
   the share of brute force's top 10 found (brute force's results are the exact ones);
 - ``probe_ms``: what ``adaptive`` asks the first time it meets a filter (the size
-  question, ``aether.memory.retrieval.filter_size``), p50/p99 over 20 filters of each size.
+  question, ``aether.memory.retrieval.filter_size``), p50/p99 over 20 filters of each size:
+  ``asked`` as the product asks it (a tag alone is answered by the memory counters when
+  its count is past brute force's reach), ``probe_only`` the index's matches walked.
 
 Usage: python bench/filtered_scale.py [--entries N] [--home DIR] [--queries Q]
 """
@@ -185,14 +187,17 @@ async def probe(client: Redis, n: int) -> dict[str, Any]:
     assert index is not None
     out: dict[str, Any] = {"brute_force_max": brute_force_max(n)}
     for share in SHARES:
-        times: list[float] = []
-        for i in range(20):
-            sizes = FilterSizes()
-            await sizes.memories(text)
-            t = time.perf_counter()
-            await sizes.policy(client, index, text, _limits(share, n, i))
-            times.append((time.perf_counter() - t) * 1000)
-        out[f"{share:.1%}"] = _figures(times)
+        figures: dict[str, Any] = {}
+        for name, keys in (("asked", layer.keys), ("probe_only", None)):
+            times: list[float] = []
+            for i in range(20):
+                sizes = FilterSizes(keys=keys)
+                await sizes.memories(text)
+                t = time.perf_counter()
+                await sizes.policy(client, index, text, _limits(share, n, i))
+                times.append((time.perf_counter() - t) * 1000)
+            figures[name] = _figures(times)
+        out[f"{share:.1%}"] = figures
     return out
 
 

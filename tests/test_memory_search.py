@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -585,6 +586,77 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     with pytest.raises(InvalidOperationError):  # a bad criterion: refused before the probe
         await search.search("heron", tags=["x" * 65], limit=5)
     assert sizes._large == kept
+
+
+async def test_the_memory_counters_answer_for_a_large_tag_or_kind_without_the_probe(
+    settings: Settings, client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter of tags alone (or one kind alone) whose counter is past brute force's
+    reach is answered from ``memory:topics`` / ``memory:counts``, not by walking the
+    index's matches; a count below it, or a filter with another criterion, is probed; a
+    rollback of the memories takes the counters, and so the answer, back."""
+    from aether.checkpoints.manager import Checkpoints
+    from aether.memory.retrieval import filter_size
+    from aether.memory.retrieval.search_filter import SearchFilter
+    from aether.memory.retrieval.vector_source import RedisVectors
+
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    log = await _herons_and_chores(layer)
+    vectors = search.candidates.vectors
+    assert isinstance(vectors, RedisVectors)
+    probes: list[str] = []
+    probe = filter_size.search_command
+
+    def counted_probe(*args: object, **kwargs: object) -> object:
+        probes.append(str(args[1]))
+        return probe(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(filter_size, "search_command", counted_probe)
+    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MIN", 0)
+    monkeypatch.setattr(filter_size, "BREAK_EVEN", 2)  # brute force up to isqrt(2 x 30) = 7
+    index, text = layer.vector_index(), layer.text_index()
+    assert index is not None
+
+    def fresh() -> filter_size.FilterSizes:
+        return filter_size.FilterSizes(keys=layer.keys)
+
+    # 24 chores > 7: the counter answers, nothing is probed
+    assert await fresh().policy(client, index, text, SearchFilter(tags=["chores"])) == "batches"
+    assert await fresh().policy(client, index, text, SearchFilter(kind="daily")) == "batches"
+    either = SearchFilter(tags=["birds", "chores"])  # any of them: at least the larger
+    assert await fresh().policy(client, index, text, either) == "batches"
+    assert probes == []
+    # 6 birds <= 7: the probe asks (and finds 6, brute force)
+    assert await fresh().policy(client, index, text, SearchFilter(tags=["birds"])) == "adhoc_bf"
+    assert len(probes) == 1
+    # another criterion passes fewer than the tag: probed, and the probe's answer stands
+    since = SearchFilter(tags=["chores"], since=time.time() + 3_600)
+    assert await fresh().policy(client, index, text, since) == "adhoc_bf"
+    both = SearchFilter(tags=["chores"], kind="daily")
+    assert await fresh().policy(client, index, text, both) == "batches"
+    assert len(probes) == 3
+    # an unknown tag has no count: probed, passes nothing
+    assert await fresh().policy(client, index, text, SearchFilter(tags=["none"])) == "adhoc_bf"
+    assert len(probes) == 4
+
+    # the counters move with the journaled change, rollback included
+    checkpoints = Checkpoints(client, layer.keys)
+    checkpoint = await checkpoints.create(label="before more birds")
+    for i in range(4):
+        await log.log(f"later {i}: another heron on the lake", tags=["birds"])
+    birds = SearchFilter(tags=["birds"])
+    assert await fresh().policy(client, index, text, birds) == "batches"  # 10 > isqrt(68)
+    assert len(probes) == 4
+    await checkpoints.rollback_to(checkpoint.id)
+    assert await fresh().policy(client, index, text, birds) == "adhoc_bf"
+    assert len(probes) == 5
+    found = await search.search("heron lake", tags=["birds"], limit=10)
+    assert len(found) == 6 and all(h.doc.get("tags") == ["birds"] for h in found)
+    assert len(probes) == 6  # the search's own sizes probe a small tag
+    found = await search.search("dishes", tags=["chores"], limit=30)
+    assert len(found) == 24 and len(probes) == 6  # and take a large one's count
 
 
 def test_brute_force_reaches_further_as_the_index_grows() -> None:

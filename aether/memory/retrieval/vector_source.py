@@ -63,7 +63,7 @@ class RedisVectors:
 
     def __init__(self, memory: MemoryLayer) -> None:
         self.memory = memory
-        self.sizes = FilterSizes()
+        self.sizes = FilterSizes(keys=memory.keys)
 
     def index(self) -> AsyncSearchIndex | None:
         """The vector index of the current embedder (``None`` without one)."""
