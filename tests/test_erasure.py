@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
@@ -752,3 +754,48 @@ async def test_a_store_namespace_named_after_the_subject_goes_from_history_too(
     assert await store.asearch(("users",), query="prefers oolong tea") == []
     assert await dumps_holding(client, keys, text) == []
     assert (await parts.journal.verify()).ok
+
+
+_NAMES = ["marta quill", "Marta-Quill", "MARTA_QUILL", "márta quíll", "ｍａｒｔａ quill", "marta"]
+_NAMES += ["ольга иванова", "Ольга-Иванова", "with-marta-quill", "martaquill", "marta quillon"]
+_BUILDERS = [
+    lambda k, n: k.chat_session(n),
+    lambda k, n: k.chat_messages(n),
+    lambda k, n: k.scratchpad(n),
+    lambda k, n: k.tools(n),
+    lambda k, n: k.lg_checkpoint(n, "root", "1ef"),
+    lambda k, n: k.lg_blob(n, "", "messages", "3"),
+    lambda k, n: k.lg_item(("users", n), "prefs"),
+    lambda k, n: k.lg_store_keys((n, "notes")),
+    lambda k, n: k.daily_entry(n),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(range(len(_BUILDERS))), st.sampled_from(_NAMES)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from(["Marta Quill", "Ольга Иванова", "marta", "quill", "INV-7731"]),
+)
+def test_the_quick_test_of_key_names_never_changes_an_answer(
+    built: list[tuple[int, str]], subject: str
+) -> None:
+    """``Redactor.may_name`` rules out keys (one, or an entry's keys joined) only where the
+    whole reading finds nothing: whatever the family, spelling or percent-encoding."""
+    keys = Keyspace("aether")
+    needle = Needle(subject)
+    redactor = Redactor(None, keys, needle, Taint())  # type: ignore[arg-type]
+    names = [_BUILDERS[i](keys, name) for i, name in built]
+    for name in names:
+        named = any(needle.in_text(part) for part in keys.named_parts(name))
+        assert redactor.names_it(name) == redactor.names_it(name.encode()) == named, name
+        assert redactor.names_key(name) == (needle.in_text(name) or named), name
+    joined = b"\n".join(n.encode() for n in names)
+    if any(redactor.names_key(n) for n in names):
+        assert redactor.may_name(joined), names
+    if subject == "Marta Quill":  # and it does rule out the keys that cannot be named
+        others = [keys.chat_session("ivo"), keys.daily_entry("01J0"), keys.lg_item(("u",), "k")]
+        assert not redactor.may_name(b"\n".join(k.encode() for k in others))

@@ -64,6 +64,8 @@ def _keys_kept(redactor: Redactor, packed: bytes, step: int) -> list[bytes] | No
     listed = _unpacked(packed)
     if redactor.needle is None or listed is None:
         return None
+    if not redactor.may_name(b"\n".join(k for k in listed[::step] if isinstance(k, bytes))):
+        return None  # most entries: one quick test of their keys together
     kept: list[bytes] = []
     for i in range(0, len(listed), step):
         key = listed[i]
@@ -81,7 +83,8 @@ def entry_names(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     """
     listed = [_unpacked(fields[n]) or [] for n in (b"k", b"d") if n in fields]
     if listed:
-        return any(isinstance(k, bytes) and redactor.names_it(k) for keys in listed for k in keys)
+        named = [k for keys in listed for k in keys if isinstance(k, bytes)]
+        return redactor.may_name(b"\n".join(named)) and any(redactor.names_it(k) for k in named)
     if b"f" not in fields:
         return False
     return any(len(op) > 1 and redactor.names_it(op[1]) for op in decode_ops(fields[b"f"]))

@@ -304,12 +304,33 @@ class Redactor:
         if isinstance(key, bytes):
             if not key.startswith(self._prefix):  # most fields and members: one test
                 return False
+            if not self.may_name(key):
+                return False
             key = key.decode("utf-8", "replace")
+        elif not self.may_name(key.encode()):
+            return False
         return any(self.needle.in_text(part) for part in self.keys.named_parts(key))
 
     def names_key(self, key: bytes | str) -> bool:
         """Whether a key's name holds the text, or the key is named by it (:meth:`names_it`)."""
-        return self.holds(key) or self.names_it(key)
+        raw = key.encode() if isinstance(key, str) else key
+        return self.may_name(raw) and (self.holds(key) or self.names_it(key))
+
+    def may_name(self, raw: bytes) -> bool:
+        """A quick test of key names, one or several joined: ``False`` rules them all out.
+
+        ``False`` means no name holds the text and none is named by it. A part of a key's
+        name is read percent-decoded (:meth:`Keyspace.named_parts`), so names with a ``%``
+        answer maybe; the others are ruled out by the matcher's quick test of raw bytes
+        (:meth:`~aether.identifiers.IdentifierMatcher.maybe_in`), which never says no to
+        bytes whose text holds a spelling: a part of a name is a run of its bytes. An
+        erasure meets every key of the namespace in the scan and every key an entry of the
+        journal touched in its rebuild, and most are ruled out here (a name folded and split
+        into parts cost about 15 µs).
+        """
+        if self.needle is None:
+            return False
+        return b"%" in raw or self.needle.matcher.maybe_in(raw)
 
     def key_gone(self, key: str) -> bool:
         """Whether a key is an erased item or belongs to one."""
