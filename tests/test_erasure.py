@@ -14,6 +14,7 @@ import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -799,3 +800,44 @@ def test_the_quick_test_of_key_names_never_changes_an_answer(
     if subject == "Marta Quill":  # and it does rule out the keys that cannot be named
         others = [keys.chat_session("ivo"), keys.daily_entry("01J0"), keys.lg_item(("u",), "k")]
         assert not redactor.may_name(b"\n".join(k.encode() for k in others))
+
+
+@pytest.mark.parametrize("subject", ["INV-7731", "Zoë", "marta quill"])
+async def test_an_entry_ruled_out_whole_redacts_as_its_ops_read_one_by_one(
+    client: Redis, keys: Keyspace, subject: str
+) -> None:
+    """``Redactor.ops`` given the entry's bytes skips reading op by op only where that
+    reading changes nothing but the ops on keys gone: the same result either way, over
+    entries with and without the text, an erased item's id, a key named by the text, a
+    pre-image, a member or a field."""
+    import msgpack
+
+    gone_doc = keys.daily_entry("01JGONEGONEGONEGONE0001")
+    named = keys.chat_session(subject.lower().replace(" ", "-"))
+    await client.hset(keys.chat_session("kept"), mapping={"m": f"talked of {subject}"})
+    await client.hset(keys.chat_session("plain"), mapping={"m": "nothing to see"})
+    holding = await client.dump(keys.chat_session("kept"))
+    plain = await client.dump(keys.chat_session("plain"))
+    assert holding is not None and plain is not None
+    entries: list[list[list[bytes]]] = [
+        [[b"DEL", keys.daily_entry("01JKEPTKEPTKEPTKEPT0001").encode()]],
+        [[b"DEL", gone_doc.encode()], [b"ABSENT", gone_doc.encode()]],
+        [[b"DEL", keys.vector(gone_doc).encode()]],  # belongs to the item gone
+        [[b"HSET", named.encode(), b"m", b"x"]],  # a key named by the text
+        [[b"RESTORE", keys.chat_session("a").encode(), holding, b"0"]],
+        [[b"RESTORE", keys.chat_session("b").encode(), plain, b"0"]],
+        [[b"ZADD", keys.memory_topics().encode(), b"1", subject.encode(), b"2", b"other"]],
+        [[b"SADD", keys.chat_session_index().encode(), b"01JGONEGONEGONEGONE0001"]],
+        [[b"RPUSH", keys.daily(date(2026, 1, 2)).encode(), b"x", f"met {subject}".encode()]],
+        [[b"HSET", keys.maintenance_state().encode(), b"learned:other", b"1"]],
+    ]
+    taint = Taint(keys={gone_doc, named})
+    redactor = Redactor(client, keys, Needle(subject), taint)
+    redactor.refresh()
+    skipped = 0
+    for ops in entries:
+        packed = msgpack.packb(ops, use_bin_type=False)
+        whole = await redactor.ops(ops, packed)
+        assert whole == await redactor.ops(ops), ops
+        skipped += not redactor.may_change(packed)
+    assert skipped >= 3  # the plain entries, and the one whose key is gone, are not read

@@ -223,6 +223,9 @@ class Taint:
 
 
 _ID_TOKEN = re.compile(rb"[0-9A-Za-z]{16,}")
+_IDS_LOOKED_FOR = 256
+"""Up to this many erased items' ids, :meth:`Redactor.may_change` looks for each in the
+bytes (a substring search each); with more, an entry's ops are read one by one."""
 
 
 class Redactor:
@@ -517,12 +520,22 @@ class Redactor:
         return await self.encode(redacted)
 
     # -- journaled ops -----------------------------------------------------------------
-    async def ops(self, ops: list[list[bytes]]) -> list[list[bytes]] | None:
+    async def ops(
+        self, ops: list[list[bytes]], packed: bytes | None = None
+    ) -> list[list[bytes]] | None:
         """Journaled ops redacted; ``None`` when none changes.
 
         The pre-images that must be read are decoded together first (a few round trips
         for a rollback's thousands of ``RESTORE`` ops, not one scratch key each).
+
+        Args:
+            ops: the ops.
+            packed: the bytes they were read from, when known: if they cannot hold the
+                text nor an erased item's id (:meth:`may_change`), only the ops on keys
+                gone change, and the others are not read one by one.
         """
+        if packed is not None and not self.may_change(packed):
+            return self._gone_keys_deleted(ops)
         wanted = [op[2] for op in ops if self._image_read(op)]
         if wanted:
             decoded = await decode_images(self.client, self.keys, wanted)
@@ -538,6 +551,29 @@ class Redactor:
             return out if changed else None
         finally:
             self._images = {}
+
+    def _gone_keys_deleted(self, ops: list[list[bytes]]) -> list[list[bytes]] | None:
+        """``ops`` with each op on a key gone a ``DEL`` of it (:meth:`op` for them)."""
+        out = [
+            [b"DEL", op[1]] if op[0] != b"ABSENT" and self.key_gone(op[1].decode()) else op
+            for op in ops
+        ]
+        return out if any(new is not op for new, op in zip(out, ops, strict=True)) else None
+
+    def may_change(self, packed: bytes) -> bool:
+        """A quick test of raw ops: ``False`` means none changes but those on keys gone.
+
+        What :meth:`op` reads beyond the key's taint is text (the key's name and parts, a
+        value, a field, a member, a pre-image) or an erased item's id: bytes that cannot
+        hold the text (:meth:`may_name`; a pre-image's LZF-compressed strings, marked by
+        ``0xC3``, answer maybe, as :meth:`Needle.maybe_in` says) nor an id leave every op
+        as it is. With more ids than are quickly looked for, it answers maybe.
+        """
+        if self.needle is not None and (b"\xc3" in packed or self.may_name(packed)):
+            return True
+        if len(self._ids) > _IDS_LOOKED_FOR:
+            return True
+        return any(i.encode() in packed for i in self._ids)
 
     def _image_read(self, op: list[bytes]) -> bool:
         """Whether :meth:`payload` will decode this op's pre-image."""
