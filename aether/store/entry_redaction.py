@@ -23,7 +23,7 @@ async def redact_entry(redactor: Redactor, fields: dict[bytes, bytes]) -> dict[b
     changed = False
     for name in (b"i", b"f"):
         if name in fields:
-            ops = await redactor.ops(decode_ops(fields[name]), fields[name])
+            ops = await redactor.ops(decode_ops(fields[name]))
             if ops is not None:
                 out[name] = msgpack.packb(ops, use_bin_type=False)
                 changed = True

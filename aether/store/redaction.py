@@ -520,21 +520,15 @@ class Redactor:
         return await self.encode(redacted)
 
     # -- journaled ops -----------------------------------------------------------------
-    async def ops(
-        self, ops: list[list[bytes]], packed: bytes | None = None
-    ) -> list[list[bytes]] | None:
+    async def ops(self, ops: list[list[bytes]]) -> list[list[bytes]] | None:
         """Journaled ops redacted; ``None`` when none changes.
 
-        The pre-images that must be read are decoded together first (a few round trips
-        for a rollback's thousands of ``RESTORE`` ops, not one scratch key each).
-
-        Args:
-            ops: the ops.
-            packed: the bytes they were read from, when known: if they cannot hold the
-                text nor an erased item's id (:meth:`may_change`), only the ops on keys
-                gone change, and the others are not read one by one.
+        Ops that cannot hold the text nor an erased item's id (:meth:`may_change`, most of
+        a journal) are not read one by one: only those on keys gone change. The pre-images
+        that must be read are decoded together first (a few round trips for a rollback's
+        thousands of ``RESTORE`` ops, not one scratch key each).
         """
-        if packed is not None and not self.may_change(packed):
+        if not self.may_change(ops):
             return self._gone_keys_deleted(ops)
         wanted = [op[2] for op in ops if self._image_read(op)]
         if wanted:
@@ -560,20 +554,31 @@ class Redactor:
         ]
         return out if any(new is not op for new, op in zip(out, ops, strict=True)) else None
 
-    def may_change(self, packed: bytes) -> bool:
-        """A quick test of raw ops: ``False`` means none changes but those on keys gone.
+    def may_change(self, ops: list[list[bytes]]) -> bool:
+        """A quick test of ops: ``False`` means none changes but those on keys gone.
 
         What :meth:`op` reads beyond the key's taint is text (the key's name and parts, a
-        value, a field, a member, a pre-image) or an erased item's id: bytes that cannot
-        hold the text (:meth:`may_name`; a pre-image's LZF-compressed strings, marked by
-        ``0xC3``, answer maybe, as :meth:`Needle.maybe_in` says) nor an id leave every op
-        as it is. With more ids than are quickly looked for, it answers maybe.
+        value, a field, a member, a pre-image) or an erased item's id. The keys and values
+        are tested together (:meth:`may_name`), each pre-image on its own as
+        :meth:`payload` tests it (a vector's never: it goes with its document). With more
+        ids than are quickly looked for, it answers maybe.
         """
-        if self.needle is not None and (b"\xc3" in packed or self.may_name(packed)):
-            return True
         if len(self._ids) > _IDS_LOOKED_FOR:
             return True
-        return any(i.encode() in packed for i in self._ids)
+        texts: list[bytes] = []
+        for op in ops:
+            if op[0] == b"RESTORE" and len(op) > 2:
+                texts.append(op[1])
+                if not self.keys.is_vector(op[1].decode()) and self._payload_may_change(
+                    op[1].decode(), op[2]
+                ):
+                    return True
+            else:
+                texts.extend(op[1:])
+        joined = b"\n".join(texts)
+        if self.needle is not None and self.may_name(joined):
+            return True
+        return any(i.encode() in joined for i in self._ids)
 
     def _image_read(self, op: list[bytes]) -> bool:
         """Whether :meth:`payload` will decode this op's pre-image."""
