@@ -829,6 +829,12 @@ async def test_an_entry_ruled_out_whole_redacts_as_its_ops_read_one_by_one(
         [[b"RPUSH", keys.daily(date(2026, 1, 2)).encode(), b"x", f"met {subject}".encode()]],
         [[b"HSET", keys.maintenance_state().encode(), b"learned:other", b"1"]],
     ]
+    relation = keys.relation("01JRELRELRELRELRELR0001")
+    entries.append([[b"HSET", relation.encode(), b"source", b"01JGONEGONEGONEGONE0001"]])
+    await client.hset(relation, mapping={"target": "01JGONEGONEGONEGONE0001"})
+    relation_image = await client.dump(relation)
+    assert relation_image is not None
+    entries.append([[b"RESTORE", relation.encode(), relation_image, b"0"]])
     taint = Taint(keys={gone_doc, named})
     redactor = Redactor(client, keys, Needle(subject), taint)
     redactor.refresh()
@@ -840,3 +846,17 @@ async def test_an_entry_ruled_out_whole_redacts_as_its_ops_read_one_by_one(
         monkeypatch.undo()
         skipped += not redactor.may_change(ops)
     assert skipped >= 3  # the plain entries, and the one whose key is gone, are not read
+
+    # the scan's reading of the same ops records the same taint either way
+    for needle in (Needle(subject), None):
+        seen = []
+        for screened in (True, False):
+            scanner = Redactor(client, keys, needle, Taint())
+            if not screened:
+                monkeypatch.setattr(scanner, "may_hold_text", lambda _ops: True)
+            for ops in entries:
+                await scanner.observe_ops(ops)
+            monkeypatch.undo()
+            seen.append((scanner.taint.keys, scanner.taint.refs))
+        assert seen[0] == seen[1]
+        assert seen[0][1] == {relation: {"01JGONEGONEGONEGONE0001"}}

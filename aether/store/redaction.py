@@ -224,6 +224,8 @@ class Taint:
 
 _ID_TOKEN = re.compile(rb"[0-9A-Za-z]{16,}")
 _IDS_LOOKED_FOR = 256
+_NAMING_OPS = (b"HSET", b"RESTORE")
+"""The ops whose values an item hash names other items' ids in (:meth:`Redactor.observe`)."""
 """Up to this many erased items' ids, :meth:`Redactor.may_change` looks for each in the
 bytes (a substring search each); with more, an entry's ops are read one by one."""
 
@@ -422,6 +424,9 @@ class Redactor:
         The images (``RESTORE`` payloads) that may hold the text are decoded together, in
         a few round trips whatever their number (a base snapshot is one op per key).
         """
+        if not self.may_hold_text(ops):  # then only the ids an item hash names are news
+            item_hash = self.keys.is_item_hash
+            ops = [op for op in ops if op[0] in _NAMING_OPS and item_hash(op[1].decode())]
         images: list[tuple[str, bytes]] = []
         for op in ops:
             cmd, key = op[0].decode(), op[1].decode()
@@ -557,28 +562,40 @@ class Redactor:
     def may_change(self, ops: list[list[bytes]]) -> bool:
         """A quick test of ops: ``False`` means none changes but those on keys gone.
 
-        What :meth:`op` reads beyond the key's taint is text (the key's name and parts, a
-        value, a field, a member, a pre-image) or an erased item's id. The keys and values
-        are tested together (:meth:`may_name`), each pre-image on its own as
-        :meth:`payload` tests it (a vector's never: it goes with its document). With more
-        ids than are quickly looked for, it answers maybe.
+        What :meth:`op` reads beyond the key's taint is text (:meth:`may_hold_text`) or an
+        erased item's id. With more ids than are quickly looked for, it answers maybe.
         """
         if len(self._ids) > _IDS_LOOKED_FOR:
             return True
+        if self.may_hold_text(ops):
+            return True
+        if not self._ids:
+            return False
+        vector = self.keys.is_vector
+        joined = b"\n".join(
+            part
+            for op in ops
+            for part in (op[1:2] if op[0] == b"RESTORE" and vector(op[1].decode()) else op[1:])
+        )
+        return any(i.encode() in joined for i in self._ids)
+
+    def may_hold_text(self, ops: list[list[bytes]]) -> bool:
+        """A quick test of ops: ``False`` means no key, value or pre-image holds the text.
+
+        The keys and values are tested together (:meth:`may_name`), each pre-image on its
+        own as :meth:`payload` tests it (a vector's never: it goes with its document).
+        """
+        if self.needle is None:
+            return False
         texts: list[bytes] = []
         for op in ops:
             if op[0] == b"RESTORE" and len(op) > 2:
                 texts.append(op[1])
-                if not self.keys.is_vector(op[1].decode()) and self._payload_may_change(
-                    op[1].decode(), op[2]
-                ):
+                if not self.keys.is_vector(op[1].decode()) and self.needle.maybe_in(op[2]):
                     return True
             else:
                 texts.extend(op[1:])
-        joined = b"\n".join(texts)
-        if self.needle is not None and self.may_name(joined):
-            return True
-        return any(i.encode() in joined for i in self._ids)
+        return self.may_name(b"\n".join(texts))
 
     def _image_read(self, op: list[bytes]) -> bool:
         """Whether :meth:`payload` will decode this op's pre-image."""
