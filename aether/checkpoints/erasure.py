@@ -505,9 +505,11 @@ class Eraser:
                 for n, k in zip(names, kinds, strict=True)
                 if k != "none" and not redactor.is_whole_item(n, k) and not self.keys.owner(n)
             )
+            named = redactor.may_name("\n".join(names).encode())  # one test for the page
             for name, value in zip(names, values, strict=True):
                 if value is None:
-                    redactor.observe_name(name)
+                    if named:
+                        redactor.observe_name(name)
                 elif value.type != "none":
                     redactor.observe(name, value)
         async for page in stream_pages(self.client, self.keys.journal()):
