@@ -28,6 +28,7 @@ from aether.identifiers import (
     IdentifierMatcher,
     _unescape,
     ascii_folds,
+    ascii_skeleton,
     fold,
 )
 from aether.identity.bootstrap import default_identity_dir
@@ -162,6 +163,38 @@ def test_the_quick_test_never_rules_out_a_spelling_folding_finds(
     blob = before + written.encode("utf-8", "surrogatepass") + after
     if matcher.in_text(blob.decode("utf-8", "replace")):
         assert matcher.maybe_in(blob), blob
+
+
+def _decoded_skeleton(blob: bytes) -> bytes:
+    """The skeleton as it was first computed: the bytes decoded, each character folded."""
+    text = blob.decode("utf-8", "replace")
+    if "\\" in text:
+        text = _ESCAPE.sub(_unescape, text)
+    pattern, table = ascii_folds()
+    text = pattern.sub(lambda m: table.get(m.group(), ""), text)
+    encoded = text.encode("utf-8", "surrogatepass")
+    return bytes(b for b in encoded.lower() if b < 0x80 and (chr(b).isalnum() or b == 0x40))
+
+
+_FOLDABLE = sorted(ascii_folds()[1])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.binary(max_size=12)
+        | st.sampled_from(_FOLDABLE).map(str.encode)
+        | st.sampled_from([b"\\u00e9", b"\\u0041", b"\\ud835", b"\\n", b"\\", b"\xed\xa0"])
+        | st.text(max_size=6).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        max_size=12,
+    )
+)
+def test_the_skeleton_read_from_bytes_is_the_decoded_texts(parts: list[bytes]) -> None:
+    """``ascii_skeleton`` never decodes: whatever the bytes (invalid sequences, escapes,
+    characters that fold to letters, astral ones), it gives what decoding and folding the
+    text character by character gives."""
+    blob = b"".join(parts)
+    assert ascii_skeleton(blob) == _decoded_skeleton(blob), blob
 
 
 def test_the_quick_test_rules_out_binary_without_the_spelling() -> None:
