@@ -18,7 +18,12 @@ at a million; a restarted server would rebuild its vector index):
   ``asked`` as the product asks it (a tag alone is answered by the memory counters when
   its count is past brute force's reach), ``probe_only`` the index's matches walked.
 
-Usage: python bench/filtered_scale.py [--entries N] [--home DIR] [--queries Q]
+With ``--erase SUBJECT`` it measures nothing else: 60 entries holding ``SUBJECT`` are
+written into the namespace and ``aether erase`` takes it (``bench/memory.py``'s figures:
+its time, phases, and the files after), so a kept home times an erasure at its size
+without a fill of its own (an hour at a million).
+
+Usage: python bench/filtered_scale.py [--entries N] [--home DIR] [--queries Q] [--erase S]
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory import FILL_BATCH, QUERY_WORDS, PrecomputedEmbedder, quiesce, sentence
+from memory import FILL_BATCH, QUERY_WORDS, PrecomputedEmbedder, erasure, quiesce, sentence
 from percentiles import percentile
 from redis.asyncio import Redis
 
+from aether.app import Aether
 from aether.codec import command
 from aether.config import MemorySettings, Settings
 from aether.keys import Keyspace
@@ -201,7 +207,21 @@ async def probe(client: Redis, n: int) -> dict[str, Any]:
     return out
 
 
-async def main(entries: int, home: Path | None, queries: int) -> None:
+async def erase(client: Redis, settings: Settings, subject: str) -> dict[str, Any]:
+    """``subject`` written into 60 entries, then erased: the erasure's figures."""
+    agent = Aether(settings.model_copy(update={"namespace": NAMESPACE}), client, actor="bench")
+    agent.memory.embedder = PrecomputedEmbedder()  # type: ignore[assignment]
+    layer = agent.memory
+    docs: list[dict[str, Any]] = [
+        build_entry(layer, f"{sentence()} with {subject}", tags=["t1"], timestamp=time.time())
+        for _ in range(60)
+    ]
+    await layer.attach_embeddings(docs)
+    await layer.store.apply(DailyLog(layer).mutation(docs), "bench.plant")
+    return await erasure(agent, subject)
+
+
+async def main(entries: int, home: Path | None, queries: int, subject: str | None) -> None:
     kept = home is not None
     settings = Settings(
         home=home or Path(tempfile.mkdtemp(prefix="aether-bench-filtered-")),
@@ -211,6 +231,9 @@ async def main(entries: int, home: Path | None, queries: int) -> None:
     try:
         fill_s = await fill(client, entries)
         settle_heap()  # as the daemon does once it is up
+        if subject is not None:
+            print(json.dumps({"entries": entries, **await erase(client, settings, subject)}))
+            return
         out = {
             "entries": entries,
             "fill_s": fill_s,
@@ -230,5 +253,6 @@ if __name__ == "__main__":
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--home", type=Path, default=None, help="a home to fill or reuse")
     parser.add_argument("--queries", type=int, default=1_000)
+    parser.add_argument("--erase", default=None, help="only erase this subject (see above)")
     args = parser.parse_args()
-    asyncio.run(main(args.entries, args.home, args.queries))
+    asyncio.run(main(args.entries, args.home, args.queries, args.erase))
