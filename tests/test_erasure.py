@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -860,3 +861,30 @@ async def test_an_entry_ruled_out_whole_redacts_as_its_ops_read_one_by_one(
             seen.append((scanner.taint.keys, scanner.taint.refs))
         assert seen[0] == seen[1]
         assert seen[0][1] == {relation: {"01JGONEGONEGONEGONE0001"}}
+
+
+def test_large_files_are_read_by_a_process_per_core_as_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``PARALLEL_FROM`` the files are read in spans by several processes: the same
+    files are found, a spelling or a named key across two spans included."""
+    from aether.store import persistence
+
+    span = 1024 * 1024
+    noise = random.Random(5).randbytes(3 * span)
+    across = tmp_path / "across.aof"  # the name straddles the first span's end
+    across.write_bytes(noise[: span - 5] + b" Orvalline Kestrup " + noise[span + 14 :])
+    key = b"aether:chat:session:orvalline-kestrup"
+    named = tmp_path / "named.rdb"  # a key named by it, framed by its length, at the end
+    named.write_bytes(noise + bytes([len(key)]) + key + b"\x00")
+    (tmp_path / "clean.aof").write_bytes(noise)
+    (tmp_path / "longer.aof").write_bytes(noise + b" Orvalline Kestrupson ")
+    (tmp_path / "empty.aof").write_bytes(b"")
+    needle = Needle("Orvalline Kestrup")
+    alone = persistence.files_holding(tmp_path, needle)
+    assert alone == [across, named]
+    monkeypatch.setattr(persistence, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(persistence, "SPAN", span)
+    monkeypatch.setattr(persistence, "_readers", lambda: 2)
+    assert persistence.files_holding(tmp_path, needle) == alone
+    assert persistence.files_holding(tmp_path, needle, among=[named]) == [named]

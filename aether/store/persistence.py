@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -60,31 +63,81 @@ async def data_dir(client: Redis) -> Path | None:
 def files_holding(folder: Path, needle: Needle, among: list[Path] | None = None) -> list[Path]:
     """The files under ``folder`` that hold the needle, or a key it names (read in chunks).
 
+    Files larger than :data:`PARALLEL_FROM` in all are read in spans of
+    :data:`SPAN` by a process per core (:func:`_readers`): the reading is Python's own work,
+    one core's worth, and a million memories' base file took half a minute on one.
+
     Args:
         folder: the data directory.
         needle: what to look for.
         among: only these files (those that still exist), instead of every file.
     """
+    files = folder.rglob("*") if among is None else among
+    sizes: dict[Path, int] = {}
+    for path in sorted(p for p in files if p.is_file()):
+        with contextlib.suppress(OSError):  # a file Redis deleted meanwhile
+            sizes[path] = path.stat().st_size
+    readers = _readers()
+    if sum(sizes.values()) < PARALLEL_FROM or readers < 2:
+        return [path for path in sizes if _span_holds(str(path), 0, None, needle.sealed())]
+    spans = [
+        (str(path), start, start + SPAN)
+        for path, size in sizes.items()
+        for start in range(0, max(size, 1), SPAN)
+    ]
+    context = multiprocessing.get_context("spawn")  # never a fork of a threaded process
+    with ProcessPoolExecutor(readers, mp_context=context) as pool:
+        held = pool.map(
+            _span_holds,
+            *zip(*spans, strict=True),
+            itertools.repeat(needle.sealed(), len(spans)),
+        )
+        holding = {name for (name, _, _), holds in zip(spans, held, strict=True) if holds}
+    return [path for path in sizes if str(path) in holding]
+
+
+PARALLEL_FROM = 256 * 1024 * 1024
+"""Files of this size in all or more are read by a process per core (:func:`files_holding`)."""
+SPAN = 64 * 1024 * 1024
+"""What one reader reads of a file at a time."""
+
+
+def _readers() -> int:
+    """How many processes read files at once: the cores this process may run on, up to 4."""
+    return min(len(os.sched_getaffinity(0)), 4)
+
+
+def _span_holds(name: str, start: int, end: int | None, sealed: str) -> bool:
+    """Whether a file's bytes from ``start`` to ``end`` (its end: ``None``) hold the needle.
+
+    The span is read from a little before ``start`` (the longest spelling or named key), so
+    a spelling across two spans is found; a file Redis deleted meanwhile holds nothing.
+    """
+    needle = Needle.unsealed(sealed)
     # a spelling, or a key named by it (its namespace, length and name), across two chunks
     overlap = max(len(f.encode()) for f in needle.forms) + 64 + _NAMESPACE_MAX + _KEY_MAX
     quick = file_matcher(needle)
-    found = []
-    files = folder.rglob("*") if among is None else among
-    for path in sorted(p for p in files if p.is_file()):
-        try:
-            with path.open("rb") as f:
-                tail = b""
-                while block := f.read(CHUNK):
-                    window = tail + block
-                    if quick.maybe_in(window) and (  # one quick pass rules most chunks out
-                        needle.in_raw(window) or names_a_key(window, needle, quick)
-                    ):
-                        found.append(path)
-                        break
-                    tail = window[-overlap:]
-        except OSError:
-            continue  # a file Redis deleted while it was read
-    return found
+    begin = max(0, start - overlap)
+    left = None if end is None else end - begin
+    try:
+        with open(name, "rb") as f:
+            f.seek(begin)
+            tail = b""
+            while left is None or left > 0:
+                block = f.read(CHUNK if left is None else min(CHUNK, left))
+                if not block:
+                    break
+                if left is not None:
+                    left -= len(block)
+                window = tail + block
+                if quick.maybe_in(window) and (  # one quick pass rules most chunks out
+                    needle.in_raw(window) or names_a_key(window, needle, quick)
+                ):
+                    return True
+                tail = window[-overlap:]
+    except OSError:
+        pass
+    return False
 
 
 _MARKERS = tuple(f":{family}".encode() for family in NAMED_FAMILIES)
