@@ -104,7 +104,9 @@ SPAN = 64 * 1024 * 1024
 
 def _readers() -> int:
     """How many processes read files at once: the cores this process may run on, up to 4."""
-    return min(len(os.sched_getaffinity(0)), 4)
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere every core
+    cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return min(cores, 4)
 
 
 def _span_holds(name: str, start: int, end: int | None, sealed: str) -> bool:
