@@ -848,6 +848,19 @@ async def test_an_entry_ruled_out_whole_redacts_as_its_ops_read_one_by_one(
         skipped += not redactor.may_change(ops)
     assert skipped >= 3  # the plain entries, and the one whose key is gone, are not read
 
+    # --verify's reading of an entry finds the text in the same entries either way
+    import msgpack
+
+    from aether.store.entry_redaction import entry_holds
+
+    found = []
+    for screened in (True, False):
+        if not screened:
+            monkeypatch.setattr(redactor, "may_hold_text", lambda _ops: True)
+        found.append([await entry_holds(redactor, {b"i": msgpack.packb(ops)}) for ops in entries])
+        monkeypatch.undo()
+    assert found[0] == found[1] and any(found[0]) and not all(found[0])
+
     # the scan's reading of the same ops records the same taint either way
     for needle in (Needle(subject), None):
         seen = []

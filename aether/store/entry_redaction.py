@@ -41,7 +41,10 @@ async def entry_holds(redactor: Redactor, fields: dict[bytes, bytes]) -> bool:
     for name in (b"i", b"f"):
         if name not in fields:
             continue
-        for op in decode_ops(fields[name]):
+        ops = decode_ops(fields[name])
+        if not redactor.may_hold_text(ops):  # most entries: one quick test
+            continue
+        for op in ops:
             if await _op_holds(redactor, op):
                 return True
     return any(redactor.holds(fields.get(n, b"")) for n in (b"a", b"r", b"to", b"k"))
