@@ -224,10 +224,10 @@ class Taint:
 
 _ID_TOKEN = re.compile(rb"[0-9A-Za-z]{16,}")
 _IDS_LOOKED_FOR = 256
-_NAMING_OPS = (b"HSET", b"RESTORE")
-"""The ops whose values an item hash names other items' ids in (:meth:`Redactor.observe`)."""
 """Up to this many erased items' ids, :meth:`Redactor.may_change` looks for each in the
 bytes (a substring search each); with more, an entry's ops are read one by one."""
+_NAMING_OPS = (b"HSET", b"RESTORE")
+"""The ops whose values an item hash names other items' ids in (:meth:`Redactor.observe`)."""
 
 
 class Redactor:
@@ -304,22 +304,25 @@ class Redactor:
         identifier, so ``…:chat:session:marta`` never holds ``marta`` as a whole token. Such
         a key goes whole, as an item that held the text does.
         """
-        if self.needle is None:
-            return False
         if isinstance(key, bytes):
             if not key.startswith(self._prefix):  # most fields and members: one test
                 return False
-            if not self.may_name(key):
-                return False
-            key = key.decode("utf-8", "replace")
-        elif not self.may_name(key.encode()):
-            return False
-        return any(self.needle.in_text(part) for part in self.keys.named_parts(key))
+            return self.may_name(key) and self._parts_named(key.decode("utf-8", "replace"))
+        return self.may_name(key.encode()) and self._parts_named(key)
+
+    def _parts_named(self, key: str) -> bool:
+        """Whether a part of ``key``'s name a caller chose is the text (no quick test)."""
+        needle = self.needle
+        return needle is not None and any(needle.in_text(p) for p in self.keys.named_parts(key))
 
     def names_key(self, key: bytes | str) -> bool:
         """Whether a key's name holds the text, or the key is named by it (:meth:`names_it`)."""
         raw = key.encode() if isinstance(key, str) else key
-        return self.may_name(raw) and (self.holds(key) or self.names_it(key))
+        if not self.may_name(raw):  # one quick test for both readings
+            return False
+        if self.holds(key):
+            return True
+        return self._parts_named(key if isinstance(key, str) else key.decode("utf-8", "replace"))
 
     def may_name(self, raw: bytes) -> bool:
         """A quick test of key names, one or several joined: ``False`` rules them all out.
