@@ -86,6 +86,10 @@ READS = [
 ]
 
 
+CHECKED_TAG = "checked"
+"""The tag every daily entry the machine logs carries (its filtered searches ask for it)."""
+
+
 @dataclass
 class Expected:
     """What the namespace should hold: restored with a rollback, cut by an erasure."""
@@ -255,7 +259,9 @@ class WholeProduct(RuleBasedStateMachine):
     def log(self, word: str) -> None:
         self.counted("log")
         text = self.unique(word)
-        entry = self.op("memory_log", content=f"the {text} was checked", source="user")
+        entry = self.op(
+            "memory_log", content=f"the {text} was checked", source="user", tags=[CHECKED_TAG]
+        )
         self.expected.entries[entry["id"]] = text
         self.wrote()
 
@@ -653,6 +659,17 @@ class WholeProduct(RuleBasedStateMachine):
         entry, token = self.draw_entry(data)
         hits = self.op("memory_search", query=token, limit=10)
         assert entry in [h["id"] for h in hits["results"]], (token, hits)
+
+    @precondition(lambda self: bool(self.expected.entries))
+    @rule(data=st.data())
+    def a_tag_filtered_search_finds_only_its_tag(self, data: st.DataObject) -> None:
+        """The filtered path (the size question, its kept answer, the memory counters that
+        answer it) over rollbacks, erasures and imports: the entry is found, nothing else."""
+        self.counted("tag search")
+        entry, token = self.draw_entry(data)
+        hits = self.op("memory_search", query=token, limit=10, tags=[CHECKED_TAG])
+        assert entry in [h["id"] for h in hits["results"]], (token, hits)
+        assert all(CHECKED_TAG in (h.get("tags") or []) for h in hits["results"]), hits
 
     @invariant()
     def what_was_acknowledged_is_there(self) -> None:
