@@ -26,6 +26,7 @@ folding finds: it is an alias, which the caller adds (the graph knows them).
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import unicodedata
@@ -154,6 +155,7 @@ class IdentifierMatcher:
         self.skeletons = sorted({skeleton(s) for s in self.spellings} - {""})
         self._ascii = all(s.isascii() for s in self.skeletons)
         self._skeleton_bytes = [s.encode() for s in self.skeletons]
+        self._letters = frozenset("".join(self.skeletons))
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
@@ -192,7 +194,7 @@ class IdentifierMatcher:
         if blob.isascii() and b"\\" not in blob:
             compact = blob.lower().translate(None, _PUNCTUATION_BYTES)
         else:
-            compact = ascii_skeleton(blob)
+            compact = ascii_skeleton(blob, self._letters)
         return any(s in compact for s in self._skeleton_bytes)
 
 
@@ -229,29 +231,44 @@ def ascii_folds() -> tuple[re.Pattern[str], dict[str, str]]:
     return re.compile("[" + re.escape(basic) + "\U00010000-\U0010ffff]"), table
 
 
-@lru_cache(maxsize=1)
-def utf8_folds() -> tuple[re.Pattern[bytes], dict[bytes, bytes]]:
+@lru_cache(maxsize=16)
+def utf8_folds(
+    letters: frozenset[str] | None = None,
+) -> tuple[re.Pattern[bytes], dict[bytes, bytes]]:
     """:func:`ascii_folds` in UTF-8: a pattern of their encodings, and each one's letters.
 
-    The encodings are grouped by all their bytes but the last (about fifty groups, each a
-    class of last bytes), so a chunk is read as bytes, never decoded: a valid encoding
+    The pattern is a trie of the encodings' bytes (an alternation per leading byte, a class
+    of last bytes at the end), so a chunk is read as bytes, never decoded: a valid encoding
     starts with a byte no other encoding continues with, so the pattern finds in raw bytes
-    exactly the characters decoding them finds.
+    exactly the characters decoding them finds. Matched as a trie, a binary chunk is read
+    half as fast again as by one branch per group of encodings.
+
+    Args:
+        letters: only the characters whose fold holds one of these (``None``: all).
     """
     _, table = ascii_folds()
-    lasts: dict[bytes, list[int]] = {}
-    for char in table:
-        encoded = char.encode()
-        lasts.setdefault(encoded[:-1], []).append(encoded[-1])
-    groups = []
-    for head, ends in sorted(lasts.items(), key=lambda item: -len(item[0])):
-        members = b"".join(re.escape(bytes([end])) for end in sorted(ends))
-        groups.append(re.escape(head) + b"[" + members + b"]")
-    folded = {char.encode(): kept.encode() for char, kept in table.items()}
-    return re.compile(b"|".join(groups)), folded
+    folded = {
+        char.encode(): kept.encode()
+        for char, kept in table.items()
+        if letters is None or not letters.isdisjoint(kept)
+    }
+    if not folded:
+        return re.compile(b"(?!)"), folded  # matches nothing
+    return re.compile(_trie(sorted(folded))), folded
 
 
-def ascii_skeleton(blob: bytes) -> bytes:
+def _trie(encodings: list[bytes]) -> bytes:
+    """A pattern matching exactly ``encodings`` (sorted, none a prefix of another)."""
+    if all(len(e) == 1 for e in encodings):
+        return b"[" + b"".join(re.escape(e) for e in encodings) + b"]"
+    branches = [
+        re.escape(bytes([head])) + _trie([e[1:] for e in group])
+        for head, group in itertools.groupby(encodings, key=lambda e: e[0])
+    ]
+    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+
+
+def ascii_skeleton(blob: bytes, letters: frozenset[str] | None = None) -> bytes:
     """The ASCII letters, digits and ``@`` that folding ``blob``'s text leaves, in order.
 
     Every character is folded on its own (:func:`utf8_folds`), other non-ASCII ones and
@@ -261,10 +278,17 @@ def ascii_skeleton(blob: bytes) -> bytes:
     character it stands for, then folded): what is left outside ASCII is bytes >= 0x80
     only, an invalid byte as much as a character that folds to nothing, deleted with
     punctuation. Decoding the chunk and folding its text took three times as long.
+
+    Args:
+        blob: the bytes.
+        letters: when given, a character whose fold holds none of them is dropped
+            instead of folded. A skeleton made of these letters is in this reading
+            wherever it is in the whole one (what is dropped was none of its letters,
+            and dropping it leaves it whole), and fewer characters are looked for.
     """
     if b"\\" in blob:
         blob = _ESCAPE_BYTES.sub(_unescape_bytes, blob)
-    pattern, folded = utf8_folds()
+    pattern, folded = utf8_folds(letters)
     blob = pattern.sub(lambda m: folded[m.group()], blob)
     return blob.lower().translate(None, _NOT_ASCII_OR_PUNCTUATION)
 

@@ -652,6 +652,17 @@ class Keyspace:
                 return self._k(owner, rest[len(family) :])
         return None
 
+    def item_mark(self, key: str) -> str:
+        """What a key shares with the item it belongs to: its last part before any ``#``.
+
+        A key :meth:`owner` names an item for ends with the item's own name less its
+        family (a vector's document with a ``#`` and a passage's number after it), so
+        ``item_mark(key) == item_mark(owner(key))``. A key whose mark is no erased item's
+        belongs to none of them: an erasure rules most keys out by one set lookup.
+        """
+        rest = key[len(self.prefix) :] if self.owns(key) else key
+        return rest.split("#", 1)[0].rsplit(":", 1)[-1]
+
     def named_parts(self, key: str) -> list[str]:
         """The parts of a key's name chosen outside aether, decoded: what the key is named by.
 

@@ -836,17 +836,33 @@ async def test_an_entry_ruled_out_whole_redacts_as_its_ops_read_one_by_one(
     relation_image = await client.dump(relation)
     assert relation_image is not None
     entries.append([[b"RESTORE", relation.encode(), relation_image, b"0"]])
-    taint = Taint(keys={gone_doc, named})
+    gone_belief, gone_entity = keys.belief("01JBELBELBELBELBELBE0001"), keys.entity("marta-q")
+    entries += [  # keys that belong to an item gone, and keys that only share its last part
+        [[b"DEL", keys.passage_vector(gone_doc, 2).encode()]],
+        [[b"RPUSH", keys.belief_history("01JBELBELBELBELBELBE0001").encode(), b"v1"]],
+        [[b"SADD", keys.relations_out("marta-q").encode(), b"r1"]],
+        [[b"DEL", keys.longterm("01JGONEGONEGONEGONE0001").encode()]],
+        [[b"SADD", keys.chat_session_index().encode(), b"x01JGONEGONEGONEGONE0001"]],
+        [[b"HSET", keys.scratchpad("line\nbreak").encode(), b"m", b"x"]],  # a name's newline
+    ]
+    lined = keys.scratchpad("line\nbreak")
+    taint = Taint(keys={gone_doc, named, gone_belief, gone_entity, lined})
     redactor = Redactor(client, keys, Needle(subject), taint)
     redactor.refresh()
+    unscreened = Redactor(client, keys, Needle(subject), taint)  # no marks: owner() read
+    unscreened._ids = redactor._ids
     skipped = 0
     for ops in entries:
         quick = await redactor.ops(ops)
+        assert quick == await unscreened.ops(ops), ops
         monkeypatch.setattr(redactor, "may_change", lambda _ops: True)
         assert quick == await redactor.ops(ops), ops
         monkeypatch.undo()
         skipped += not redactor.may_change(ops)
-    assert skipped >= 3  # the plain entries, and the one whose key is gone, are not read
+    assert skipped >= 5  # the plain entries, and those whose keys are gone, are not read
+    gone = [redactor.key_gone(op[1].decode()) for ops in entries for op in ops]
+    assert gone == [unscreened.key_gone(op[1].decode()) for ops in entries for op in ops]
+    assert sum(gone) == 8 and not redactor.key_gone(keys.longterm("01JGONEGONEGONEGONE0001"))
 
     # --verify's reading of an entry finds the text in the same entries either way
     import msgpack

@@ -8,7 +8,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aether.keys import _NON_STATE_FAMILIES, _OWNED, Keyspace
@@ -102,6 +102,8 @@ _FAMILY_PIECES = [*_NON_STATE_FAMILIES, *(f for f, _ in _OWNED), "vec:", "belief
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_FAMILY_PIECES) | st.text(max_size=3), max_size=4).map("".join))
+@example(rest="vec:memory:daily:entry:x#2")
+@example(rest="beliefs:history:x#2:y")
 @pytest.mark.parametrize("ns", ["ns", "a#b"])
 def test_key_families_are_their_definitions(ns: str, rest: str) -> None:
     """The classifications as the family lists define them, on any name."""
@@ -117,6 +119,11 @@ def test_key_families_are_their_definitions(ns: str, rest: str) -> None:
     assert k.is_secondary(key) == (
         "#" in key.removeprefix(k.vector_prefix()) if vector else owner is not None
     )
+    # an erasure rules a key out by its mark: it must be the mark of what the key belongs to
+    for name in (key, rest):
+        assert k.item_mark(name) in re.split("[:#]", name)  # found by splitting the name
+        if (item := k.owner(name)) is not None:
+            assert k.item_mark(name) == k.item_mark(item)
 
 
 def test_a_key_is_named_by_what_its_caller_chose_and_nothing_else() -> None:

@@ -197,6 +197,30 @@ def test_the_skeleton_read_from_bytes_is_the_decoded_texts(parts: list[bytes]) -
     assert ascii_skeleton(blob) == _decoded_skeleton(blob), blob
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.binary(max_size=6)
+        | st.sampled_from(_FOLDABLE).map(str.encode)
+        | st.sampled_from([b"\\u00e9", b"\\u0131", b"\\n", b"-", b"1", b"a"]),
+        max_size=14,
+    ),
+    st.integers(0, 40),
+    st.integers(1, 6),
+)
+def test_the_skeleton_of_a_spellings_letters_holds_it_wherever_the_whole_one_does(
+    parts: list[bytes], start: int, length: int
+) -> None:
+    """Folding only the characters that hold a skeleton's letters (the matcher's reading)
+    finds that skeleton wherever folding every character finds it."""
+    whole = ascii_skeleton(b"".join(parts))
+    spelled = whole[start : start + length].decode()
+    if spelled:
+        letters = frozenset(spelled)
+        assert spelled.encode() in ascii_skeleton(b"".join(parts), letters)
+        assert set(ascii_skeleton(b"".join(parts), letters).decode()) <= set(whole.decode())
+
+
 def test_the_quick_test_rules_out_binary_without_the_spelling() -> None:
     rng = random.Random(7)
     noise = bytes(rng.randrange(256) for _ in range(200_000))
