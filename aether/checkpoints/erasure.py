@@ -82,6 +82,7 @@ from aether.store.journal import last_position
 from aether.store.lock import StateLock
 from aether.store.outside_redaction import redact_outside_state
 from aether.store.persistence import data_dir, files_holding, rewrite_files, wait_until_clean
+from aether.store.read_ahead import key_pages, read_ahead
 from aether.store.redaction import ALIAS_SEP, Needle, Redactor, Taint
 from aether.store.state import Mutation, Store, decode_ops
 from aether.store.streams import Fields, rebuild_stream, stream_pages
@@ -310,10 +311,14 @@ class Eraser:
         needle = Needle(subject, aliases)
         redactor = Redactor(self.client, self.keys, needle, Taint())
         found: list[Sighting] = []
-        async for names in self._key_pages():
-            found += [
-                Sighting("redis", name, w) for name, w in await self._page_holds(redactor, names)
-            ]
+
+        async def read(names: list[str]) -> tuple[list[str], list[Value | None]]:
+            return await self._page_values(redactor, names)
+
+        # Redis reads the next page's documents while this one is judged
+        async for names, (kinds, values) in read_ahead(self._key_pages(), read):
+            held = await self._page_holds(redactor, names, kinds, values)
+            found += [Sighting("redis", name, w) for name, w in held]
             found += [Sighting("redis", name, NAMED) for name in names if redactor.names_it(name)]
         folder = await data_dir(self.client)
         if folder is not None:
@@ -492,14 +497,19 @@ class Eraser:
                     redactor.taint.texts.add(content)
         self._collections = []
         documents = self.keys.memory_document_prefixes()
-        async for state_names in self._state_pages():
-            self._collections.extend(n for n in state_names if self.keys.is_secondary(n))
+
+        async def read(state_names: list[str]) -> tuple[list[str], list[str], list[Value | None]]:
             # a vector hash's text fields copy its document's, which is read itself
             names = [n for n in state_names if not self.keys.is_vector(n)]
             screen = redactor.may_hold_document  # most documents cannot: not decoded
             kinds, values = await read_screened_documents(
                 self.client, names, lambda n: n.startswith(documents), screen
             )
+            return names, kinds, values
+
+        # Redis reads the next page's documents while this one is judged
+        async for state_names, (names, kinds, values) in read_ahead(self._state_pages(), read):
+            self._collections.extend(n for n in state_names if self.keys.is_secondary(n))
             self._collections.extend(
                 n
                 for n, k in zip(names, kinds, strict=True)
@@ -611,13 +621,7 @@ class Eraser:
 
     # -- reading -----------------------------------------------------------------------
     async def _key_pages(self) -> AsyncIterator[list[str]]:
-        page: list[str] = []
-        async for raw in self.client.scan_iter(match=self.keys.every_key, count=1000):
-            page.append(text(raw))
-            if len(page) >= PAGE:
-                yield page
-                page = []
-        if page:
+        async for page in key_pages(self.client, self.keys.every_key, PAGE):
             yield page
 
     async def _state_pages(self) -> AsyncIterator[list[str]]:
@@ -687,17 +691,27 @@ class Eraser:
             return next((v for v in texts if redactor.holds(v)), b" ".join(texts))
         return value.content if value.type == "string" else ""
 
-    async def _page_holds(self, redactor: Redactor, names: list[str]) -> list[tuple[str, str]]:
-        """Where a page of keys holds the text, as (key, where) in the page's order.
+    async def _page_values(
+        self, redactor: Redactor, names: list[str]
+    ) -> tuple[list[str], list[Value | None]]:
+        """A page of keys' types and values, in two round trips whatever its size.
 
-        The page's values are read in two round trips whatever its size (one per key
-        made a verification of 100k memories take minutes); a stream is read page by page.
+        One per key made a verification of 100k memories take minutes. A document that
+        cannot hold the text is not decoded (``None``); a stream's entries are not read.
         """
-        screen = redactor.may_hold_document  # a document that cannot hold it is not decoded
+        screen = redactor.may_hold_document
         documents = self.keys.memory_document_prefixes()
-        kinds, read = await read_screened_documents(
+        return await read_screened_documents(
             self.client, names, lambda n: n.startswith(documents), screen
         )
+
+    async def _page_holds(
+        self, redactor: Redactor, names: list[str], kinds: list[str], read: list[Value | None]
+    ) -> list[tuple[str, str]]:
+        """Where a page of keys holds the text, as (key, where) in the page's order.
+
+        The page is read by :meth:`_page_values`; a stream is read page by page.
+        """
         streams = {n for n, kind in zip(names, kinds, strict=True) if kind == "stream"}
         values = dict(zip(names, read, strict=True))
         found: list[tuple[str, str]] = []
