@@ -658,7 +658,8 @@ class Keyspace:
         A key :meth:`owner` names an item for ends with the item's own name less its
         family (a vector's document with a ``#`` and a passage's number after it), so
         ``item_mark(key) == item_mark(owner(key))``. A key whose mark is no erased item's
-        belongs to none of them: an erasure rules most keys out by one set lookup.
+        belongs to none of them: an erasure rules out a journal entry's keys together by
+        their marks (:meth:`~aether.store.redaction.Redactor.may_be_gone`).
         """
         rest = key[len(self.prefix) :] if self.owns(key) else key
         return rest.split("#", 1)[0].rsplit(":", 1)[-1]
