@@ -554,6 +554,39 @@ async def test_documents_read_without_their_type_first_read_as_any_key(
     assert kinds == expected_kinds == ["ReJSON-RL", "ReJSON-RL", "hash", "list", "none", "hash"]
     assert values == await read_screened_values(client, keys_read, expected_kinds, screen)
     assert values[1] is None and values[0] is not None  # the plain document is not decoded
+    page = Redactor(client, keys, needle, Taint()).may_hold_documents
+    assert (kinds, values) == await read_screened_documents(
+        client, keys_read, lambda n: n.startswith(keys.memory_document_prefixes()), screen, page
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b'{"content":"plain words"}',
+                b'{"content":"met INV-7731"}',
+                b'{"content":"met INV","x":"7731"}',
+                '{"content":"ＩＮＶ－７７３１"}'.encode(),
+                b'{"content":"\\u0049NV-7731"}',
+                '{"content":"café"}'.encode(),
+                b'{"content":"a \\n b"}',
+            ]
+        ),
+        max_size=12,
+    ),
+    st.sampled_from(["INV-7731", "Zoë", "café"]),
+)
+def test_documents_screened_together_are_screened_as_one_by_one(
+    raws: list[bytes], subject: str
+) -> None:
+    """``may_hold_documents`` answers for each document what ``may_hold_document`` does."""
+    redactor = Redactor(None, Keyspace("aether"), Needle(subject), Taint())  # type: ignore[arg-type]
+    assert redactor.may_hold_documents(raws) == [redactor.may_hold_document(r) for r in raws]
+    assert Redactor(None, Keyspace("aether"), None, Taint()).may_hold_documents(raws) == [  # type: ignore[arg-type]
+        False
+    ] * len(raws)
 
 
 def test_files_are_read_again_only_where_they_held_the_text(tmp_path: Path) -> None:

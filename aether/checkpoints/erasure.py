@@ -501,9 +501,12 @@ class Eraser:
         async def read(state_names: list[str]) -> tuple[list[str], list[str], list[Value | None]]:
             # a vector hash's text fields copy its document's, which is read itself
             names = [n for n in state_names if not self.keys.is_vector(n)]
-            screen = redactor.may_hold_document  # most documents cannot: not decoded
-            kinds, values = await read_screened_documents(
-                self.client, names, lambda n: n.startswith(documents), screen
+            kinds, values = await read_screened_documents(  # most cannot hold it: not decoded
+                self.client,
+                names,
+                lambda n: n.startswith(documents),
+                redactor.may_hold_document,
+                redactor.may_hold_documents,
             )
             return names, kinds, values
 
@@ -699,10 +702,13 @@ class Eraser:
         One per key made a verification of 100k memories take minutes. A document that
         cannot hold the text is not decoded (``None``); a stream's entries are not read.
         """
-        screen = redactor.may_hold_document
         documents = self.keys.memory_document_prefixes()
         return await read_screened_documents(
-            self.client, names, lambda n: n.startswith(documents), screen
+            self.client,
+            names,
+            lambda n: n.startswith(documents),
+            redactor.may_hold_document,
+            redactor.may_hold_documents,
         )
 
     async def _page_holds(

@@ -292,6 +292,24 @@ class Redactor:
             return False
         return self.needle.matcher.maybe_in(raw)
 
+    def may_hold_documents(self, raws: list[bytes]) -> list[bool]:
+        """:meth:`may_hold_document` for each of many documents, most ruled out together.
+
+        The documents that are plain ASCII without an escape are tested joined, in one
+        quick test (a spelling in one of them is in the joined bytes): at a million
+        memories, a page's five hundred tests become one. The others, and all of them when
+        the joined test answers maybe, are tested one by one.
+        """
+        if self.needle is None:
+            return [False] * len(raws)
+        plain = [raw.isascii() and b"\\" not in raw for raw in raws]
+        joined = b"\n".join(raw for raw, p in zip(raws, plain, strict=True) if p)
+        if joined and not self.needle.matcher.maybe_in(joined):
+            return [
+                not p and self.may_hold_document(raw) for raw, p in zip(raws, plain, strict=True)
+            ]
+        return [self.may_hold_document(raw) for raw in raws]
+
     def is_whole_item(self, key: str, kind: str) -> bool:
         """Whether a key of Redis type ``kind`` is one item, erased whole or left whole.
 

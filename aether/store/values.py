@@ -152,12 +152,21 @@ async def read_screened_documents(
     keys: Sequence[str],
     is_document: Callable[[str], bool],
     screen: Callable[[bytes], bool],
+    screen_page: Callable[[list[bytes]], list[bool]] | None = None,
 ) -> tuple[list[str], list[Value | None]]:
     """:func:`read_screened_values` of keys most of which are JSON documents, with their types.
 
     The keys ``is_document`` names are read with one ``JSON.MGET`` straight away, instead
     of a type and then a value for each (most of an erasure's scan's replies); one that
     turns out not to be a document (another type, or gone) is read as any other key.
+
+    Args:
+        client: the Redis client.
+        keys: the keys to read.
+        is_document: whether a key is named like a JSON document.
+        screen: as :func:`read_screened_values` takes it.
+        screen_page: ``screen``'s answers for the page's documents at once, when a quicker
+            test of them together is at hand (a million documents are screened in pages).
 
     Returns:
         Each key's Redis type (:func:`read_kinds`) and its value as
@@ -166,8 +175,14 @@ async def read_screened_documents(
     guessed = [key for key in keys if is_document(key)]
     # one reply for the page: JSON.MGET answers nil for a key gone or of another type
     raws = await command(client, "JSON.MGET", *guessed, "$") if guessed else []
-    documents = dict(zip(guessed, raws, strict=True))
-    rest = [k for k in keys if not isinstance(documents.get(k), bytes)]
+    documents = {k: raw for k, raw in zip(guessed, raws, strict=True) if isinstance(raw, bytes)}
+    found = list(documents.values())
+    passes = screen_page(found) if screen_page is not None else [screen(raw) for raw in found]
+    decoded = {
+        k: _decoded("ReJSON-RL", raw) if ok else None
+        for (k, raw), ok in zip(documents.items(), passes, strict=True)
+    }
+    rest = [k for k in keys if k not in documents]
     rest_kinds = await read_kinds(client, rest)
     read = dict(zip(rest, rest_kinds, strict=True))
     values = dict(
@@ -176,10 +191,9 @@ async def read_screened_documents(
     kinds: list[str] = []
     out: list[Value | None] = []
     for key in keys:
-        raw = documents.get(key)
-        if isinstance(raw, bytes):
+        if key in documents:
             kinds.append("ReJSON-RL")
-            out.append(_screened("ReJSON-RL", raw, screen))
+            out.append(decoded[key])
         else:
             kinds.append(read[key])
             out.append(values[key])
