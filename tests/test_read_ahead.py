@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from collections.abc import AsyncIterator
 
 import pytest
+import redis
 from redis.asyncio import Redis
 
 from aether.keys import Keyspace
@@ -33,30 +35,39 @@ async def test_key_pages_give_every_key_once_in_pages_of_the_size(
     assert sorted(found) == sorted(names)  # SCAN on a still keyspace: each key once
 
 
-async def test_the_next_read_is_under_way_while_a_page_is_held(
+async def test_the_next_read_reaches_redis_while_a_page_is_held(
     client: Redis, keys: Keyspace
 ) -> None:
-    """Page i + 1 is read (its request sent) before page i is handed over, and each page
-    comes with its own read, in order."""
-    events: list[str] = []
+    """Page i + 1's request has reached Redis (it ran there) before page i is handed over,
+    and each page comes with its own read, in order. Redis is asked from another
+    connection while the event loop is held, so nothing more can be sent meanwhile."""
+    counter = keys.scratchpad("read-ahead-counter")
+    ran_by_then: list[int] = []
 
     async def pages() -> AsyncIterator[int]:
         for i in range(4):
             yield i
 
     async def read(i: int) -> str:
-        events.append(f"sent {i}")
-        await client.ping()
-        events.append(f"read {i}")
+        await client.incr(counter)
         return f"page {i}"
 
+    await asyncio.gather(client.ping(), client.ping())  # two connections open (a new one
+    # takes more turns of the loop to connect: the first page is then not read ahead)
+    kwargs = dict(client.connection_pool.connection_kwargs)
+    watcher = redis.Redis(
+        unix_socket_path=kwargs["path"], password=kwargs["password"], socket_timeout=5
+    )
     got = []
     async for page, result in read_ahead(pages(), read):
-        events.append(f"held {page}")
+        deadline = time.monotonic() + 1.0  # the loop is held: only a request sent counts
+        while int(watcher.get(counter) or 0) < min(page + 2, 4) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        ran_by_then.append(int(watcher.get(counter) or 0))
         got.append((page, result))
+    watcher.close()
     assert got == [(i, f"page {i}") for i in range(4)]
-    for i in range(3):
-        assert events.index(f"sent {i + 1}") < events.index(f"held {i}")
+    assert ran_by_then == [2, 3, 4, 4]  # page i + 1's read ran while page i was held
 
 
 async def test_a_caller_that_stops_early_leaves_nothing_running(

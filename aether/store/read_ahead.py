@@ -21,6 +21,12 @@ __all__ = ["SCAN_COUNT", "key_pages", "read_ahead"]
 
 SCAN_COUNT = 1000
 """Keys one ``SCAN`` call walks (its ``COUNT``)."""
+TURNS_TO_SEND = 3
+"""Turns of the event loop a request started in a task is given to reach the socket.
+
+redis-py checks a pooled connection before it writes to it (one suspension), then
+waits for the reply (another): measured, the request is out after two turns, not one.
+"""
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -39,7 +45,7 @@ async def key_pages(client: Redis, match: str, size: int) -> AsyncIterator[list[
             cursor, names = await ahead
             if int(cursor) != 0:
                 ahead = _sent(client.scan(cursor, match=match, count=SCAN_COUNT))
-                await asyncio.sleep(0)  # the request goes out before this page is read
+                await _let_it_send()
             page.extend(text(n) for n in names)
             while len(page) >= size:
                 yield page[:size]
@@ -64,7 +70,7 @@ async def read_ahead(
     try:
         async for page in pages:
             reading = _sent(read(page))
-            await asyncio.sleep(0)  # its request goes out before the page before is read
+            await _let_it_send()  # its request goes out before the page before is read
             previous, ahead = ahead, (page, reading)
             if previous is not None:
                 yield previous[0], await previous[1]
@@ -74,6 +80,11 @@ async def read_ahead(
     finally:
         if ahead is not None:
             ahead[1].cancel()
+
+
+async def _let_it_send() -> None:
+    for _ in range(TURNS_TO_SEND):
+        await asyncio.sleep(0)
 
 
 def _sent(work: Awaitable[R]) -> asyncio.Future[R]:
