@@ -246,14 +246,14 @@ class Redactor:
         self.keys = keys
         self.needle = needle
         self.taint = taint
-        self._ids: set[str] = set()
+        self._ids: set[bytes] = set()  # the erased items' ids, as their tokens read
         self._images: dict[bytes, Value] = {}
         self._prefix = keys.prefix.encode()
         self._marks: tuple[set[bytes], set[str], int] = (set(), set(), -1)
 
     def refresh(self) -> None:
         """Take in the taint's current ids and marks (after the scan)."""
-        self._ids = self.taint.ids(self.keys)
+        self._ids = {i.encode() for i in self.taint.ids(self.keys)}
         gone = self.taint.keys
         self._marks = ({self.keys.item_mark(k).encode() for k in gone}, gone, len(gone))
 
@@ -334,7 +334,7 @@ class Redactor:
         if not self._ids:
             return False
         raw = value.encode() if isinstance(value, str) else value
-        return any(token.decode() in self._ids for token in _ID_TOKEN.findall(raw))
+        return not self._ids.isdisjoint(_ID_TOKEN.findall(raw))
 
     def names_it(self, key: bytes | str) -> bool:
         """Whether a key of the namespace is named by the text (a session, thread, pad...).
@@ -546,7 +546,7 @@ class Redactor:
     def _payload_may_change(self, key: str, payload: bytes) -> bool:
         if self.needle is not None and self.needle.maybe_in(payload):
             return True
-        return bool(self._ids) and any(i.encode() in payload for i in self._ids)
+        return self._ids_in(payload)
 
     async def payload(self, key: str, payload: bytes) -> bytes | None:
         """A DUMP payload of ``key`` redacted; ``None`` when the key must be absent.
@@ -629,9 +629,11 @@ class Redactor:
         return self.names_erased(b"\n".join(parts))
 
     def _image_names_erased(self, payload: bytes) -> bool:
-        if len(self._ids) > _IDS_LOOKED_FOR:
-            return True
-        return any(i.encode() in payload for i in self._ids)
+        return len(self._ids) > _IDS_LOOKED_FOR or self._ids_in(payload)
+
+    def _ids_in(self, payload: bytes) -> bool:
+        """Whether an erased id is anywhere in binary bytes (a substring search each)."""
+        return any(i in payload for i in self._ids)
 
     def may_hold_text(self, ops: list[list[bytes]]) -> bool:
         """A quick test of ops: ``False`` means no key, value or pre-image holds the text.
