@@ -5,7 +5,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.installed-dev
 RUNSTAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint docs bench clean compose-tool browser-tool
+.PHONY: run test lint docs bench clean compose-tool browser-tool module-tool
 
 # torch is pinned by the `local` extra to the CPU build these machines carry.
 $(STAMP): pyproject.toml
@@ -48,8 +48,17 @@ browser-tool:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; \
 	  else echo "chromium, its driver and an emoji font are needed: sudo apt-get install chromium chromium-driver fonts-noto-color-emoji" >&2; exit 1; fi; }
 
+# The journal chain's Redis module (aether/server/aether_chain.c) is built at the embedded
+# server's first start with a C compiler and OpenSSL's headers; without them the chain
+# runs in Lua, which the tests compare it with.
+module-tool:
+	@command -v cc >/dev/null 2>&1 && [ -f /usr/include/openssl/sha.h ] || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libssl-dev >/dev/null; \
+	  else echo "a C compiler and OpenSSL's headers are needed: sudo apt-get install gcc libssl-dev" >&2; exit 1; fi; }
+
 # Bytecode first: the many CLI processes a run starts then skip compiling aether.
-test: lint docs compose-tool browser-tool
+test: lint docs compose-tool browser-tool module-tool
 	$(VENV)/bin/python -m compileall -q aether tests >/dev/null
 	$(VENV)/bin/pytest
 

@@ -454,6 +454,13 @@ class Settings(BaseSettings):
         default=None, ge=1, le=65535, description="embedded server: also listen on 127.0.0.1"
     )
     redis_appendfsync: Literal["always", "everysec", "no"] = "always"
+    redis_chain_module: bool = Field(
+        default=True,
+        description=(
+            "embedded server: load the journal chain's C module (built once with the "
+            "system's C compiler and OpenSSL; without either, Lua does the same, slower)"
+        ),
+    )
     redis_pool_size: int = Field(
         default=64,
         ge=1,

@@ -34,6 +34,7 @@ from aether.config import Settings
 from aether.errors import ServerError
 from aether.files import PRIVATE_UMASK, log_tightened, private_dir, tighten_home
 from aether.server.binaries import find_binaries
+from aether.server.chain_module import chain_module
 
 _SOCKET_PATH_MAX = 100
 _START_TIMEOUT_S = 15.0
@@ -170,7 +171,7 @@ class EmbeddedRedis:
             finally:
                 fcntl.flock(lock_file, fcntl.LOCK_UN)
 
-    def _write_conf(self, endpoint: Endpoint) -> None:
+    def _write_conf(self, endpoint: Endpoint, module: Path | None = None) -> None:
         binaries = find_binaries()
         private_dir(endpoint.unix_socket.parent)
         port = endpoint.port or 0
@@ -197,6 +198,8 @@ class EmbeddedRedis:
             f"loadmodule {binaries.search_module}",
             f"loadmodule {binaries.json_module}",
         ]
+        if module is not None:
+            lines.append(f"loadmodule {module}")
         fd = os.open(self.conf_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write("# written by aether at every start; edit AETHER_* settings instead\n")
@@ -223,34 +226,48 @@ class EmbeddedRedis:
                 return current
             endpoint = current.endpoint
             log_tightened(self._settings.home, tighten_home(self._settings.home))
-            self._write_conf(endpoint)
-            # a crash (SIGKILL, power loss) leaves a stale pidfile and socket behind
-            for stale in (endpoint.unix_socket, self.pid_path):
-                with contextlib.suppress(FileNotFoundError):
-                    stale.unlink()
-            binaries = find_binaries()
-            proc = subprocess.run(
-                [*launcher, str(binaries.server), str(self.conf_path)],
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=timeout,
-                umask=PRIVATE_UMASK,
+            module = chain_module() if self._settings.redis_chain_module else None
+            try:
+                return self._launch(endpoint, module, launcher, timeout)
+            except ServerError as e:
+                if module is None:
+                    raise
+                # a module that built but does not load must not keep the server down
+                log.warning("redis did not start with the chain module; without it", error=str(e))
+                return self._launch(endpoint, None, launcher, timeout)
+
+    def _launch(
+        self, endpoint: Endpoint, module: Path | None, launcher: Sequence[str], timeout: float
+    ) -> ServerStatus:
+        """Write the configuration, run the server and wait until it answers."""
+        self._write_conf(endpoint, module)
+        # a crash (SIGKILL, power loss) leaves a stale pidfile and socket behind
+        for stale in (endpoint.unix_socket, self.pid_path):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+        binaries = find_binaries()
+        proc = subprocess.run(
+            [*launcher, str(binaries.server), str(self.conf_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+            umask=PRIVATE_UMASK,
+        )
+        if proc.returncode != 0:
+            raise ServerError(
+                f"redis-server failed to start (exit {proc.returncode}): "
+                f"{(proc.stderr or proc.stdout).strip()[-500:]}"
             )
-            if proc.returncode != 0:
-                raise ServerError(
-                    f"redis-server failed to start (exit {proc.returncode}): "
-                    f"{(proc.stderr or proc.stdout).strip()[-500:]}"
-                )
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if self._responds(endpoint):
-                    log.info("embedded redis started", socket=str(endpoint.unix_socket))
-                    return self.status()
-                if self._exited():
-                    break
-                time.sleep(0.05)
-            raise ServerError(f"embedded redis did not come up: {self._log_tail()}")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._responds(endpoint):
+                log.info("embedded redis started", socket=str(endpoint.unix_socket))
+                return self.status()
+            if self._exited():
+                break
+            time.sleep(0.05)
+        raise ServerError(f"embedded redis did not come up: {self._log_tail()}")
 
     def stop(self, timeout: float = _STOP_TIMEOUT_S) -> bool:
         """Stop the server cleanly (AOF flushed). Returns whether one was running.

@@ -55,7 +55,7 @@ locks and the inbox's replies coordination.lua (aether_coordination), each with 
 version, so a change to one reloads only that one.
 ]]
 
-local VERSION = '27'
+local VERSION = '28'
 
 local STRUCTURAL = {
   RPUSH = true, LPUSH = true, RPOP = true, LPOP = true, RPUSHCAP = true,
@@ -723,9 +723,58 @@ local function chain_append(journal, id, fields, d, prev)
   return added
 end
 
+-- Whether the server has the aether_chain module's AETHER.CHAIN (aether/server/
+-- aether_chain.c): asked once per library load, as a module loads only with the server.
+local chain_module = nil
+-- Past this many arguments a write goes the Lua way (unpack's limit is the C stack's).
+local MODULE_ARGS_MAX = 7000
+
+-- The write's entry appended by AETHER.CHAIN, which does what chain_append and left_digest
+-- do, in C: the same digests, hash and writes (tests/test_chain_module.py). Returns nil,
+-- having changed nothing, when the module is absent or declines (no head in the digests
+-- hash yet: an older library's journal or a new one, which the Lua way moves or starts).
+local function module_xadd(journal, id, fields, keys_touched)
+  if chain_module == nil then
+    chain_module = type(redis.call('COMMAND', 'INFO', 'aether.chain')[1]) == 'table'
+  end
+  if not chain_module then return nil end
+  local args, n = {journal, journal .. ':digests', id, #fields}, 4
+  for i = 1, #fields do args[n + i] = fields[i] end
+  n = n + #fields
+  for _, key in ipairs(keys_touched) do
+    local items = appended[key]
+    if deleted[key] then
+      args[n + 1], args[n + 2] = key, 'G'
+      n = n + 2
+    elseif items then
+      args[n + 1], args[n + 2], args[n + 3] = key, existed[key] and 'E' or 'N', #items
+      n = n + 3
+      for i = 1, #items do args[n + i] = items[i] end
+      n = n + #items
+    elseif texts[key] then
+      args[n + 1], args[n + 2], args[n + 3] = key, 'T', texts[key]
+      n = n + 3
+    else
+      args[n + 1], args[n + 2], args[n + 3] = key, 'P', content_digest(key, kinds[key])
+      n = n + 3
+    end
+    if n > MODULE_ARGS_MAX then return nil end
+  end
+  local added = redis.pcall('AETHER.CHAIN', unpack(args, 1, n))
+  if type(added) == 'table' and added.err then
+    if string.sub(added.err, 1, 11) == 'AETHERCHAIN' then return nil end
+    error(added)
+  end
+  return added
+end
+
 -- Append fields as the chain's next entry, digesting the keys it touched. The head and the
 -- digests kept for the lists only appended to are read in one HMGET.
 local function chained_xadd(journal, id, fields, keys_touched, defer)
+  if not defer then
+    local added = module_xadd(journal, id, fields, keys_touched)
+    if added then return added end
+  end
   local asked, at = {HEAD_FIELD}, {}
   for _, key in ipairs(keys_touched) do
     if appended[key] and existed[key] and not deleted[key] then
