@@ -48,9 +48,9 @@ async def lua_client(lua_home: Path, namespace: str) -> AsyncIterator[Redis]:
     await c.aclose()
 
 
-async def _module_calls(client: Redis) -> tuple[int, int]:
-    """AETHER.CHAIN's calls and failed calls (declined ones) since the server started."""
-    stats: dict[str, Any] = (await client.info("commandstats")).get("cmdstat_aether.chain", {})
+async def _module_calls(client: Redis, command: str = "aether.chain") -> tuple[int, int]:
+    """A module command's calls and failed calls (declined ones) since the server started."""
+    stats: dict[str, Any] = (await client.info("commandstats")).get(f"cmdstat_{command}", {})
     return int(stats.get("calls", 0)), int(stats.get("failed_calls", 0))
 
 
@@ -93,11 +93,16 @@ async def test_the_module_writes_the_chain_the_lua_library_writes(
 ) -> None:
     assert chain_module() is not None, "the module must build here (make module-tool)"
     calls, failed = await _module_calls(client)
+    packed, packed_failed = await _module_calls(client, "aether.chaind")
     writes = await _history(client, keys)
     await _history(lua_client, keys)
     now_calls, now_failed = await _module_calls(client)
-    # the first write starts the chain in Lua (no head yet); the bulk write is too large
+    # the first write starts the chain in Lua (no head yet: both commands decline); the
+    # bulk write is too large for AETHER.CHAIN's arguments: Lua digests it, AETHER.CHAIND
+    # appends it
     assert now_calls - calls == writes - 1 and now_failed - failed == 1
+    now_packed, now_packed_failed = await _module_calls(client, "aether.chaind")
+    assert now_packed - packed == 2 and now_packed_failed - packed_failed == 1
     assert await _module_calls(lua_client) == (0, 0)
     with_module, with_lua = await _chain(client, keys), await _chain(lua_client, keys)
     assert len(with_module[0]) == writes
@@ -117,7 +122,10 @@ async def test_rollback_and_undo_after_module_writes_keep_the_chain(
     for i in range(20):
         m = Mutation().json_set(keys.daily_entry(f"e{i}"), {"content": f"e{i}"})
         await store.apply(m.rpush(keys.daily(DAY), f"e{i}"), "t")
+    packed = await _module_calls(client, "aether.chaind")
     await cps.rollback_to(cp.id)
+    # the rollback's step is chained by AETHER.CHAIND ('d' digested in Lua)
+    assert (await _module_calls(client, "aether.chaind"))[0] > packed[0]
     await store.apply(Mutation().rpush(keys.daily(DAY), "after"), "t")
     report = await JournalChain(client, keys).verify()
     assert report.ok, report.breaks
@@ -204,12 +212,41 @@ async def test_a_malformed_call_is_refused_and_changes_nothing(
     assert await _chain(client, keys) == before
 
 
-async def test_a_journal_without_a_head_is_declined(client: Redis, keys: Keyspace) -> None:
+@pytest.mark.parametrize(
+    "d",
+    [
+        b"",
+        b"\x91\xa1k",  # unpaired
+        b"\x92\xa1k\xa5abc",  # a string longer than the bytes left
+        b"\x92\xa1k\x01",  # not a string
+        b"\x92\xa1k\xa0extra",  # bytes after the array
+        b"\x82\xa1k\xa0",  # a map
+    ],
+)
+async def test_a_malformed_packed_d_is_refused_and_changes_nothing(
+    client: Redis, keys: Keyspace, d: bytes
+) -> None:
+    store = Store(client, keys, actor="test")
+    await store.apply(Mutation().rpush(keys.daily(DAY), "a"), "t")
+    before = await _chain(client, keys)
+    journal = keys.journal()
+    with pytest.raises(ResponseError, match="AETHERCHAIN"):
+        await client.execute_command(
+            "AETHER.CHAIND", journal, journal + ":digests", "*", "2", "a", "b", d
+        )
+    assert await _chain(client, keys) == before
+
+
+@pytest.mark.parametrize("command", ["AETHER.CHAIN", "AETHER.CHAIND"])
+async def test_a_journal_without_a_head_is_declined(
+    client: Redis, keys: Keyspace, command: str
+) -> None:
     journal = keys.journal()
     await client.hset(journal + ":digests", "k", "0" * 40)
+    last = ["k", "G"] if command == "AETHER.CHAIN" else [b"\x92\xa1k\xa0"]
     with pytest.raises(ResponseError, match="AETHERCHAIN no head"):
         await client.execute_command(
-            "AETHER.CHAIN", journal, journal + ":digests", "*", "2", "a", "b", "k", "G"
+            command, journal, journal + ":digests", "*", "2", "a", "b", *last
         )
     assert await client.exists(journal) == 0
 

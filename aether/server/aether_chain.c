@@ -279,17 +279,131 @@ static int format_id(char *out, const StreamID *id) {
     return a + b;
 }
 
+/* The chain's head hash from the digests hash (GENESIS when malformed, as head_hash), or
+ * MOD_ERR when the hash has no head (or either key has another type): the caller declines. */
+static int read_head(RedisModuleCtx *ctx, RedisModuleKey *journal, RedisModuleKey *digests,
+                     RedisModuleString *head_field, char prev[HEX]) {
+    int journal_type = KeyType(journal);
+    if (KeyType(digests) != KEYTYPE_HASH ||
+        (journal_type != KEYTYPE_STREAM && journal_type != KEYTYPE_EMPTY))
+        return MOD_ERR;
+    RedisModuleString *head = NULL;
+    HashGet(digests, HASH_NONE, head_field, &head, NULL);
+    if (head == NULL) return MOD_ERR;
+    size_t len;
+    const char *raw = StringPtrLen(head, &len);
+    (void)ctx;
+    if (len > HEX + 1 && raw[len - HEX - 1] == ' ')
+        memcpy(prev, raw + len - HEX, HEX);
+    else
+        memcpy(prev, GENESIS, HEX);
+    return MOD_OK;
+}
+
+typedef struct {
+    const char *key, *digest;
+    size_t key_len, digest_len;
+} Pair;
+
+/* The entry appended as chain_append does: h = sha1(p, each field framed, then 'd'); the
+ * gone keys' digests deleted, the entry added, the others' digests and the head set; each
+ * change replicated as the plain command. Replies the entry's id. */
+static int append_entry(RedisModuleCtx *ctx, RedisModuleString **argv, RedisModuleKey *journal,
+                        RedisModuleKey *digests, RedisModuleString *head_field,
+                        const char prev[HEX], RedisModuleString **fields, int nfields,
+                        const Pair *pairs, int npairs, const char *d, size_t d_len) {
+    SHA_CTX c;
+    SHA1_Init(&c);
+    SHA1_Update(&c, prev, HEX);
+    for (int i = 0; i < nfields; i++) {
+        size_t len;
+        const char *v = StringPtrLen(fields[i], &len);
+        sha_value(&c, v, len);
+    }
+    sha_framed(&c, "d", 1);
+    sha_value(&c, d, d_len);
+    char h[HEX];
+    sha_hex_final(&c, h);
+
+    RedisModuleString **args =
+        Alloc(sizeof(RedisModuleString *) * (size_t)(2 * npairs + nfields + 10));
+    int n = 0, gone = 0;
+    args[n++] = argv[2];
+    for (int i = 0; i < npairs; i++) {
+        if (pairs[i].digest_len) continue;
+        RedisModuleString *key = CreateString(ctx, pairs[i].key, pairs[i].key_len);
+        HashSet(digests, HASH_NONE, key, HASH_DELETE, NULL);
+        args[n++] = key;
+        gone++;
+    }
+    if (gone) Replicate(ctx, "HDEL", "v", args, (size_t)n);
+
+    n = 0;
+    for (int i = 0; i < nfields; i++) args[n++] = fields[i];
+    args[n++] = CreateString(ctx, "d", 1);
+    args[n++] = CreateString(ctx, d, d_len);
+    args[n++] = CreateString(ctx, "p", 1);
+    args[n++] = CreateString(ctx, prev, HEX);
+    args[n++] = CreateString(ctx, "h", 1);
+    args[n++] = CreateString(ctx, h, HEX);
+    StreamID id;
+    if (StreamAdd(journal, STREAM_ADD_AUTOID, &id, args, n / 2) != MOD_OK) {
+        Free(args);
+        return refuse(ctx, "ERR aether.chain: the journal entry was not added");
+    }
+    char id_text[48];
+    int id_len = format_id(id_text, &id);
+    memmove(args + 2, args, sizeof(RedisModuleString *) * (size_t)n);
+    args[0] = argv[1];
+    args[1] = CreateString(ctx, id_text, (size_t)id_len);
+    Replicate(ctx, "XADD", "v", args, (size_t)(n + 2)); /* with its id */
+
+    char head_value[48 + 1 + HEX];
+    memcpy(head_value, id_text, (size_t)id_len);
+    head_value[id_len] = ' ';
+    memcpy(head_value + id_len + 1, h, HEX);
+    n = 0;
+    args[n++] = argv[2];
+    for (int i = 0; i < npairs; i++) {
+        if (!pairs[i].digest_len) continue;
+        RedisModuleString *key = CreateString(ctx, pairs[i].key, pairs[i].key_len);
+        RedisModuleString *digest = CreateString(ctx, pairs[i].digest, pairs[i].digest_len);
+        HashSet(digests, HASH_NONE, key, digest, NULL);
+        args[n++] = key;
+        args[n++] = digest;
+    }
+    RedisModuleString *head_now = CreateString(ctx, head_value, (size_t)id_len + 1 + HEX);
+    HashSet(digests, HASH_NONE, head_field, head_now, NULL);
+    args[n++] = head_field;
+    args[n++] = head_now;
+    Replicate(ctx, "HSET", "v", args, (size_t)n);
+    Free(args);
+    return ReplyWithStringBuffer(ctx, id_text, (size_t)id_len);
+}
+
+/* The arguments both commands start with: journal digests id nfields field...; the
+ * fields' count, or -1 (and the reply sent) when they do not parse. */
+static int common_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int tail) {
+    size_t id_len;
+    const char *id = StringPtrLen(argv[3], &id_len);
+    long long nfields;
+    if (id_len != 1 || id[0] != '*') {
+        refuse(ctx, "AETHERCHAIN only entries with new ids ('*')");
+        return -1;
+    }
+    if (parse_count(argv[4], &nfields) != MOD_OK || nfields % 2 || 5 + nfields + tail > argc) {
+        refuse(ctx, "AETHERCHAIN the fields do not parse");
+        return -1;
+    }
+    return (int)nfields;
+}
+
 static int chain_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (argc < 5) return WrongArity(ctx);
     AutoMemory(ctx);
-    size_t id_arg_len;
-    const char *id_arg = StringPtrLen(argv[3], &id_arg_len);
-    long long nfields;
-    if (id_arg_len != 1 || id_arg[0] != '*')
-        return refuse(ctx, "AETHERCHAIN only entries with new ids ('*')");
-    if (parse_count(argv[4], &nfields) != MOD_OK || nfields % 2 || 5 + nfields > argc)
-        return refuse(ctx, "AETHERCHAIN the fields do not parse");
-    int fields_at = 5, specs_at = 5 + (int)nfields;
+    int nfields = common_args(ctx, argv, argc, 0);
+    if (nfields < 0) return MOD_OK;
+    int fields_at = 5, specs_at = 5 + nfields;
 
     /* the keys, checked whole before anything is read or written */
     int cap = (argc - specs_at) / 2 + 1, nkeys = 0;
@@ -344,31 +458,16 @@ static int chain_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
 
     RedisModuleKey *digests = OpenKey(ctx, argv[2], KEY_READ | KEY_WRITE);
     RedisModuleKey *journal = OpenKey(ctx, argv[1], KEY_READ | KEY_WRITE);
-    int journal_type = KeyType(journal);
-    if (KeyType(digests) != KEYTYPE_HASH ||
-        (journal_type != KEYTYPE_STREAM && journal_type != KEYTYPE_EMPTY)) {
-        Free(keys);
-        return refuse(ctx, "AETHERCHAIN no head in the digests hash");
-    }
     RedisModuleString *head_field = CreateString(ctx, HEAD_FIELD, sizeof(HEAD_FIELD) - 1);
-    RedisModuleString *head = NULL;
-    HashGet(digests, HASH_NONE, head_field, &head, NULL);
-    if (head == NULL) {
+    char prev[HEX];
+    if (read_head(ctx, journal, digests, head_field, prev) != MOD_OK) {
         Free(keys);
         return refuse(ctx, "AETHERCHAIN no head in the digests hash");
     }
-    size_t head_len;
-    const char *head_ptr = StringPtrLen(head, &head_len);
-    char prev[HEX];
-    if (head_len > HEX + 1 && head_ptr[head_len - HEX - 1] == ' ')
-        memcpy(prev, head_ptr + head_len - HEX, HEX);
-    else
-        memcpy(prev, GENESIS, HEX);
 
     /* each key's digest, and 'd': the keys with their digests, packed */
     Buf d = {0};
     mp_array(&d, (size_t)nkeys * 2);
-    int gone = 0;
     for (int i = 0; i < nkeys; i++) {
         Touched *t = &keys[i];
         if (t->mode == 'N') {
@@ -401,82 +500,107 @@ static int chain_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
         const char *k = StringPtrLen(t->key, &klen);
         mp_str(&d, k, klen);
         mp_str(&d, t->digest, t->digest_len);
-        gone += t->digest_len == 0;
     }
 
-    /* h = sha1(p, each field framed, then 'd') */
-    SHA_CTX c;
-    SHA1_Init(&c);
-    SHA1_Update(&c, prev, HEX);
-    for (int i = fields_at; i < specs_at; i++) {
-        size_t len;
-        const char *v = StringPtrLen(argv[i], &len);
-        sha_value(&c, v, len);
-    }
-    sha_framed(&c, "d", 1);
-    sha_value(&c, d.p, d.len);
-    char h[HEX];
-    sha_hex_final(&c, h);
-
-    /* the digests of keys gone leave the hash first, as in chain_append */
-    RedisModuleString **args = Alloc(sizeof(RedisModuleString *) * (size_t)(2 * nkeys + nfields + 10));
-    if (gone) {
-        int n = 0;
-        args[n++] = argv[2];
-        for (int i = 0; i < nkeys; i++) {
-            if (keys[i].digest_len) continue;
-            HashSet(digests, HASH_NONE, keys[i].key, HASH_DELETE, NULL);
-            args[n++] = keys[i].key;
-        }
-        Replicate(ctx, "HDEL", "v", args, (size_t)n);
-    }
-
-    /* the entry: field... d <d> p <prev> h <h> */
-    int n = 0;
-    for (int i = fields_at; i < specs_at; i++) args[n++] = argv[i];
-    args[n++] = CreateString(ctx, "d", 1);
-    args[n++] = CreateString(ctx, d.p, d.len);
-    args[n++] = CreateString(ctx, "p", 1);
-    args[n++] = CreateString(ctx, prev, HEX);
-    args[n++] = CreateString(ctx, "h", 1);
-    args[n++] = CreateString(ctx, h, HEX);
-    Free(d.p);
-    StreamID id;
-    if (StreamAdd(journal, STREAM_ADD_AUTOID, &id, args, n / 2) != MOD_OK) {
-        Free(args);
-        Free(keys);
-        return refuse(ctx, "ERR aether.chain: the journal entry was not added");
-    }
-    char id_text[48];
-    int id_len = format_id(id_text, &id);
-    /* replicated with its id: XADD journal <id> field... */
-    memmove(args + 2, args, sizeof(RedisModuleString *) * (size_t)n);
-    args[0] = argv[1];
-    args[1] = CreateString(ctx, id_text, (size_t)id_len);
-    Replicate(ctx, "XADD", "v", args, (size_t)(n + 2));
-
-    /* the keys' digests and the head: HSET digests key digest... (head) "<id> <h>" */
-    char head_value[48 + 1 + HEX];
-    memcpy(head_value, id_text, (size_t)id_len);
-    head_value[id_len] = ' ';
-    memcpy(head_value + id_len + 1, h, HEX);
-    n = 0;
-    args[n++] = argv[2];
+    Pair *pairs = Alloc(sizeof(Pair) * (size_t)nkeys);
     for (int i = 0; i < nkeys; i++) {
-        if (!keys[i].digest_len) continue;
-        RedisModuleString *digest = CreateString(ctx, keys[i].digest, HEX);
-        HashSet(digests, HASH_NONE, keys[i].key, digest, NULL);
-        args[n++] = keys[i].key;
-        args[n++] = digest;
+        pairs[i].key = StringPtrLen(keys[i].key, &pairs[i].key_len);
+        pairs[i].digest = keys[i].digest;
+        pairs[i].digest_len = keys[i].digest_len;
     }
-    RedisModuleString *head_now = CreateString(ctx, head_value, (size_t)id_len + 1 + HEX);
-    HashSet(digests, HASH_NONE, head_field, head_now, NULL);
-    args[n++] = head_field;
-    args[n++] = head_now;
-    Replicate(ctx, "HSET", "v", args, (size_t)n);
-    Free(args);
+    int replied = append_entry(ctx, argv, journal, digests, head_field, prev, argv + fields_at,
+                               nfields, pairs, nkeys, d.p, d.len);
+    Free(pairs);
+    Free(d.p);
     Free(keys);
-    return ReplyWithStringBuffer(ctx, id_text, (size_t)id_len);
+    return replied;
+}
+
+
+/* msgpack's string header at p (of at most `left` bytes): the string's length and where it
+ * starts, or MOD_ERR. Redis's cmsgpack packs Lua strings as fixstr, str8, str16, str32. */
+static int mp_read_str(const unsigned char *p, size_t left, size_t *len, size_t *head) {
+    if (left < 1) return MOD_ERR;
+    unsigned char b = p[0];
+    if ((b & 0xe0) == 0xa0) {
+        *len = b & 0x1f;
+        *head = 1;
+    } else if (b == 0xd9 && left >= 2) {
+        *len = p[1];
+        *head = 2;
+    } else if (b == 0xda && left >= 3) {
+        *len = ((size_t)p[1] << 8) | p[2];
+        *head = 3;
+    } else if (b == 0xdb && left >= 5) {
+        *len = ((size_t)p[1] << 24) | ((size_t)p[2] << 16) | ((size_t)p[3] << 8) | p[4];
+        *head = 5;
+    } else {
+        return MOD_ERR;
+    }
+    return *head + *len <= left ? MOD_OK : MOD_ERR;
+}
+
+/* AETHER.CHAIND journal digests id nfields field... d: the entry with 'd' given packed
+ * (the keys and the digests the caller computed: a rollback's step and settling, a write
+ * too large for AETHER.CHAIN's arguments). */
+static int chaind_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc < 6) return WrongArity(ctx);
+    AutoMemory(ctx);
+    int nfields = common_args(ctx, argv, argc, 1);
+    if (nfields < 0) return MOD_OK;
+    if (5 + nfields + 1 != argc) return refuse(ctx, "AETHERCHAIN the fields do not parse");
+    size_t d_len;
+    const unsigned char *d = (const unsigned char *)StringPtrLen(argv[argc - 1], &d_len);
+    size_t at, count;
+    if (d_len >= 1 && (d[0] & 0xf0) == 0x90) {
+        count = d[0] & 0x0f;
+        at = 1;
+    } else if (d_len >= 3 && d[0] == 0xdc) {
+        count = ((size_t)d[1] << 8) | d[2];
+        at = 3;
+    } else if (d_len >= 5 && d[0] == 0xdd) {
+        count = ((size_t)d[1] << 24) | ((size_t)d[2] << 16) | ((size_t)d[3] << 8) | d[4];
+        at = 5;
+    } else {
+        return refuse(ctx, "AETHERCHAIN d is not an array of strings");
+    }
+    if (count % 2 || count / 2 > d_len) return refuse(ctx, "AETHERCHAIN d is not paired");
+    Pair *pairs = Alloc(sizeof(Pair) * (count / 2 + 1));
+    int npairs = 0;
+    for (size_t i = 0; i < count; i += 2) {
+        size_t len, head;
+        Pair *pair = &pairs[npairs++];
+        int ok = mp_read_str(d + at, d_len - at, &len, &head) == MOD_OK;
+        if (ok) {
+            pair->key = (const char *)d + at + head;
+            pair->key_len = len;
+            at += head + len;
+            ok = mp_read_str(d + at, d_len - at, &len, &head) == MOD_OK;
+        }
+        if (!ok) {
+            Free(pairs);
+            return refuse(ctx, "AETHERCHAIN d is not an array of strings");
+        }
+        pair->digest = (const char *)d + at + head;
+        pair->digest_len = len;
+        at += head + len;
+    }
+    if (at != d_len) {
+        Free(pairs);
+        return refuse(ctx, "AETHERCHAIN d has bytes after its array");
+    }
+    RedisModuleKey *digests = OpenKey(ctx, argv[2], KEY_READ | KEY_WRITE);
+    RedisModuleKey *journal = OpenKey(ctx, argv[1], KEY_READ | KEY_WRITE);
+    RedisModuleString *head_field = CreateString(ctx, HEAD_FIELD, sizeof(HEAD_FIELD) - 1);
+    char prev[HEX];
+    if (read_head(ctx, journal, digests, head_field, prev) != MOD_OK) {
+        Free(pairs);
+        return refuse(ctx, "AETHERCHAIN no head in the digests hash");
+    }
+    int replied = append_entry(ctx, argv, journal, digests, head_field, prev, argv + 5, nfields,
+                               pairs, npairs, (const char *)d, d_len);
+    Free(pairs);
+    return replied;
 }
 
 #define API(name) GetApi("RedisModule_" #name, (void **)&name)
@@ -512,7 +636,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     API(Free);
     if (IsModuleNameBusy && IsModuleNameBusy("aether_chain")) return MOD_ERR;
     SetModuleAttribs(ctx, "aether_chain", 1, APIVER_1);
-    if (CreateCommand(ctx, "aether.chain", chain_command, "write deny-oom", 1, 2, 1) != MOD_OK)
+    if (CreateCommand(ctx, "aether.chain", chain_command, "write deny-oom", 1, 2, 1) != MOD_OK ||
+        CreateCommand(ctx, "aether.chaind", chaind_command, "write deny-oom", 1, 2, 1) != MOD_OK)
         return MOD_ERR;
     return MOD_OK;
 }

@@ -693,11 +693,49 @@ local function keep_digest(digests, key, digest)
   end
 end
 
+-- Whether the server has the aether_chain module (aether/server/aether_chain.c): asked once
+-- per library load, as a module loads only with the server. Its commands do in C what
+-- chain_append (AETHER.CHAIND) and chained_xadd (AETHER.CHAIN) do here, writing the same
+-- entries (tests/test_chain_module.py); they decline, having changed nothing, with an error
+-- starting AETHERCHAIN (no head in the digests hash yet: an older library's journal, or a
+-- new one, which the Lua way moves or starts).
+local chain_module = nil
+-- Past this many arguments AETHER.CHAIN is not asked (unpack's limit is the C stack's).
+local MODULE_ARGS_MAX = 7000
+
+local function has_chain_module()
+  if chain_module == nil then
+    chain_module = type(redis.call('COMMAND', 'INFO', 'aether.chain')[1]) == 'table'
+  end
+  return chain_module
+end
+
+-- The reply of a module command: the entry's id, or nil when it declined.
+local function module_reply(added)
+  if type(added) == 'table' and added.err then
+    if string.sub(added.err, 1, 11) == 'AETHERCHAIN' then return nil end
+    error(added)
+  end
+  return added
+end
+
+-- chain_append by AETHER.CHAIND, with 'd' packed here; nil: the Lua way.
+local function module_append(journal, id, fields, d)
+  if id ~= '*' or not has_chain_module() then return nil end
+  local args, n = {journal, journal .. ':digests', id, #fields}, 4
+  for i = 1, #fields do args[n + i] = fields[i] end
+  n = n + #fields + 1
+  args[n] = cmsgpack.pack(d)
+  return module_reply(redis.pcall('AETHER.CHAIND', unpack(args, 1, n)))
+end
+
 -- Append fields as the chain's next entry with 'd', the flat key/digest pairs it left (also
 -- kept in <journal>:digests), the predecessor's hash ('p') and the entry's ('h'); moves the
 -- head.
 -- `prev`: the head's hash when the caller read it already.
 local function chain_append(journal, id, fields, d, prev)
+  local added = module_append(journal, id, fields, d)
+  if added then return added end
   -- one HSET and one HDEL for all the keys (a rollback step's hundreds): fewer calls
   local kept, gone = {}, {}
   for i = 1, #d, 2 do
@@ -723,21 +761,11 @@ local function chain_append(journal, id, fields, d, prev)
   return added
 end
 
--- Whether the server has the aether_chain module's AETHER.CHAIN (aether/server/
--- aether_chain.c): asked once per library load, as a module loads only with the server.
-local chain_module = nil
--- Past this many arguments a write goes the Lua way (unpack's limit is the C stack's).
-local MODULE_ARGS_MAX = 7000
 
--- The write's entry appended by AETHER.CHAIN, which does what chain_append and left_digest
--- do, in C: the same digests, hash and writes (tests/test_chain_module.py). Returns nil,
--- having changed nothing, when the module is absent or declines (no head in the digests
--- hash yet: an older library's journal or a new one, which the Lua way moves or starts).
+-- The write's entry appended by AETHER.CHAIN, which computes the keys' digests as
+-- left_digest does; nil when the module is absent or declines.
 local function module_xadd(journal, id, fields, keys_touched)
-  if chain_module == nil then
-    chain_module = type(redis.call('COMMAND', 'INFO', 'aether.chain')[1]) == 'table'
-  end
-  if not chain_module then return nil end
+  if id ~= '*' or not has_chain_module() then return nil end
   local args, n = {journal, journal .. ':digests', id, #fields}, 4
   for i = 1, #fields do args[n + i] = fields[i] end
   n = n + #fields
@@ -760,12 +788,7 @@ local function module_xadd(journal, id, fields, keys_touched)
     end
     if n > MODULE_ARGS_MAX then return nil end
   end
-  local added = redis.pcall('AETHER.CHAIN', unpack(args, 1, n))
-  if type(added) == 'table' and added.err then
-    if string.sub(added.err, 1, 11) == 'AETHERCHAIN' then return nil end
-    error(added)
-  end
-  return added
+  return module_reply(redis.pcall('AETHER.CHAIN', unpack(args, 1, n)))
 end
 
 -- Append fields as the chain's next entry, digesting the keys it touched. The head and the
