@@ -192,6 +192,8 @@ def test_cli_url_status_and_on_demand_start(tmp_path: Path) -> None:
     try:
         st = json.loads(_aether(env, "redis", "status", "--json").stdout)
         assert st["running"] is True
+        assert st["journal_chain"] == "module"  # built under this HOME's cache, then loaded
+        assert "journal chain in the C module" in _aether(env, "redis", "status").stdout
         url = json.loads(_aether(env, "--json", "redis", "url").stdout)
         c = redis.Redis(unix_socket_path=url["socket"], password=url["password"])
         assert c.ping()

@@ -77,6 +77,7 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """Whether the embedded server runs; exit 1 when it does not."""
     server = _embedded(ctx)
     st = server.status()
+    chain = server.chain_runs_in() if st.running else None
     emit(
         {
             "running": st.running,
@@ -84,11 +85,17 @@ def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
             "socket": str(st.endpoint.unix_socket),
             "port": st.endpoint.port,
             "data_dir": str(st.data_dir),
+            "journal_chain": chain,
         },
         wants_json(ctx, json_),
         lambda: print(
             f"redis {'running (pid ' + str(st.pid) + ')' if st.running else 'not running'}"
             f" · socket {st.endpoint.unix_socket} · data {st.data_dir}"
+            + (
+                f" · journal chain in {'the C module' if chain == 'module' else 'Lua'}"
+                if chain
+                else ""
+            )
         ),
     )
     if not st.running:

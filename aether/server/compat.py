@@ -21,7 +21,8 @@ def _parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _module_names(reply: Any) -> set[str]:
+def module_names(reply: Any) -> set[str]:
+    """The names of the modules a ``MODULE LIST`` reply lists (RESP2 or RESP3)."""
     names: set[str] = set()
     for module in reply or []:
         if isinstance(module, dict):
@@ -52,7 +53,7 @@ async def verify_server(client: Redis, where: str) -> str:
     """
     info = await client.info("server")
     version = str(info.get("redis_version", "0"))
-    modules = _module_names(await command(client, "MODULE", "LIST"))
+    modules = module_names(await command(client, "MODULE", "LIST"))
     missing = [label for name, label in REQUIRED_MODULES.items() if name not in modules]
     too_old = _parse_version(version)[:2] < MIN_VERSION
     if too_old or missing:

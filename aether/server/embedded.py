@@ -35,6 +35,7 @@ from aether.errors import ServerError
 from aether.files import PRIVATE_UMASK, log_tightened, private_dir, tighten_home
 from aether.server.binaries import find_binaries
 from aether.server.chain_module import chain_module
+from aether.server.compat import module_names
 
 _SOCKET_PATH_MAX = 100
 _START_TIMEOUT_S = 15.0
@@ -159,6 +160,23 @@ class EmbeddedRedis:
             endpoint=endpoint,
             data_dir=self.data_dir,
         )
+
+    def chain_runs_in(self) -> str | None:
+        """Where the running server computes the journal chain.
+
+        Returns:
+            ``"module"`` when the ``aether_chain`` module is loaded, ``"lua"`` when not,
+            ``None`` when the server does not answer.
+        """
+        endpoint = self.endpoint()
+        if not endpoint.unix_socket.exists():
+            return None
+        try:
+            with contextlib.closing(endpoint.client(timeout=1.0)) as c:
+                modules = c.module_list()
+        except redis.RedisError:
+            return None
+        return "module" if "aether_chain" in module_names(modules) else "lua"
 
     @contextlib.contextmanager
     def _lifecycle_lock(self) -> Iterator[None]:
