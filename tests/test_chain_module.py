@@ -8,6 +8,7 @@ the server on Lua, a malformed call changes nothing, a missing compiler builds n
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+import aether.checkpoints.manager as manager
 import aether.server.embedded as embedded
 from aether.checkpoints.chain import JournalChain
 from aether.checkpoints.manager import Checkpoints
@@ -77,7 +79,14 @@ async def _history(client: Redis, keys: Keyspace) -> int:
     writes.append(bulk)
     for m in writes:
         await store.apply(m, "test")
-    return len(writes)
+    # a rollback whose long list is settled after its steps (AETHER.LISTDIGEST's pages)
+    long_list = keys.daily(date(2026, 5, 3))
+    await store.apply(Mutation().rpush(long_list, *[f"i{i}" for i in range(1_500)]), "test")
+    checkpoint = await Checkpoints(client, keys).create(label="before the tail")
+    for i in range(3):
+        await store.apply(Mutation().rpush(long_list, f"t{i}").rpush(day, f"t{i}"), "test")
+    await Checkpoints(client, keys).rollback_to(checkpoint.id)
+    return len(writes) + 4
 
 
 async def _chain(client: Redis, keys: Keyspace) -> tuple[list[dict[bytes, bytes]], dict[Any, Any]]:
@@ -89,23 +98,33 @@ async def _chain(client: Redis, keys: Keyspace) -> tuple[list[dict[bytes, bytes]
 
 
 async def test_the_module_writes_the_chain_the_lua_library_writes(
-    client: Redis, lua_client: Redis, keys: Keyspace
+    client: Redis, lua_client: Redis, keys: Keyspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert chain_module() is not None, "the module must build here (make module-tool)"
+
+    def same_ids() -> None:  # the rollback's entry names its checkpoint: the same on both
+        counter = itertools.count()
+        monkeypatch.setattr(manager, "new_id", lambda: f"01JCHECKPOINT{next(counter):013d}")
+
     calls, failed = await _module_calls(client)
     packed, packed_failed = await _module_calls(client, "aether.chaind")
+    same_ids()
     writes = await _history(client, keys)
+    same_ids()
     await _history(lua_client, keys)
     now_calls, now_failed = await _module_calls(client)
     # the first write starts the chain in Lua (no head yet: both commands decline); the
     # bulk write is too large for AETHER.CHAIN's arguments: Lua digests it, AETHER.CHAIND
     # appends it
     assert now_calls - calls == writes - 1 and now_failed - failed == 1
+    # ... and the rollback's step and its settling entry
     now_packed, now_packed_failed = await _module_calls(client, "aether.chaind")
-    assert now_packed - packed == 2 and now_packed_failed - packed_failed == 1
+    assert now_packed - packed == 4 and now_packed_failed - packed_failed == 1
+    assert (await _module_calls(client, "aether.listdigest"))[0] >= 2  # 1,500 items, 2 pages
     assert await _module_calls(lua_client) == (0, 0)
     with_module, with_lua = await _chain(client, keys), await _chain(lua_client, keys)
-    assert len(with_module[0]) == writes
+    assert len(with_module[0]) == writes + 2
+    assert b"settled" in with_module[0][-1]
     assert with_module == with_lua
     for c in (client, lua_client):
         report = await JournalChain(c, keys).verify()

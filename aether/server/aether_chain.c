@@ -53,6 +53,7 @@ typedef int (*CmdFunc)(RedisModuleCtx *, RedisModuleString **, int);
 #define KEY_READ 1
 #define KEY_WRITE 2
 #define KEYTYPE_EMPTY 0
+#define KEYTYPE_LIST 2
 #define KEYTYPE_HASH 3
 #define KEYTYPE_STREAM 7
 #define HASH_NONE 0
@@ -83,6 +84,11 @@ static int (*HashGet)(RedisModuleKey *, int, ...);
 static int (*HashSet)(RedisModuleKey *, int, ...);
 static int (*StreamAdd)(RedisModuleKey *, int, StreamID *, RedisModuleString **, int64_t);
 static int (*Replicate)(RedisModuleCtx *, const char *, const char *, ...);
+static size_t (*ValueLength)(RedisModuleKey *);
+static RedisModuleString *(*ListGet)(RedisModuleKey *, long);
+static void (*FreeString)(RedisModuleCtx *, RedisModuleString *);
+static int (*ReplyWithArray)(RedisModuleCtx *, long);
+static int (*ReplyWithLongLong)(RedisModuleCtx *, long long);
 static void *(*Alloc)(size_t);
 static void *(*Realloc)(void *, size_t);
 static void (*Free)(void *);
@@ -205,27 +211,39 @@ static void list_fold(const char *from, size_t from_len, RedisModuleString **ite
     }
 }
 
-/* The digest of a whole list read back (LRANGE key 0 -1), as journal.lua's content_digest. */
-static int list_content(RedisModuleCtx *ctx, RedisModuleString *key, char d[HEX]) {
-    RedisModuleCallReply *r = Call(ctx, "LRANGE", "scc", key, "0", "-1");
-    if (r == NULL || CallReplyType(r) != REPLY_ARRAY) return MOD_ERR;
-    size_t n = CallReplyLength(r);
-    char prev[HEX];
-    const char *from = LIST_BASE;
-    size_t from_len = sizeof(LIST_BASE) - 1;
-    for (size_t i = 0; i < n; i++) {
+/* Folds the items [start, end) of the list open at `key` onto `from` (journal.lua's
+ * list_digest), into d; the items folded. */
+static long long fold_list(RedisModuleCtx *ctx, RedisModuleKey *key, const char *from,
+                           size_t from_len, long long start, long long end, char d[HEX]) {
+    const char *prev = from;
+    size_t prev_len = from_len;
+    long long folded = 0;
+    for (long long i = start; i < end; i++) {
+        RedisModuleString *item = ListGet(key, (long)i);
+        if (item == NULL) break;
         size_t len;
-        const char *item = CallReplyStringPtr(CallReplyArrayElement(r, i), &len);
+        const char *bytes = StringPtrLen(item, &len);
         SHA_CTX c;
         SHA1_Init(&c);
-        SHA1_Update(&c, from, from_len);
-        sha_framed(&c, item, len);
-        sha_hex_final(&c, prev);
-        from = prev;
-        from_len = HEX;
+        SHA1_Update(&c, prev, prev_len);
+        sha_framed(&c, bytes, len);
+        sha_hex_final(&c, d);
+        FreeString(ctx, item);
+        prev = d;
+        prev_len = HEX;
+        folded++;
     }
-    if (n == 0) return MOD_ERR; /* an empty list does not exist: not a list's digest */
-    memcpy(d, prev, HEX);
+    if (folded == 0) memcpy(d, from, from_len < HEX ? from_len : HEX);
+    return folded;
+}
+
+/* The digest of a whole list, as journal.lua's content_digest; MOD_ERR when not a list. */
+static int list_content(RedisModuleCtx *ctx, RedisModuleString *name, char d[HEX]) {
+    RedisModuleKey *key = OpenKey(ctx, name, KEY_READ);
+    if (KeyType(key) != KEYTYPE_LIST) return MOD_ERR;
+    long long len = (long long)ValueLength(key);
+    if (len == 0) return MOD_ERR;
+    fold_list(ctx, key, LIST_BASE, sizeof(LIST_BASE) - 1, 0, len, d);
     return MOD_OK;
 }
 
@@ -603,6 +621,32 @@ static int chaind_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     return replied;
 }
 
+/* AETHER.LISTDIGEST key from start count: journal.lua's list_digest of the list's items
+ * [start, start + count) (count -1: to its end) folded onto `from` (its list base, or a
+ * fold so far); replies [digest, items folded]. A key that is not a list is refused. */
+static int listdigest_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 5) return WrongArity(ctx);
+    AutoMemory(ctx);
+    long long start, count = -1;
+    size_t count_len, from_len;
+    const char *count_arg = StringPtrLen(argv[4], &count_len);
+    const char *from = StringPtrLen(argv[2], &from_len);
+    if (parse_count(argv[3], &start) != MOD_OK ||
+        (!(count_len == 2 && count_arg[0] == '-' && count_arg[1] == '1') &&
+         parse_count(argv[4], &count) != MOD_OK) ||
+        from_len > HEX)
+        return refuse(ctx, "AETHERCHAIN the arguments do not parse");
+    RedisModuleKey *key = OpenKey(ctx, argv[1], KEY_READ);
+    if (KeyType(key) != KEYTYPE_LIST) return refuse(ctx, "AETHERCHAIN not a list");
+    long long len = (long long)ValueLength(key);
+    long long end = count < 0 || start + count > len ? len : start + count;
+    char d[HEX];
+    long long folded = fold_list(ctx, key, from, from_len, start, end, d);
+    ReplyWithArray(ctx, 2);
+    ReplyWithStringBuffer(ctx, d, folded ? HEX : from_len);
+    return ReplyWithLongLong(ctx, folded);
+}
+
 #define API(name) GetApi("RedisModule_" #name, (void **)&name)
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -631,13 +675,19 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     API(HashSet);
     API(StreamAdd);
     API(Replicate);
+    API(ValueLength);
+    API(ListGet);
+    API(FreeString);
+    API(ReplyWithArray);
+    API(ReplyWithLongLong);
     API(Alloc);
     API(Realloc);
     API(Free);
     if (IsModuleNameBusy && IsModuleNameBusy("aether_chain")) return MOD_ERR;
     SetModuleAttribs(ctx, "aether_chain", 1, APIVER_1);
     if (CreateCommand(ctx, "aether.chain", chain_command, "write deny-oom", 1, 2, 1) != MOD_OK ||
-        CreateCommand(ctx, "aether.chaind", chaind_command, "write deny-oom", 1, 2, 1) != MOD_OK)
+        CreateCommand(ctx, "aether.chaind", chaind_command, "write deny-oom", 1, 2, 1) != MOD_OK ||
+        CreateCommand(ctx, "aether.listdigest", listdigest_command, "readonly", 1, 1, 1) != MOD_OK)
         return MOD_ERR;
     return MOD_OK;
 }

@@ -566,6 +566,23 @@ local function entry_framed(values, head)
   return table.concat(out, '', 1, n)
 end
 
+-- Whether the server has the aether_chain module (aether/server/aether_chain.c): asked once
+-- per library load, as a module loads only with the server. Its commands do in C what
+-- chain_append (AETHER.CHAIND) and chained_xadd (AETHER.CHAIN) do here, writing the same
+-- entries (tests/test_chain_module.py); they decline, having changed nothing, with an error
+-- starting AETHERCHAIN (no head in the digests hash yet: an older library's journal, or a
+-- new one, which the Lua way moves or starts).
+local chain_module = nil
+-- Past this many arguments AETHER.CHAIN is not asked (unpack's limit is the C stack's).
+local MODULE_ARGS_MAX = 7000
+
+local function has_chain_module()
+  if chain_module == nil then
+    chain_module = type(redis.call('COMMAND', 'INFO', 'aether.chain')[1]) == 'table'
+  end
+  return chain_module
+end
+
 -- A list's digest folds its items in order, so an append only extends it:
 -- d(empty) = LIST_BASE, d(items + x) = sha1(d(items) .. framed(x)).
 local LIST_BASE = 'aether-list-digest'
@@ -574,6 +591,19 @@ local function list_digest(from, items)
   local d = from
   for _, item in ipairs(items) do d = redis.sha1hex(d .. length_prefix(#item) .. item) end
   return d
+end
+
+-- The list's items from `start` (0-based), `count` of them (-1: to its end), folded onto
+-- `from`; and how many were folded. In C when the module is there (a long list's fold
+-- cost Lua a concatenation and a string per item).
+local function list_fold_range(key, from, start, count)
+  if has_chain_module() then
+    local r = redis.call('AETHER.LISTDIGEST', key, from, start, count)
+    return r[1], r[2]
+  end
+  local stop = count < 0 and -1 or start + count - 1
+  local items = redis.call('LRANGE', key, start, stop)
+  return list_digest(from, items), #items
 end
 
 -- sha1 of a type and a key's content as the values `body` (the framing every digest uses).
@@ -607,7 +637,7 @@ local function content_digest(key, known_type)
   elseif t == 'zset' then
     body = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
   elseif t == 'list' then
-    return list_digest(LIST_BASE, redis.call('LRANGE', key, 0, -1))
+    return (list_fold_range(key, LIST_BASE, 0, -1))
   elseif t == 'ReJSON-RL' then
     body = {redis.call('JSON.GET', key)}
   else
@@ -691,23 +721,6 @@ local function keep_digest(digests, key, digest)
   else
     redis.call('HSET', digests, key, digest)
   end
-end
-
--- Whether the server has the aether_chain module (aether/server/aether_chain.c): asked once
--- per library load, as a module loads only with the server. Its commands do in C what
--- chain_append (AETHER.CHAIND) and chained_xadd (AETHER.CHAIN) do here, writing the same
--- entries (tests/test_chain_module.py); they decline, having changed nothing, with an error
--- starting AETHERCHAIN (no head in the digests hash yet: an older library's journal, or a
--- new one, which the Lua way moves or starts).
-local chain_module = nil
--- Past this many arguments AETHER.CHAIN is not asked (unpack's limit is the C stack's).
-local MODULE_ARGS_MAX = 7000
-
-local function has_chain_module()
-  if chain_module == nil then
-    chain_module = type(redis.call('COMMAND', 'INFO', 'aether.chain')[1]) == 'table'
-  end
-  return chain_module
 end
 
 -- The reply of a module command: the entry's id, or nil when it declined.
@@ -947,9 +960,10 @@ local function settle_step(journal, hold, h, pending, archived, last, t0, budget
     local key = pending[idx]
     local finished_key, t = true, redis.call('TYPE', key)['ok']
     if t == 'list' then
-      local page = redis.call('LRANGE', key, off, off + SETTLE_PAGE - 1)
-      partial, off = list_digest(partial, page), off + #page
-      finished_key = #page < SETTLE_PAGE
+      local folded
+      partial, folded = list_fold_range(key, partial, off, SETTLE_PAGE)
+      off = off + folded
+      finished_key = folded < SETTLE_PAGE
     else
       partial = content_digest(key, t)  -- no longer a list (or gone): small, at once
     end
