@@ -190,24 +190,24 @@ static void sha_hex_final(SHA_CTX *c, char out[HEX]) {
     hexify(md, out);
 }
 
-/* d(items + x) = sha1(d(items) .. framed(x)), into `d` (HEX bytes; `from` may be shorter;
- * at least one item). */
+/* One step of journal.lua's list_digest: d(items + x) = sha1(d(items) .. framed(x)), into
+ * `d` (HEX bytes; `prev`, which may be `d` itself, shorter for the list base). */
+static void fold_item(const char *prev, size_t prev_len, const char *item, size_t len,
+                      char d[HEX]) {
+    SHA_CTX c;
+    SHA1_Init(&c);
+    SHA1_Update(&c, prev, prev_len);
+    sha_framed(&c, item, len);
+    sha_hex_final(&c, d); /* after `prev` is read: it may be `d` */
+}
+
+/* The items given (at least one) folded onto `from`, into `d`. */
 static void list_fold(const char *from, size_t from_len, RedisModuleString **items, size_t n,
                       char d[HEX]) {
-    char tmp[HEX];
-    const char *prev = from;
-    size_t prev_len = from_len;
     for (size_t i = 0; i < n; i++) {
         size_t len;
         const char *item = StringPtrLen(items[i], &len);
-        SHA_CTX c;
-        SHA1_Init(&c);
-        SHA1_Update(&c, prev, prev_len);
-        sha_framed(&c, item, len);
-        sha_hex_final(&c, tmp);
-        memcpy(d, tmp, HEX);
-        prev = d;
-        prev_len = HEX;
+        fold_item(i ? d : from, i ? HEX : from_len, item, len, d);
     }
 }
 
@@ -215,22 +215,14 @@ static void list_fold(const char *from, size_t from_len, RedisModuleString **ite
  * list_digest), into d; the items folded. */
 static long long fold_list(RedisModuleCtx *ctx, RedisModuleKey *key, const char *from,
                            size_t from_len, long long start, long long end, char d[HEX]) {
-    const char *prev = from;
-    size_t prev_len = from_len;
     long long folded = 0;
     for (long long i = start; i < end; i++) {
         RedisModuleString *item = ListGet(key, (long)i);
         if (item == NULL) break;
         size_t len;
         const char *bytes = StringPtrLen(item, &len);
-        SHA_CTX c;
-        SHA1_Init(&c);
-        SHA1_Update(&c, prev, prev_len);
-        sha_framed(&c, bytes, len);
-        sha_hex_final(&c, d);
+        fold_item(folded ? d : from, folded ? HEX : from_len, bytes, len, d);
         FreeString(ctx, item);
-        prev = d;
-        prev_len = HEX;
         folded++;
     }
     if (folded == 0) memcpy(d, from, from_len < HEX ? from_len : HEX);
@@ -297,24 +289,34 @@ static int format_id(char *out, const StreamID *id) {
     return a + b;
 }
 
-/* The chain's head hash from the digests hash (GENESIS when malformed, as head_hash), or
- * MOD_ERR when the hash has no head (or either key has another type): the caller declines. */
-static int read_head(RedisModuleCtx *ctx, RedisModuleKey *journal, RedisModuleKey *digests,
-                     RedisModuleString *head_field, char prev[HEX]) {
-    int journal_type = KeyType(journal);
-    if (KeyType(digests) != KEYTYPE_HASH ||
+/* The keys a command appends to (argv[1] the journal, argv[2] its digests hash) and the
+ * head's hash. */
+typedef struct {
+    RedisModuleKey *journal, *digests;
+    RedisModuleString *head_field;
+    char prev[HEX];
+} Chain;
+
+/* Opens the chain's keys and reads the head's hash (GENESIS when malformed, as head_hash);
+ * MOD_ERR when the digests hash has no head, or either key has another type: the caller
+ * declines. */
+static int open_chain(RedisModuleCtx *ctx, RedisModuleString **argv, Chain *chain) {
+    chain->digests = OpenKey(ctx, argv[2], KEY_READ | KEY_WRITE);
+    chain->journal = OpenKey(ctx, argv[1], KEY_READ | KEY_WRITE);
+    chain->head_field = CreateString(ctx, HEAD_FIELD, sizeof(HEAD_FIELD) - 1);
+    int journal_type = KeyType(chain->journal);
+    if (KeyType(chain->digests) != KEYTYPE_HASH ||
         (journal_type != KEYTYPE_STREAM && journal_type != KEYTYPE_EMPTY))
         return MOD_ERR;
     RedisModuleString *head = NULL;
-    HashGet(digests, HASH_NONE, head_field, &head, NULL);
+    HashGet(chain->digests, HASH_NONE, chain->head_field, &head, NULL);
     if (head == NULL) return MOD_ERR;
     size_t len;
     const char *raw = StringPtrLen(head, &len);
-    (void)ctx;
     if (len > HEX + 1 && raw[len - HEX - 1] == ' ')
-        memcpy(prev, raw + len - HEX, HEX);
+        memcpy(chain->prev, raw + len - HEX, HEX);
     else
-        memcpy(prev, GENESIS, HEX);
+        memcpy(chain->prev, GENESIS, HEX);
     return MOD_OK;
 }
 
@@ -326,10 +328,12 @@ typedef struct {
 /* The entry appended as chain_append does: h = sha1(p, each field framed, then 'd'); the
  * gone keys' digests deleted, the entry added, the others' digests and the head set; each
  * change replicated as the plain command. Replies the entry's id. */
-static int append_entry(RedisModuleCtx *ctx, RedisModuleString **argv, RedisModuleKey *journal,
-                        RedisModuleKey *digests, RedisModuleString *head_field,
-                        const char prev[HEX], RedisModuleString **fields, int nfields,
-                        const Pair *pairs, int npairs, const char *d, size_t d_len) {
+static int append_entry(RedisModuleCtx *ctx, RedisModuleString **argv, const Chain *chain,
+                        RedisModuleString **fields, int nfields, const Pair *pairs, int npairs,
+                        const char *d, size_t d_len) {
+    RedisModuleKey *journal = chain->journal, *digests = chain->digests;
+    RedisModuleString *head_field = chain->head_field;
+    const char *prev = chain->prev;
     SHA_CTX c;
     SHA1_Init(&c);
     SHA1_Update(&c, prev, HEX);
@@ -474,11 +478,8 @@ static int chain_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
         return refuse(ctx, "AETHERCHAIN the keys do not parse");
     }
 
-    RedisModuleKey *digests = OpenKey(ctx, argv[2], KEY_READ | KEY_WRITE);
-    RedisModuleKey *journal = OpenKey(ctx, argv[1], KEY_READ | KEY_WRITE);
-    RedisModuleString *head_field = CreateString(ctx, HEAD_FIELD, sizeof(HEAD_FIELD) - 1);
-    char prev[HEX];
-    if (read_head(ctx, journal, digests, head_field, prev) != MOD_OK) {
+    Chain chain;
+    if (open_chain(ctx, argv, &chain) != MOD_OK) {
         Free(keys);
         return refuse(ctx, "AETHERCHAIN no head in the digests hash");
     }
@@ -493,7 +494,7 @@ static int chain_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
                       t->digest);
         } else if (t->mode == 'E') {
             RedisModuleString *was = NULL;
-            HashGet(digests, HASH_NONE, t->key, &was, NULL);
+            HashGet(chain.digests, HASH_NONE, t->key, &was, NULL);
             size_t len = 0;
             const char *kept = was ? StringPtrLen(was, &len) : NULL;
             if (kept != NULL && len == HEX) {
@@ -526,8 +527,8 @@ static int chain_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
         pairs[i].digest = keys[i].digest;
         pairs[i].digest_len = keys[i].digest_len;
     }
-    int replied = append_entry(ctx, argv, journal, digests, head_field, prev, argv + fields_at,
-                               nfields, pairs, nkeys, d.p, d.len);
+    int replied =
+        append_entry(ctx, argv, &chain, argv + fields_at, nfields, pairs, nkeys, d.p, d.len);
     Free(pairs);
     Free(d.p);
     Free(keys);
@@ -607,16 +608,13 @@ static int chaind_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
         Free(pairs);
         return refuse(ctx, "AETHERCHAIN d has bytes after its array");
     }
-    RedisModuleKey *digests = OpenKey(ctx, argv[2], KEY_READ | KEY_WRITE);
-    RedisModuleKey *journal = OpenKey(ctx, argv[1], KEY_READ | KEY_WRITE);
-    RedisModuleString *head_field = CreateString(ctx, HEAD_FIELD, sizeof(HEAD_FIELD) - 1);
-    char prev[HEX];
-    if (read_head(ctx, journal, digests, head_field, prev) != MOD_OK) {
+    Chain chain;
+    if (open_chain(ctx, argv, &chain) != MOD_OK) {
         Free(pairs);
         return refuse(ctx, "AETHERCHAIN no head in the digests hash");
     }
-    int replied = append_entry(ctx, argv, journal, digests, head_field, prev, argv + 5, nfields,
-                               pairs, npairs, (const char *)d, d_len);
+    int replied =
+        append_entry(ctx, argv, &chain, argv + 5, nfields, pairs, npairs, (const char *)d, d_len);
     Free(pairs);
     return replied;
 }
