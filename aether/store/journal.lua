@@ -101,9 +101,13 @@ local kinds = {}
 -- on its key: that key's digest is its text's, with no JSON.GET to read it back.
 local exact, texts = {}, {}
 
+-- How many items this call appended, in all (a bound on AETHER.CHAIN's arguments).
+local appended_items = 0
+
 local function reset_tracking()
   appended, existed, rewritten, deleted, unsettled, kinds = {}, {}, {}, {}, {}, {}
   exact, texts = {}, {}
+  appended_items = 0
 end
 
 -- `exists`: whether the key exists before this op (asked by the caller anyway)
@@ -124,6 +128,7 @@ local function track(op, trims, exists)
   local items = appended[key] or {}
   for i = first, #op do items[#items + 1] = op[i] end
   appended[key] = items
+  appended_items = appended_items + #op - first + 1
 end
 
 local function now_ms()
@@ -779,13 +784,8 @@ end
 -- left_digest does; nil when the module is absent or declines.
 local function module_xadd(journal, id, fields, keys_touched)
   if id ~= '*' or not has_chain_module() then return nil end
-  -- the arguments counted first: a write past the limit digests its keys once, the Lua way
-  local needed = 4 + #fields
-  for _, key in ipairs(keys_touched) do
-    local items = appended[key]
-    needed = needed + 3 + (items and not deleted[key] and #items or 0)
-  end
-  if needed > MODULE_ARGS_MAX then return nil end
+  -- the arguments bounded first: a write past the limit digests its keys once, the Lua way
+  if 4 + #fields + 3 * #keys_touched + appended_items > MODULE_ARGS_MAX then return nil end
   local args, n = {journal, journal .. ':digests', id, #fields}, 4
   for i = 1, #fields do args[n + i] = fields[i] end
   n = n + #fields
