@@ -737,14 +737,20 @@ local function module_reply(added)
   return added
 end
 
+-- The arguments both module commands start with: journal digests id nfields field...; and
+-- how many there are.
+local function module_args(journal, id, fields)
+  local args, n = {journal, journal .. ':digests', id, #fields}, 4
+  for i = 1, #fields do args[n + i] = fields[i] end
+  return args, n + #fields
+end
+
 -- chain_append by AETHER.CHAIND, with 'd' packed here; nil: the Lua way.
 local function module_append(journal, id, fields, d)
   if id ~= '*' or not has_chain_module() then return nil end
-  local args, n = {journal, journal .. ':digests', id, #fields}, 4
-  for i = 1, #fields do args[n + i] = fields[i] end
-  n = n + #fields + 1
-  args[n] = cmsgpack.pack(d)
-  return module_reply(redis.pcall('AETHER.CHAIND', unpack(args, 1, n)))
+  local args, n = module_args(journal, id, fields)
+  args[n + 1] = cmsgpack.pack(d)
+  return module_reply(redis.pcall('AETHER.CHAIND', unpack(args, 1, n + 1)))
 end
 
 -- Append fields as the chain's next entry with 'd', the flat key/digest pairs it left (also
@@ -779,16 +785,13 @@ local function chain_append(journal, id, fields, d, prev)
   return added
 end
 
-
 -- The write's entry appended by AETHER.CHAIN, which computes the keys' digests as
 -- left_digest does; nil when the module is absent or declines.
 local function module_xadd(journal, id, fields, keys_touched)
   if id ~= '*' or not has_chain_module() then return nil end
   -- the arguments bounded first: a write past the limit digests its keys once, the Lua way
   if 4 + #fields + 3 * #keys_touched + appended_items > MODULE_ARGS_MAX then return nil end
-  local args, n = {journal, journal .. ':digests', id, #fields}, 4
-  for i = 1, #fields do args[n + i] = fields[i] end
-  n = n + #fields
+  local args, n = module_args(journal, id, fields)
   for _, key in ipairs(keys_touched) do
     local items = appended[key]
     if deleted[key] then

@@ -25,7 +25,8 @@ TURNS_TO_SEND = 3
 """Turns of the event loop a request started in a task is given to reach the socket.
 
 redis-py checks a pooled connection before it writes to it (one suspension), then
-waits for the reply (another): measured, the request is out after two turns, not one.
+waits for the reply (another): measured, the request is out after two turns, not one;
+the third is to spare.
 """
 
 P = TypeVar("P")
