@@ -111,6 +111,15 @@ class MemorySettings(BaseModel):
         "RediSearch's own choice; always batches; always brute force); bench/memory.py "
         "measures each; see aether/memory/retrieval/filter_size.py",
     )
+    scoped_indexes: int = Field(
+        default=8,
+        ge=0,
+        le=64,
+        description="hybrid search: how many large tags get a vector index of their own "
+        "(tags more memories carry than brute force reaches, the largest first; made and "
+        "dropped by maintenance; 0: none); a search filtered by one such tag walks its "
+        "small graph; see aether/memory/storage/scoped_indexes.py",
+    )
     knn_ef_runtime: int | None = Field(
         default=None,
         ge=1,

@@ -454,6 +454,10 @@ class Keyspace:
         """FT index over the vector hashes (HNSW, cosine)."""
         return self._k("memory", "idx", "vectors")
 
+    def scoped_index_prefix(self) -> str:
+        """Names of the FT indexes over one tag's vector hashes (a digest follows)."""
+        return self._k("memory", "idx", "vectors", "tag", "")
+
     def vector_index_schema(self) -> str:
         """STRING: fingerprint of the vector index schema."""
         return self._k("memory", "idx", "vectors", "schema")

@@ -13,6 +13,10 @@ at a million; a restarted server would rebuild its vector index):
 - ``filtered``: for filters that pass 5 % of the entries (a tag) and 2 %, 1 % and 0.1 % (a
   tag and a time limit), the search under each ``memory.knn_filtered_policy``: p50/p99 and
   the share of brute force's top 10 found (brute force's results are the exact ones);
+- ``scoped``: tags ``t0``-``t3`` given a vector index of their own
+  (``aether.memory.storage.scoped_indexes``): the indexes' build time and memory, then
+  each filter size under brute force (exact), ``adaptive`` without them and the product's
+  default with them, over the same filters;
 - ``probe_ms``: what ``adaptive`` asks the first time it meets a filter (the size
   question, ``aether.memory.retrieval.filter_size``), p50/p99 over 20 filters of each size:
   ``asked`` as the product asks it (a tag alone is answered by the memory counters when
@@ -24,6 +28,7 @@ its time, phases, and the files after), so a kept home times an erasure at its s
 without a fill of its own (an hour at a million).
 
 Usage: python bench/filtered_scale.py [--entries N] [--home DIR] [--queries Q] [--erase S]
+    [--sections hybrid,filtered,probe,scoped]
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.storage.fulltext import search_command
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.scoped_indexes import ScopedIndexes
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.runtime.heap import settle_heap
 from aether.server.embedded import EmbeddedRedis
@@ -63,6 +69,8 @@ BASE_TS = 1.7e9
 STEP_S = 30
 POLICIES = ("adhoc_bf", "batches", "auto", "adaptive")
 SHARES = (0.05, 0.02, 0.01, 0.001)
+SCOPED_TAGS = 4
+SECTIONS = ("hybrid", "filtered", "probe", "scoped")
 
 
 def _figures(times: list[float]) -> dict[str, float]:
@@ -147,9 +155,12 @@ async def hybrid(client: Redis, queries: int) -> dict[str, Any]:
     }
 
 
-def _limits(share: float, n: int, i: int) -> SearchFilter:
-    """A filter ``share`` of the ``n`` entries pass: a tag (5 %), and a time limit below."""
-    tag = [f"t{i % 20}"]
+def _limits(share: float, n: int, i: int, tags: int = 20) -> SearchFilter:
+    """A filter ``share`` of the ``n`` entries pass: a tag (5 %), and a time limit below.
+
+    ``tags``: the filters cycle through tags ``t0`` to ``t{tags - 1}``.
+    """
+    tag = [f"t{i % tags}"]
     if share >= 0.05:
         return SearchFilter(tags=tag)
     last = int(n * share * 20)  # of the tag's entries, the last ``last / 20`` pass
@@ -182,6 +193,70 @@ async def filtered(client: Redis, n: int, queries: int) -> dict[str, Any]:
                 "share_of_brute_force_top10": round(statistics.fmean(overlap), 3) if overlap else 0,
             }
         out[f"{share:.1%}"] = figures
+    return out
+
+
+async def scoped(client: Redis, n: int, queries: int) -> dict[str, Any]:
+    """Tags ``t0``-``t3`` given an index of their own: its build, its memory, and each
+    filter searched through it (``memory.scoped_indexes``) against brute force's exact
+    top 10 and ``adaptive`` without it, over the same filters; the indexes are dropped
+    after."""
+    search = await _search(client)
+    layer = search.memory
+    vectors = layer.vector_index()
+    assert vectors is not None
+    indexes = ScopedIndexes(client, layer.keys)
+    tags = [f"t{k}" for k in range(SCOPED_TAGS)]
+    existed = bool(await indexes.names())
+    used = int((await client.info("memory"))["used_memory"])
+    t = time.perf_counter()
+    for tag in tags:
+        await indexes.create(vectors, tag)
+    while True:
+        indexes.forget()
+        if all([await indexes.ready(vectors, tag) for tag in tags]):
+            break
+        await asyncio.sleep(0.5)
+    out: dict[str, Any] = {
+        "tags": SCOPED_TAGS,
+        "build_s": None if existed else round(time.perf_counter() - t, 1),
+        "memory_mb": None
+        if existed
+        else round((int((await client.info("memory"))["used_memory"]) - used) / 1e6, 1),
+    }
+    others = {
+        "adhoc_bf": await _search(client, knn_filtered_policy="adhoc_bf", scoped_indexes=0),
+        "adaptive": await _search(client, scoped_indexes=0),
+        "scoped": search,
+    }
+    try:
+        for share in SHARES:
+            figures: dict[str, Any] = {}
+            exact: list[set[str]] = []
+            for name, each in others.items():
+                words = random.Random(13)
+                times: list[float] = []
+                found: list[set[str]] = []
+                for i in range(queries):
+                    limits = _limits(share, n, i, SCOPED_TAGS)
+                    query = " ".join(words.sample(QUERY_WORDS, 3))
+                    t = time.perf_counter()
+                    hits = await each.search(query, limit=10, tags=limits.tags, since=limits.since)
+                    times.append((time.perf_counter() - t) * 1000)
+                    found.append({h.key for h in hits})
+                if not exact:
+                    exact = found
+                overlap = [len(f & e) / len(e) for f, e in zip(found, exact, strict=True) if e]
+                figures[name] = {
+                    **_figures(times),
+                    "share_of_brute_force_top10": round(statistics.fmean(overlap), 3)
+                    if overlap
+                    else 0,
+                }
+            out[f"{share:.1%}"] = figures
+    finally:
+        for name in await indexes.names():
+            await indexes.drop(name)
     return out
 
 
@@ -221,7 +296,9 @@ async def erase(client: Redis, settings: Settings, subject: str) -> dict[str, An
     return await erasure(agent, subject)
 
 
-async def main(entries: int, home: Path | None, queries: int, subject: str | None) -> None:
+async def main(
+    entries: int, home: Path | None, queries: int, subject: str | None, sections: set[str]
+) -> None:
     kept = home is not None
     settings = Settings(
         home=home or Path(tempfile.mkdtemp(prefix="aether-bench-filtered-")),
@@ -234,13 +311,16 @@ async def main(entries: int, home: Path | None, queries: int, subject: str | Non
         if subject is not None:
             print(json.dumps({"entries": entries, **await erase(client, settings, subject)}))
             return
-        out = {
-            "entries": entries,
-            "fill_s": fill_s,
-            "hybrid": await hybrid(client, queries),
-            "filtered": await filtered(client, entries, max(50, queries // 4)),
-            "probe_ms": await probe(client, entries),
-        }
+        out: dict[str, Any] = {"entries": entries, "fill_s": fill_s}
+        few = max(50, queries // 4)
+        if "hybrid" in sections:
+            out["hybrid"] = await hybrid(client, queries)
+        if "filtered" in sections:
+            out["filtered"] = await filtered(client, entries, few)
+        if "probe" in sections:
+            out["probe_ms"] = await probe(client, entries)
+        if "scoped" in sections:
+            out["scoped"] = await scoped(client, entries, few)
     finally:
         await client.aclose()
         if not kept:  # a kept home's server stays up: a restart rebuilds the vector index
@@ -254,5 +334,13 @@ if __name__ == "__main__":
     parser.add_argument("--home", type=Path, default=None, help="a home to fill or reuse")
     parser.add_argument("--queries", type=int, default=1_000)
     parser.add_argument("--erase", default=None, help="only erase this subject (see above)")
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help=f"what to measure, comma-separated (default: all of {','.join(SECTIONS)})",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.entries, args.home, args.queries, args.erase))
+    chosen = set(args.sections.split(","))
+    if chosen - set(SECTIONS):
+        parser.error(f"unknown sections: {sorted(chosen - set(SECTIONS))}")
+    asyncio.run(main(args.entries, args.home, args.queries, args.erase, chosen))

@@ -178,6 +178,7 @@ async def test_maintenance_compresses_prunes_fixes_ttls_and_reflects(
         "learn": 0,
         "reflect": 1,
         "beliefs": 0,
+        "scoped_indexes": 0,
     }
     assert await dump_state(client, keys) == before
     assert await client.ttl(keys.scratchpad("forever")) == -1

@@ -509,7 +509,7 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     by its hour), and the results are what the filter passes either way."""
     from aether.memory.retrieval import filter_size
     from aether.memory.retrieval.search_filter import SearchFilter
-    from aether.memory.retrieval.vector_source import RedisVectors
+    from aether.memory.retrieval.vector_source import Knn, RedisVectors
 
     assert settings.memory.knn_filtered_policy == "adaptive"
     layer = MemoryLayer.open(settings, client)
@@ -519,9 +519,9 @@ async def test_the_adaptive_policy_brute_forces_small_filters_and_walks_large_on
     sent: list[str] = []
     command = RedisVectors.command
 
-    def spy(self: RedisVectors, *args: object, **kwargs: object) -> object:
-        sent.append(str(args[3]) if len(args) > 3 else str(kwargs.get("policy", "auto")))
-        return command(self, *args, **kwargs)  # type: ignore[arg-type]
+    def spy(self: RedisVectors, vector: list[float], plan: Knn, pool: int) -> object:
+        sent.append(plan.policy)
+        return command(self, vector, plan, pool)
 
     monkeypatch.setattr(RedisVectors, "command", spy)
     clock = [1_000.0]

@@ -71,7 +71,9 @@ async def state_at(
 
 async def drop_namespace(client: Redis, keys: Keyspace) -> None:
     """Delete a scratch namespace: its keys and its search indexes."""
-    for index in (keys.memory_index(), keys.vector_index()):
+    listed = {text(name) for name in await command(client, "FT._LIST")}
+    scoped = sorted(n for n in listed if n.startswith(keys.scoped_index_prefix()))
+    for index in (keys.memory_index(), keys.vector_index(), *scoped):
         with contextlib.suppress(ResponseError):  # never made (nothing to index), or gone
             await command(client, "FT.DROPINDEX", index)
     names = [k async for k in client.scan_iter(match=keys.every_key, count=1000)]

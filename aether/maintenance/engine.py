@@ -11,6 +11,10 @@ Steps, in order, each reporting what it did (or, with ``dry_run``, would do):
    long-term memories (LLM: one lasting fact per line; otherwise one extractive note).
 5. ``beliefs``: prune beliefs whose decayed confidence fell under 0.1 (decay itself is
    computed at read time). A checkpoint is taken first.
+6. ``scoped_indexes``: a vector index of its own for each of the largest tags, those more
+   memories carry than a filtered search brute-forces (``memory.scoped_indexes``), and
+   the indexes of tags that shrank dropped (:mod:`aether.memory.storage.scoped_indexes`).
+   No key changes.
 
 A run holds ``ns:lock:job:maintenance.running`` so two never overlap (a daemon's
 scheduled run and a person's ``aether maintenance run``).
@@ -33,9 +37,11 @@ from aether.context.compression import ExtractiveSummarizer
 from aether.errors import LLMError
 from aether.memory.knowledge.beliefs import REMEMBER_TAG, Beliefs
 from aether.memory.knowledge.learner import ConversationLearner
+from aether.memory.retrieval.filter_size import brute_force_max
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
+from aether.memory.storage.scoped_indexes import ScopedIndexes
 from aether.memory.storage.status import INACTIVE, Status
 from aether.memory.tiers.daily import DailyLog
 from aether.memory.tiers.longterm import build_memory
@@ -159,6 +165,7 @@ class MaintenanceEngine:
             report.steps.append(await self.learn(when, dry_run))
             report.steps.append(await self.reflect(when, dry_run))
             report.steps.append(await self.beliefs(dry_run, when))
+            report.steps.append(await self.scoped_indexes(dry_run))
         report.duration_ms = round((time.perf_counter() - start) * 1000, 1)
         if not dry_run:
             last: dict[Any, Any] = {
@@ -405,4 +412,25 @@ class MaintenanceEngine:
         step.items = await beliefs.prune(limit, when)
         step.changed = len(step.items)
         step.detail = f"{len(active)} active beliefs; pruned {step.changed} under {limit}"
+        return step
+
+    async def scoped_indexes(self, dry_run: bool) -> StepReport:
+        """Step 6: the largest tags' own vector indexes made, the shrunk ones' dropped."""
+        step = StepReport("scoped_indexes")
+        vectors = self.memory.vector_index()
+        if vectors is None or not await self.memory.indexed():
+            step.detail = "no vector index"
+            return step
+        info = await self.memory.text_index().info()
+        reach = brute_force_max(int(info.get("num_docs", 0) or 0))
+        limit = self.memory.settings.scoped_indexes
+        scoped = ScopedIndexes(self.client, self.keys)
+        created, dropped = await scoped.sync(vectors, reach, limit, dry_run=dry_run)
+        step.changed = len(created) + len(dropped)
+        step.items = [f"+{name}" for name in created] + [f"-{name}" for name in dropped]
+        verb = ("would make", "would drop") if dry_run else ("made", "dropped")
+        step.detail = (
+            f"tags past {reach} memories get their own index (at most {limit}); "
+            f"{verb[0]} {len(created)}, {verb[1]} {len(dropped)}"
+        )
         return step

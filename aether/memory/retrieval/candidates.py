@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from redis.exceptions import ResponseError
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import TextQuery
 from redisvl.query.filter import FilterExpression
@@ -144,23 +145,33 @@ class CandidateReader:
         memory = self.memory
         if not await memory.indexed():  # a fresh namespace: nothing is stored yet
             return Candidates({}, {}, {})
-        flt = limits.expression()
         vector = await memory.embed(query) if query.strip() else None
+        return await self._read(vector, tokens, limits, pool)
+
+    async def _read(
+        self, vector: list[float] | None, tokens: list[str], limits: SearchFilter, pool: int
+    ) -> Candidates:
+        memory = self.memory
+        flt = limits.expression()
         # both searches in one round trip, their replies read raw (see search_command)
         pipe = memory.client.pipeline(transaction=False)
         sent: list[Signal] = []
         if tokens:
             pipe.execute_command(*search_command(self.index, text_query(tokens, flt, pool)))
             sent.append(Signal.TEXT)
-        if vector is not None:
-            policy = await self.vectors.policy(limits) if flt is not None else "auto"
-            if (knn := self.vectors.command(vector, flt, pool, policy)) is not None:
-                pipe.execute_command(*knn)
-                sent.append(Signal.VECTOR)
-        replies, apart = await asyncio.gather(  # the mirror, if searched, at the same time
-            pipe.execute() if sent else _nothing([]),
-            self.vectors.apart(vector, limits, pool) if vector is not None else _nothing(None),
-        )
+        plan = await self.vectors.plan(limits) if vector is not None else None
+        if vector is not None and plan is not None:
+            pipe.execute_command(*self.vectors.command(vector, plan, pool))
+            sent.append(Signal.VECTOR)
+        try:
+            replies, apart = await asyncio.gather(  # the mirror, if searched, at the same time
+                pipe.execute() if sent else _nothing([]),
+                self.vectors.apart(vector, limits, pool) if vector is not None else _nothing(None),
+            )
+        except ResponseError:
+            if plan is None or not await self.vectors.lost(plan):
+                raise
+            return await self._read(vector, tokens, limits, pool)  # without the dropped index
         out: Ranked = {}
         openings: dict[str, float] = {}
         for name, reply in zip(sent, replies, strict=True):

@@ -112,6 +112,7 @@ class FilterSizes:
         index: AsyncSearchIndex,
         memories: AsyncSearchIndex,
         limits: SearchFilter,
+        readings: int | None = None,
     ) -> FilteredPolicy:
         """The policy for a KNN limited by ``limits`` on ``index``.
 
@@ -119,13 +120,18 @@ class FilterSizes:
         documents ``memories`` (the full-text index) holds, else ``batches``; ``auto`` for
         an unfiltered search (no policy applies), and when the index refuses the question
         (a server without ``DIALECT 4``, or no index yet: the search itself then says so).
+        ``readings``: the size of ``index`` when it is a tag's own (a scoped index), whose
+        graph is that size; the memory counters, which count the whole namespace, are then
+        not asked.
         """
         flt = _coarse(limits).expression()
         if flt is None:
             return "auto"
         try:
-            most = brute_force_max(await self.memories(memories))
-            large = await self.large(client, index, flt, most, self._counted(limits))
+            size = await self.memories(memories) if readings is None else readings
+            counted = self._counted(limits) if readings is None else None
+            most = brute_force_max(size)
+            large = await self.large(client, index, flt, most, counted)
         except (ResponseError, RedisSearchError) as e:
             log_once(log, "filter-probe", "filtered search: RediSearch chooses", error=str(e))
             return "auto"

@@ -9,6 +9,7 @@ are completed from the readings stored in Redis, the one place they all are.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from redisvl.index import AsyncSearchIndex
@@ -18,27 +19,40 @@ from aether.memory.retrieval.filter_size import FilterSizes
 from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.storage.fulltext import search_command
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.scoped_indexes import ScopedIndexes
 from aether.memory.storage.vectors import FilteredPolicy, knn_query, nearest_rows
 
-__all__ = ["MirrorVectors", "RedisVectors", "VectorSource", "vector_source"]
+__all__ = ["Knn", "MirrorVectors", "RedisVectors", "VectorSource", "vector_source"]
 
 Rows = list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Knn:
+    """How a search's KNN runs: on which index, under which filter, by which policy.
+
+    Attributes:
+        index: the namespace's vector index, or a tag's own (``scoped_indexes``).
+        flt: what the index's readings must still pass (``None``: all do).
+        policy: how the filter is applied (``memory.knn_filtered_policy``).
+    """
+
+    index: AsyncSearchIndex
+    flt: FilterExpression | None
+    policy: FilteredPolicy = "auto"
 
 
 class VectorSource(Protocol):
     """The vector half of a search's candidates."""
 
-    async def policy(self, limits: SearchFilter) -> FilteredPolicy:
-        """How :meth:`command` applies ``limits`` (``memory.knn_filtered_policy``)."""
+    async def plan(self, limits: SearchFilter) -> Knn | None:
+        """How the KNN sent with the text query runs, or ``None`` (searched apart)."""
 
-    def command(
-        self,
-        vector: list[float],
-        flt: FilterExpression | None,
-        pool: int,
-        policy: FilteredPolicy = "auto",
-    ) -> Any:
-        """The KNN command sent with the text query, or ``None`` (searched apart)."""
+    def command(self, vector: list[float], plan: Knn, pool: int) -> Any:
+        """The KNN command of ``plan``, sent with the text query."""
+
+    async def lost(self, plan: Knn) -> bool:
+        """Whether ``plan``'s index was a tag's own, dropped since (a new plan avoids it)."""
 
     def rows(self, reply: Any, openings: dict[str, float]) -> Rows:
         """The candidates of :meth:`command`'s reply, (key, score) best first.
@@ -64,37 +78,71 @@ class RedisVectors:
     def __init__(self, memory: MemoryLayer) -> None:
         self.memory = memory
         self.sizes = FilterSizes(keys=memory.keys)
+        self.scoped = ScopedIndexes(memory.client, memory.keys)
 
     def index(self) -> AsyncSearchIndex | None:
         """The vector index of the current embedder (``None`` without one)."""
         return self.memory.vector_index()
 
-    async def policy(self, limits: SearchFilter) -> FilteredPolicy:
-        """The configured policy (``adaptive``: by what ``limits`` pass, :class:`FilterSizes`)."""
-        configured = self.memory.settings.knn_filtered_policy
-        if configured != "adaptive":
-            return configured
-        index = self.index()
-        if index is None:
-            return "auto"
-        return await self.sizes.policy(self.memory.client, index, self.memory.text_index(), limits)
+    async def plan(self, limits: SearchFilter) -> Knn | None:
+        """The KNN of a search limited by ``limits`` (``None`` without a vector index).
 
-    def command(
-        self,
-        vector: list[float],
-        flt: FilterExpression | None,
-        pool: int,
-        policy: FilteredPolicy = "auto",
-    ) -> Any:
-        """``FT.SEARCH`` KNN over the vector index, raw (``None`` without an index)."""
+        A filter of one tag that has an index of its own, ready
+        (:mod:`~aether.memory.storage.scoped_indexes`), searches that index under the rest
+        of the filter; any other filter searches the namespace's index.
+        """
         index = self.index()
         if index is None:
             return None
+        flt = limits.expression()
+        if flt is None:
+            return Knn(index, None)
+        if (
+            limits.tags is not None
+            and len(limits.tags) == 1
+            and self.memory.settings.scoped_indexes
+        ):
+            scoped = await self.scoped.ready(index, limits.tags[0])
+            if scoped is not None:
+                rest = replace(limits, tags=None)
+                policy = await self.policy(rest, scoped.index, scoped.readings)
+                return Knn(scoped.index, rest.expression(), policy)
+        return Knn(index, flt, await self.policy(limits, index))
+
+    async def policy(
+        self, limits: SearchFilter, index: AsyncSearchIndex, readings: int | None = None
+    ) -> FilteredPolicy:
+        """The configured policy (``adaptive``: by what ``limits`` pass, :class:`FilterSizes`).
+
+        ``readings``: the size of a scoped ``index`` (``None``: the namespace's memories).
+        """
+        configured = self.memory.settings.knn_filtered_policy
+        if configured != "adaptive":
+            return configured
+        if limits.expression() is None:
+            return "auto"
+        memory = self.memory
+        return await self.sizes.policy(memory.client, index, memory.text_index(), limits, readings)
+
+    def command(self, vector: list[float], plan: Knn, pool: int) -> Any:
+        """``FT.SEARCH`` KNN over the plan's index, raw."""
         settings = self.memory.settings
         knn = knn_query(
-            vector, flt, pool, settings.vector_datatype, policy, settings.knn_ef_runtime
+            vector, plan.flt, pool, settings.vector_datatype, plan.policy, settings.knn_ef_runtime
         )
-        return search_command(index, knn)
+        return search_command(plan.index, knn)
+
+    async def lost(self, plan: Knn) -> bool:
+        """Whether ``plan``'s index was a scoped one, dropped since it was found ready.
+
+        Maintenance (a daemon's) or an erasure drops scoped indexes while a search trusts
+        its answer of a few minutes ago: its KNN is then refused, and the search runs again
+        on the namespace's index. ``False`` for any other failure, which the search raises.
+        """
+        if not plan.index.name.startswith(self.scoped.prefix()):
+            return False
+        self.scoped.forget()
+        return plan.index.name not in await self.scoped.names()
 
     def rows(self, reply: Any, openings: dict[str, float]) -> Rows:
         """The KNN reply's memories, best reading first."""
@@ -112,18 +160,8 @@ class MirrorVectors(RedisVectors):
         memory: the memory layer; its ``mirror`` is set.
     """
 
-    async def policy(self, limits: SearchFilter) -> FilteredPolicy:
-        """RediSearch's own (the mirror applies its filter itself)."""
-        return "auto"
-
-    def command(
-        self,
-        vector: list[float],
-        flt: FilterExpression | None,
-        pool: int,
-        policy: FilteredPolicy = "auto",
-    ) -> Any:
-        """Nothing in the round trip: the mirror is asked apart."""
+    async def plan(self, limits: SearchFilter) -> Knn | None:
+        """Nothing in the round trip: the mirror is asked apart (it applies the filter)."""
         return None
 
     async def apart(self, vector: list[float], limits: SearchFilter, pool: int) -> Rows | None:

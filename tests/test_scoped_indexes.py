@@ -1,0 +1,251 @@
+"""A large tag's own vector index (issue 65: filtered search at a million memories).
+
+Maintenance gives the tags more memories carry than a filtered search brute-forces an
+HNSW index of their own readings; a search filtered by one such tag walks it, under the
+rest of its filter, and finds what the namespace's index finds. The index follows the
+hashes (writes, a rollback), is dropped when its tag shrinks, when a search finds it gone
+it searches the namespace's index, and an erasure of a text its tag holds drops it before
+Redis's files are rewritten (its definition names the tag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from redis.asyncio import Redis
+
+from aether.checkpoints.manager import Checkpoints
+from aether.codec import command
+from aether.config import Settings
+from aether.maintenance.engine import MaintenanceEngine
+from aether.memory.retrieval import filter_size
+from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.vector_source import Knn, RedisVectors
+from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.scoped_indexes import ScopedIndexes, scopable, tag_filter
+from aether.memory.tiers.daily import DailyLog
+from aether.operations import Caller, Parts
+from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
+
+BIRDS = ["heron", "kingfisher", "egret", "grebe", "osprey", "cormorant"]
+
+
+@pytest.fixture
+def small_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Brute force reaches isqrt(2 x memories): about 8 of the 36 memories below."""
+    monkeypatch.setattr(filter_size, "BRUTE_FORCE_MIN", 0)
+    monkeypatch.setattr(filter_size, "BREAK_EVEN", 2)
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Knn]]:
+    """The plan of every KNN a search sends."""
+    plans: list[Knn] = []
+    command_of = RedisVectors.command
+
+    def spy(self: RedisVectors, vector: list[float], plan: Knn, pool: int) -> object:
+        plans.append(plan)
+        return command_of(self, vector, plan, pool)
+
+    monkeypatch.setattr(RedisVectors, "command", spy)
+    yield plans
+
+
+async def _fill(layer: MemoryLayer) -> DailyLog:
+    """36 entries: 24 ``chores`` (some spelt ``Chores``), 6 ``birds``, 3 ``chore`` and 3
+    ``chores-later`` (tags a substring test would confuse with ``chores``)."""
+    log = DailyLog(layer)
+    for i in range(24):
+        tag = "Chores" if i % 6 == 0 else "chores"
+        bird = BIRDS[i % len(BIRDS)]
+        await log.log(f"chore {i}: the {bird} feeder cleaned, then the dishes", tags=[tag])
+    for i, bird in enumerate(BIRDS):
+        await log.log(f"sighting {i}: a {bird} by the lake", tags=["birds"])
+    for i in range(3):
+        await log.log(f"a chore {i} for the weekend: the heron pond", tags=["chore"])
+        await log.log(f"a later chore {i}: the heron pond", tags=["chores-later"])
+    return log
+
+
+async def _ready(scoped: ScopedIndexes, layer: MemoryLayer, tag: str) -> None:
+    vectors = layer.vector_index()
+    assert vectors is not None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        scoped.forget()
+        if await scoped.ready(vectors, tag) is not None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the index of {tag!r} never finished scanning")
+
+
+async def _drop_all(client: Redis, layer: MemoryLayer) -> None:
+    scoped = ScopedIndexes(client, layer.keys)
+    for name in await scoped.names():
+        await scoped.drop(name)
+
+
+def _maintenance(layer: MemoryLayer, client: Redis) -> MaintenanceEngine:
+    return MaintenanceEngine(layer, Checkpoints(client, layer.keys))
+
+
+async def test_a_large_tag_gets_its_own_index_which_a_search_by_it_walks(
+    settings: Settings, client: Redis, small_reach: None, sent: list[Knn]
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    await _fill(layer)
+    scoped = ScopedIndexes(client, layer.keys)
+    engine = _maintenance(layer, client)
+    try:
+        planned = await engine.scoped_indexes(dry_run=True)
+        assert planned.changed == 1 and await scoped.names() == []  # a dry run makes nothing
+        made = await engine.scoped_indexes(dry_run=False)
+        assert made.changed == 1 and len(await scoped.names()) == 1
+        assert "chores" not in str(made.items)  # the report names the index, not the tag
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 0  # idempotent
+        await _ready(scoped, layer, "chores")
+        name = (await scoped.names())[0]
+        # its readings: the 24 memories tagged chores in either case, not chore nor chores-later
+        reply = await command(client, "FT.SEARCH", name, "*", "LIMIT", "0", "0")
+        assert (reply[b"total_results"] if isinstance(reply, dict) else reply[0]) == 24
+
+        plain = MemorySearch(
+            MemoryLayer.open(
+                settings.model_copy(
+                    update={"memory": settings.memory.model_copy(update={"scoped_indexes": 0})}
+                ),
+                client,
+            )
+        )
+        for tags, since in ((["chores"], None), (["CHORES"], None), (["chores"], 1.0)):
+            sent.clear()
+            found = await search.search("heron feeder", tags=tags, since=since, limit=10)
+            assert [p.index.name for p in sent] == [name]  # the tag's own graph
+            assert sent[0].flt is None if since is None else "timestamp" in str(sent[0].flt)
+            expected = await plain.search("heron feeder", tags=tags, since=since, limit=10)
+            assert [h.key for h in found] == [h.key for h in expected] and len(found) == 10
+            assert all(h.doc["tags"][0].lower() == "chores" for h in found)
+        for tags in (["birds"], ["birds", "chores"], ["chore"]):
+            sent.clear()
+            await search.search("heron", tags=tags, limit=5)
+            assert [p.index.name for p in sent] == [layer.keys.vector_index()]
+
+        # the index follows the hashes: a write, and a rollback of it
+        checkpoints = Checkpoints(client, layer.keys)
+        before = await checkpoints.create(label="before the pelican")
+        await DailyLog(layer).log("chore 99: the pelican netting mended", tags=["chores"])
+        found = await search.search("pelican netting", tags=["chores"], limit=3)
+        assert "pelican" in found[0].doc["content"]
+        await checkpoints.rollback_to(before.id)
+        found = await search.search("pelican netting", tags=["chores"], limit=3)
+        assert all("pelican" not in h.doc["content"] for h in found)
+    finally:
+        await _drop_all(client, layer)
+
+
+async def test_maintenance_keeps_an_index_while_its_tag_has_half_the_reach_then_drops_it(
+    settings: Settings, client: Redis, small_reach: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layer = MemoryLayer.open(settings, client)
+    await MemorySearch(layer).ensure_index()
+    await _fill(layer)
+    scoped = ScopedIndexes(client, layer.keys)
+    engine = _maintenance(layer, client)
+    try:
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 1
+        monkeypatch.setattr(filter_size, "BREAK_EVEN", 20)  # reach isqrt(720) = 26 > 24
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 0  # 24 >= 13: kept
+        monkeypatch.setattr(filter_size, "BREAK_EVEN", 80)  # reach 53: 24 < 26, dropped
+        shrunk = await engine.scoped_indexes(dry_run=False)
+        assert shrunk.changed == 1 and await scoped.names() == []
+        monkeypatch.setattr(filter_size, "BREAK_EVEN", 2)
+        none = settings.memory.model_copy(update={"scoped_indexes": 0})
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 1
+        layer.settings = none
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 1  # 0: every one goes
+        assert await scoped.names() == []
+    finally:
+        await _drop_all(client, layer)
+
+
+async def test_a_tag_that_cannot_sit_in_the_expression_gets_no_index(
+    settings: Settings, client: Redis, small_reach: None, sent: list[Knn]
+) -> None:
+    odd = ['he said "hi"', "back\\slash", "café"]
+    assert not any(scopable(tag) for tag in odd) and scopable("chores {x} | @y")
+    with pytest.raises(ValueError):
+        tag_filter(odd[0])
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    log = DailyLog(layer)
+    for i in range(30):
+        await log.log(f"note {i}: the heron again", tags=[odd[i % 3]])
+    try:
+        assert (await _maintenance(layer, client).scoped_indexes(dry_run=False)).changed == 0
+        found = await search.search("heron", tags=[odd[0]], limit=20)
+        assert len(found) == 10 and all(h.doc["tags"] == [odd[0]] for h in found)
+        assert [p.index.name for p in sent] == [layer.keys.vector_index()]
+    finally:
+        await _drop_all(client, layer)
+
+
+async def test_a_search_that_finds_its_tags_index_dropped_searches_the_namespaces(
+    settings: Settings, client: Redis, small_reach: None, sent: list[Knn]
+) -> None:
+    """Another process (a daemon's maintenance, an erasure) drops the index while this
+    search still trusts its answer: the search answers from the namespace's index."""
+    layer = MemoryLayer.open(settings, client)
+    search = MemorySearch(layer)
+    await search.ensure_index()
+    await _fill(layer)
+    scoped = ScopedIndexes(client, layer.keys)
+    try:
+        await _maintenance(layer, client).scoped_indexes(dry_run=False)
+        await _ready(scoped, layer, "chores")
+        first = await search.search("heron feeder", tags=["chores"], limit=5)
+        name = sent[-1].index.name
+        assert name.startswith(layer.keys.scoped_index_prefix())
+        assert await ScopedIndexes(client, layer.keys).drop(name)  # elsewhere
+        sent.clear()
+        again = await search.search("heron feeder", tags=["chores"], limit=5)
+        assert [p.index.name for p in sent] == [name, layer.keys.vector_index()]
+        assert [h.key for h in again] == [h.key for h in first]
+        with pytest.raises(ValueError):
+            await scoped.drop(layer.keys.vector_index())  # never the namespace's own
+    finally:
+        await _drop_all(client, layer)
+
+
+async def test_an_erasure_drops_the_index_whose_tag_holds_the_subject(
+    settings: Settings, client: Redis, small_reach: None
+) -> None:
+    parts = Parts(settings, client, actor="test")
+    await parts.ready()
+    layer = parts.memory
+    log = DailyLog(layer)
+    for i in range(20):
+        await log.log(f"step {i} of the migration", tags=["project Zorvath"])
+    for i in range(20):
+        await log.log(f"step {i} of the cleanup", tags=["cleanup"])
+    scoped = ScopedIndexes(client, layer.keys)
+    try:
+        made = await _maintenance(layer, client).scoped_indexes(dry_run=False)
+        assert made.changed == 2
+        caller = Caller(actor="operator")
+        found = await erase_verify(parts, caller, VerifyArgs(text="zorvath"))
+        assert [s["detail"] for s in found.found if s["place"].startswith(scoped.prefix())] == [
+            "a scoped index's tag"
+        ]
+        report = await erase(parts, caller, EraseArgs(text="Zorvath"))
+        assert report["files"] == "clean"
+        left = await scoped.tags()
+        assert list(left.values()) == ["cleanup"]  # the other tag's index stays
+        assert (await erase_verify(parts, caller, VerifyArgs(text="zorvath"))).clean
+    finally:
+        await _drop_all(client, layer)
