@@ -11,9 +11,12 @@ Redis's files are rewritten (its definition names the tag).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import pytest
 from redis.asyncio import Redis
 
@@ -26,9 +29,10 @@ from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.vector_source import Knn, RedisVectors
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.scoped_indexes import ScopedIndexes, scopable, tag_filter
-from aether.memory.tiers.daily import DailyLog
+from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.operations import Caller, Parts
 from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
+from tests.conftest import run_cli
 
 BIRDS = ["heron", "kingfisher", "egret", "grebe", "osprey", "cormorant"]
 
@@ -247,5 +251,42 @@ async def test_an_erasure_drops_the_index_whose_tag_holds_the_subject(
         left = await scoped.tags()
         assert list(left.values()) == ["cleanup"]  # the other tag's index stays
         assert (await erase_verify(parts, caller, VerifyArgs(text="zorvath"))).clean
+    finally:
+        await _drop_all(client, layer)
+
+
+async def test_the_maintenance_command_makes_the_index_a_search_command_then_uses(
+    settings: Settings, client: Redis, model_cli_env: dict[str, str]
+) -> None:
+    """Through the CLI as processes, at the real reach: 1,100 memories of 1,150 carry one
+    tag, past the 1,000 readings a filtered search brute-forces."""
+    layer = MemoryLayer.open(settings, client)
+    await MemorySearch(layer).ensure_index()
+    assert layer.embedder is not None
+    rng = np.random.default_rng(7)
+    daily = DailyLog(layer)
+    for start in range(0, 1_150, 250):
+        docs: list[dict[str, Any]] = []
+        for i in range(start, min(start + 250, 1_150)):
+            tag = "ops" if i < 1_100 else "home"
+            doc = build_entry(layer, f"runbook step {i}: rotate the key", tags=[tag])
+            vector = rng.normal(size=layer.embedder.dims)
+            doc["embedding"] = [float(x) for x in vector / np.linalg.norm(vector)]
+            docs.append(doc)
+        await layer.store.apply(daily.mutation(docs), "test.fill")
+    scoped = ScopedIndexes(client, layer.keys)
+    try:
+        ran = await asyncio.to_thread(run_cli, model_cli_env, "maintenance", "run", "--json")
+        assert ran.returncode == 0, ran.stderr
+        steps = {s["name"]: s for s in json.loads(ran.stdout)["steps"]}
+        assert steps["scoped_indexes"]["changed"] == 1, steps["scoped_indexes"]
+        assert "past 1000 memories" in steps["scoped_indexes"]["detail"]
+        await _ready(scoped, layer, "ops")
+        assert list((await scoped.tags()).values()) == ["ops"]
+        args = ("memory", "search", "rotate the key", "--tag", "ops", "--limit", "5", "--json")
+        found = await asyncio.to_thread(run_cli, model_cli_env, *args)
+        assert found.returncode == 0, found.stderr
+        hits = json.loads(found.stdout)
+        assert len(hits) == 5 and all(h["tags"] == ["ops"] for h in hits), hits
     finally:
         await _drop_all(client, layer)
