@@ -167,19 +167,23 @@ def _limits(share: float, n: int, i: int, tags: int = 20) -> SearchFilter:
     return SearchFilter(tags=tag, since=BASE_TS + (n - last) * STEP_S)
 
 
-async def filtered(client: Redis, n: int, queries: int) -> dict[str, Any]:
-    """Each policy over each filter size: p50/p99 and the share of the exact top 10."""
+async def _each_filter(
+    searches: dict[str, MemorySearch], n: int, queries: int, tags: int, seed: int
+) -> dict[str, Any]:
+    """Each search over each filter size: p50/p99 and the share of the first one's top 10.
+
+    The first search is brute force's (exact), so the share says what the others miss.
+    """
     out: dict[str, Any] = {}
-    searches = {policy: await _search(client, knn_filtered_policy=policy) for policy in POLICIES}
     for share in SHARES:
         figures: dict[str, Any] = {}
         exact: list[set[str]] = []
-        for policy, search in searches.items():
-            words = random.Random(11)
+        for name, search in searches.items():
+            words = random.Random(seed)
             times: list[float] = []
             found: list[set[str]] = []
             for i in range(queries):
-                limits = _limits(share, n, i)
+                limits = _limits(share, n, i, tags)
                 query = " ".join(words.sample(QUERY_WORDS, 3))
                 t = time.perf_counter()
                 hits = await search.search(query, limit=10, tags=limits.tags, since=limits.since)
@@ -188,12 +192,18 @@ async def filtered(client: Redis, n: int, queries: int) -> dict[str, Any]:
             if not exact:
                 exact = found
             overlap = [len(f & e) / len(e) for f, e in zip(found, exact, strict=True) if e]
-            figures[policy] = {
+            figures[name] = {
                 **_figures(times),
                 "share_of_brute_force_top10": round(statistics.fmean(overlap), 3) if overlap else 0,
             }
         out[f"{share:.1%}"] = figures
     return out
+
+
+async def filtered(client: Redis, n: int, queries: int) -> dict[str, Any]:
+    """Each policy over each filter size: p50/p99 and the share of the exact top 10."""
+    searches = {policy: await _search(client, knn_filtered_policy=policy) for policy in POLICIES}
+    return await _each_filter(searches, n, queries, 20, 11)
 
 
 async def scoped(client: Redis, n: int, queries: int) -> dict[str, Any]:
@@ -224,36 +234,13 @@ async def scoped(client: Redis, n: int, queries: int) -> dict[str, Any]:
         if existed
         else round((int((await client.info("memory"))["used_memory"]) - used) / 1e6, 1),
     }
-    others = {
+    searches = {
         "adhoc_bf": await _search(client, knn_filtered_policy="adhoc_bf", scoped_indexes=0),
         "adaptive": await _search(client, scoped_indexes=0),
         "scoped": search,
     }
     try:
-        for share in SHARES:
-            figures: dict[str, Any] = {}
-            exact: list[set[str]] = []
-            for name, each in others.items():
-                words = random.Random(13)
-                times: list[float] = []
-                found: list[set[str]] = []
-                for i in range(queries):
-                    limits = _limits(share, n, i, SCOPED_TAGS)
-                    query = " ".join(words.sample(QUERY_WORDS, 3))
-                    t = time.perf_counter()
-                    hits = await each.search(query, limit=10, tags=limits.tags, since=limits.since)
-                    times.append((time.perf_counter() - t) * 1000)
-                    found.append({h.key for h in hits})
-                if not exact:
-                    exact = found
-                overlap = [len(f & e) / len(e) for f, e in zip(found, exact, strict=True) if e]
-                figures[name] = {
-                    **_figures(times),
-                    "share_of_brute_force_top10": round(statistics.fmean(overlap), 3)
-                    if overlap
-                    else 0,
-                }
-            out[f"{share:.1%}"] = figures
+        out.update(await _each_filter(searches, n, queries, SCOPED_TAGS, 13))
     finally:
         for name in await indexes.names():
             await indexes.drop(name)

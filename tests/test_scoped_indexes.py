@@ -13,11 +13,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from aether.checkpoints.manager import Checkpoints
@@ -27,8 +32,12 @@ from aether.maintenance.engine import MaintenanceEngine
 from aether.memory.retrieval import filter_size
 from aether.memory.retrieval.search import MemorySearch
 from aether.memory.retrieval.vector_source import Knn, RedisVectors
+from aether.memory.storage.fulltext import search_results
+from aether.memory.storage.index_schemas import TAG_SEPARATOR
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import check_tags
 from aether.memory.storage.scoped_indexes import ScopedIndexes, scopable, tag_filter
+from aether.memory.storage.vectors import encode
 from aether.memory.tiers.daily import DailyLog, build_entry
 from aether.operations import Caller, Parts
 from aether.operations.erasure import EraseArgs, VerifyArgs, erase, erase_verify
@@ -177,6 +186,32 @@ async def test_maintenance_keeps_an_index_while_its_tag_has_half_the_reach_then_
         await _drop_all(client, layer)
 
 
+async def test_a_tag_some_memory_carries_with_spaces_around_it_gets_no_index(
+    settings: Settings, client: Redis, small_reach: None
+) -> None:
+    """Tags are trimmed as they are written (a tag filter ignores the spaces); a memory
+    written before that, with ``" chores"``, would be passed by the tag filter and missed
+    by an index's expression, so its tag gets none, and an index it had is dropped."""
+    assert check_tags([" chores ", "chores", "a b"]) == ["chores", "a b"]
+    layer = MemoryLayer.open(settings, client)
+    await MemorySearch(layer).ensure_index()
+    await _fill(layer)
+    scoped = ScopedIndexes(client, layer.keys)
+    engine = _maintenance(layer, client)
+    try:
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 1
+        old = build_entry(layer, "chore from before: the heron hide swept")
+        old["tags"] = [" chores"]  # as an older release wrote it
+        old["embedding"] = await layer.embed("the heron hide swept")
+        await layer.store.apply(DailyLog(layer).mutation([old]), "test.old")
+        assert (await engine.scoped_indexes(dry_run=False)).changed == 1
+        assert await scoped.names() == []
+        found = await MemorySearch(layer).search("heron hide", tags=["chores"], limit=3)
+        assert "hide swept" in found[0].doc["content"]  # the filter's, with the old memory
+    finally:
+        await _drop_all(client, layer)
+
+
 async def test_a_tag_that_cannot_sit_in_the_expression_gets_no_index(
     settings: Settings, client: Redis, small_reach: None, sent: list[Knn]
 ) -> None:
@@ -290,3 +325,61 @@ async def test_the_maintenance_command_makes_the_index_a_search_command_then_use
         assert len(hits) == 5 and all(h["tags"] == ["ops"] for h in hits), hits
     finally:
         await _drop_all(client, layer)
+
+
+_TAG_TEXT = st.text(alphabet="aAbB -_|{}@.:\u00a0\u212a", min_size=1, max_size=6).filter(str.strip)
+
+
+@given(
+    tagged=st.lists(st.lists(_TAG_TEXT, min_size=0, max_size=3), min_size=1, max_size=12),
+    wanted=_TAG_TEXT.filter(scopable),
+)
+@examples(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_a_scoped_index_holds_exactly_what_the_tag_filter_passes(
+    redis_home: Path, tagged: list[list[str]], wanted: str
+) -> None:
+    """Over hashes with random tags (case, spaces, query syntax, a Kelvin sign, a
+    non-breaking space), as they are written, the index of ``wanted`` holds the same
+    hashes as the namespace's index answers for the filter of that tag."""
+    asyncio.run(_same_as_the_filter(redis_home, tagged, wanted))
+
+
+async def _same_as_the_filter(home: Path, tagged: list[list[str]], wanted: str) -> None:
+    from aether.memory.retrieval.search_filter import SearchFilter
+    from aether.store.client import connect
+
+    settings = Settings(home=home, namespace=f"t{uuid.uuid4().hex[:12]}")
+    client = await connect(settings)
+    layer = MemoryLayer.open(settings, client)
+    try:
+        await MemorySearch(layer).ensure_index()
+        vectors = layer.vector_index()
+        assert vectors is not None and layer.embedder is not None
+        for i, tags in enumerate(tagged):
+            vector = encode([1.0] * layer.embedder.dims, layer.settings.vector_datatype)
+            fields: dict[str, Any] = {"embedding": vector}
+            if tags:  # as a memory's tags are written
+                fields["tags"] = TAG_SEPARATOR.join(check_tags(tags))
+            await client.hset(layer.keys.vector(layer.keys.daily_entry(f"e{i}")), mapping=fields)
+        scoped = ScopedIndexes(client, layer.keys)
+        await scoped.create(vectors, wanted)
+        await _ready(scoped, layer, wanted)
+        flt = SearchFilter(tags=[wanted]).expression()
+        by_filter = await command(
+            client, "FT.SEARCH", vectors.name, str(flt), "NOCONTENT", "LIMIT", "0", "100"
+        )
+        everything = await command(
+            client, "FT.SEARCH", vectors.name, "*", "NOCONTENT", "LIMIT", "0", "100"
+        )
+        held = await command(
+            client, "FT.SEARCH", scoped.name(vectors, wanted), "*", "NOCONTENT", "LIMIT", "0", "100"
+        )
+        assert _ids(held) == _ids(by_filter), (tagged, wanted)
+        assert len(_ids(everything)) == len(tagged)  # every hash was indexed
+    finally:
+        await _drop_all(client, layer)
+        await client.aclose()
+
+
+def _ids(reply: Any) -> set[str]:
+    return {key for key, _, _ in search_results(reply, scores=False, fields=False)}

@@ -9,16 +9,24 @@ criteria (:meth:`SearchFilter.criteria`). Filter values go through redisvl's esc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from redisvl.query.filter import FilterExpression, Num, Tag
+from redisvl.utils.token_escaper import TokenEscaper
 
 from aether.memory.storage.records import check_kind, check_source, check_tags, check_timestamp
 from aether.memory.storage.scopes import check_scope
 
 __all__ = ["SearchFilter"]
+
+
+class _Tag(Tag):  # type: ignore[misc]
+    """redisvl's tag filter, a lone ``_`` escaped too (RediSearch refuses ``@tags:{_}``)."""
+
+    escaper = TokenEscaper(escape_chars_re=re.compile(TokenEscaper.TAG_ESCAPED_CHARS + "|^_$"))
 
 
 @dataclass(frozen=True)
@@ -47,17 +55,17 @@ class SearchFilter:
         """The redisvl filter of these criteria (``None`` when unfiltered)."""
         parts: list[FilterExpression] = [] if self.where is None else [self.where]
         if self.scopes:
-            parts.append(Tag("scope") == [check_scope(s) for s in self.scopes])
+            parts.append(_Tag("scope") == [check_scope(s) for s in self.scopes])
         if self.kind:
-            parts.append(Tag("kind") == check_kind(self.kind))
+            parts.append(_Tag("kind") == check_kind(self.kind))
         if self.source:
-            parts.append(Tag("source") == check_source(self.source))
+            parts.append(_Tag("source") == check_source(self.source))
         if self.tags:
-            parts.append(Tag("tags") == check_tags(self.tags))
+            parts.append(_Tag("tags") == check_tags(self.tags))
         if self.since is not None:
             parts.append(Num("timestamp") >= check_timestamp(self.since))
         if self.session:
-            parts.append(Tag("session") == self.session)
+            parts.append(_Tag("session") == self.session)
         if not parts:
             return None
         combined = parts[0]

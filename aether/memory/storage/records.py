@@ -89,15 +89,20 @@ def check_kind(kind: str) -> Kind:
 
 
 def check_tags(tags: list[str] | tuple[str, ...] | None) -> list[str]:
-    """At most 32 tags of 1-64 printable characters; duplicates removed, order kept."""
+    """At most 32 tags of 1-64 printable characters; duplicates removed, order kept.
+
+    Spaces at either end are dropped: a tag filter ignores them (``"ops "`` is ``ops``),
+    and a tag's own vector index (``scoped_indexes``) matches the tag as stored.
+    """
     if tags is None:
         return []
     if isinstance(tags, str):
         raise InvalidOperationError("tags must be a list of strings, not one string")
     out: list[str] = []
-    for tag in tags:
-        if not isinstance(tag, str) or not _TAG.match(tag) or not tag.strip():
-            raise InvalidOperationError(f"invalid tag {str(tag)[:40]!r}: 1-64 printable characters")
+    for raw in tags:
+        if not isinstance(raw, str) or not _TAG.match(raw) or not raw.strip():
+            raise InvalidOperationError(f"invalid tag {str(raw)[:40]!r}: 1-64 printable characters")
+        tag = raw.strip(" ")
         if tag not in out:
             out.append(tag)
     if len(out) > MAX_TAGS:

@@ -64,8 +64,17 @@ _FILTER_TAG = re.compile(
 
 
 def scopable(tag: str) -> bool:
-    """Whether ``tag`` can have a scoped index: printable ASCII, no quote or backslash."""
-    return bool(_SCOPABLE.fullmatch(tag)) and '"' not in tag and "\\" not in tag
+    """Whether ``tag`` can have a scoped index (its expression could not hold it otherwise).
+
+    Printable ASCII without a quote or a backslash, and no space at either end: a tag
+    filter ignores those spaces, the expression could not.
+    """
+    return (
+        bool(_SCOPABLE.fullmatch(tag))
+        and '"' not in tag
+        and "\\" not in tag
+        and tag == tag.strip(" ")
+    )
 
 
 def tag_filter(tag: str) -> str:
@@ -227,9 +236,11 @@ class ScopedIndexes:
         """Give the largest tags past ``reach`` an index each, and drop the others.
 
         Wanted: the :func:`scopable` tags more than ``reach`` memories carry (counted by
-        ``memory:topics``, in any case), the largest first, at most ``limit``. An index
-        already there is kept while its tag has at least half of ``reach`` and room is
-        left; any other scoped index (a smaller tag, an earlier schema's) is dropped.
+        ``memory:topics``, in any case), the largest first, at most ``limit``; not a tag
+        some memory carries with a space at either end (written before tags were trimmed,
+        which the tag filter matches and the expression would not). An index already
+        there is kept while its tag has at least half of ``reach`` and room is left; any
+        other scoped index (a smaller tag, an unclean one, an earlier schema's) is dropped.
 
         Returns:
             The names of the indexes created, and of those dropped (with ``dry_run``, what
@@ -243,9 +254,11 @@ class ScopedIndexes:
         for member, score in _pairs(rows):
             tag = text(member).lower()
             counts[tag] = counts.get(tag, 0.0) + _number(score)
+        unclean = await self._spaced()
         existing = await self.tags()
         have = set(existing.values())
-        ranked = sorted((tag for tag in counts if scopable(tag)), key=lambda t: (-counts[t], t))
+        eligible = (tag for tag in counts if scopable(tag) and tag not in unclean)
+        ranked = sorted(eligible, key=lambda t: (-counts[t], t))
         keep = [t for t in ranked if counts[t] > reach or t in have][: max(0, limit)]
         wanted = {self.name(vectors, tag): tag for tag in keep}
         create = [name for name in wanted if name not in existing]
@@ -256,6 +269,16 @@ class ScopedIndexes:
             for name in drop:
                 await self.drop(name)
         return create, drop
+
+    async def _spaced(self) -> set[str]:
+        """Tags some memory carries with a space at either end (written before trimming)."""
+        spaced: set[str] = set()
+        for pattern in (" *", "* "):
+            async for member, _ in self.client.zscan_iter(
+                self.keys.memory_topics(), match=pattern, count=1000
+            ):
+                spaced.add(text(member).strip(" ").lower())
+        return spaced
 
     async def naming(self, needle: Needle) -> list[str]:
         """The scoped indexes whose tag holds ``needle`` (their definitions keep it)."""
