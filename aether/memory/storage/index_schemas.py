@@ -25,6 +25,7 @@ __all__ = [
     "VECTOR_FIELD",
     "VectorDatatype",
     "fingerprint",
+    "folded_tag",
     "indexes_current",
     "text_schema",
     "vector_schema",
@@ -37,6 +38,18 @@ TAG_FIELDS: tuple[str, ...] = ("kind", "source", "tags", "session", "status", "s
 # Tags may hold spaces and commas; no tag holds a control character, so this separator
 # never splits one.
 TAG_SEPARATOR = "\x1f"
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def folded_tag(tag: str) -> str:
+    """A tag with its ASCII letters in lower case, as a tag filter compares it.
+
+    A vector hash keeps its memory's tags so (the document keeps them as written): the
+    tag filter matches either way, and a tag's own index (``scoped_indexes``) can match
+    them without a case-folding function (RediSearch's ``lower()`` in an index's
+    ``FILTER`` keeps about a kilobyte per hash it reads, never freed).
+    """
+    return tag.translate(_ASCII_LOWER)
 
 
 def text_schema(keys: Keyspace) -> dict[str, Any]:

@@ -8,15 +8,24 @@ of a graph twenty times smaller.
 
 A scoped index has the namespace's vector index's schema, over the same hashes (its
 prefix), with a ``FILTER`` expression RediSearch evaluates on each hash as it is written:
-the tag among the hash's tags, in any case, as a tag filter matches it. No key is
-written for it, and a rollback, an erasure or an import moves it with the hashes.
+the tag among the hash's tags, in any case, as a tag filter matches it. A vector hash
+keeps its tags with their ASCII letters in lower case
+(:func:`~aether.memory.storage.index_schemas.folded_tag`); hashes written before that
+keep them as written, so the expression lists each spelling of the tag the memories
+carry (its *forms*, read from ``memory:topics``), rather than calling RediSearch's
+``lower()``, which keeps about a kilobyte per hash it reads, never freed (1.35 GB for an
+index made over a million memories). No key is written for it, and a rollback, an
+erasure or an import moves it with the hashes.
 
 Which tags (:meth:`ScopedIndexes.sync`, a maintenance step): up to ``memory.scoped_indexes``
 of the tags more memories carry than brute force reaches for the index's size
 (:func:`~aether.memory.retrieval.filter_size.brute_force_max`), the largest first. An
-index is kept while its tag has at least half that many. A tag whose characters cannot
-sit in the expression as they are (a quote, a backslash, anything outside printable
-ASCII) gets none: its searches walk the namespace's graph as before.
+index is kept while its tag has at least half that many, and made again when the tag's
+forms change. A tag whose characters cannot sit in the expression as they are (a quote, a
+backslash, anything outside printable ASCII, a space at either end) gets none: its
+searches walk the namespace's graph as before. A memory restored by a rollback or an
+import with a form of the tag the index does not list is missing from it until the next
+maintenance run makes it again.
 
 A search uses a tag's index (:meth:`ScopedIndexes.ready`) only once it has scanned the
 hashes that existed before it, asked again every few minutes (a restarted server scans
@@ -31,7 +40,7 @@ import contextlib
 import hashlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
@@ -41,7 +50,7 @@ from redisvl.index import AsyncSearchIndex
 
 from aether.codec import command, text
 from aether.keys import Keyspace
-from aether.memory.storage.index_schemas import TAG_SEPARATOR, fingerprint
+from aether.memory.storage.index_schemas import TAG_SEPARATOR, fingerprint, folded_tag
 from aether.store.redaction import Needle
 
 __all__ = [
@@ -50,6 +59,7 @@ __all__ = [
     "ScopedIndexes",
     "scopable",
     "tag_filter",
+    "tag_forms",
 ]
 
 READY_TTL_S = 300.0
@@ -58,9 +68,7 @@ hashes) is trusted before it is asked again; an index still scanning is asked ab
 after a tenth of it."""
 
 _SCOPABLE = re.compile(r"[\x20-\x7e]{1,64}")
-_FILTER_TAG = re.compile(
-    r'^contains\(lower\(format\("\x1f%s\x1f", @tags\)\), "\x1f(?P<tag>[^"\\]*)\x1f"\)$'
-)
+_FORM = re.compile(r'contains\(format\("\x1f%s\x1f", @tags\), "\x1f([^"\\]*)\x1f"\)')
 
 
 def scopable(tag: str) -> bool:
@@ -77,22 +85,32 @@ def scopable(tag: str) -> bool:
     )
 
 
-def tag_filter(tag: str) -> str:
-    """The ``FILTER`` expression of ``tag``'s index: the tag among a hash's tags, any case.
+def tag_forms(tag: str, seen: Iterable[str] = ()) -> list[str]:
+    """The spellings of ``tag`` an index lists: its folded form and those ``seen``.
 
     Raises:
-        ValueError: the tag is not :func:`scopable`.
+        ValueError: a spelling is not :func:`scopable`, or not a form of ``tag``.
     """
-    if not scopable(tag):
-        raise ValueError(f"tag {tag[:40]!r} cannot have a scoped index")
+    folded = folded_tag(tag)
+    forms = sorted({folded, *seen})
+    for form in forms:
+        if not scopable(form) or folded_tag(form) != folded:
+            raise ValueError(f"tag {form[:40]!r} cannot have a scoped index for {tag[:40]!r}")
+    return forms
+
+
+def tag_filter(forms: list[str]) -> str:
+    """The ``FILTER`` of an index of one tag: any of its ``forms`` (:func:`tag_forms`)."""
     sep = TAG_SEPARATOR
-    return f'contains(lower(format("{sep}%s{sep}", @tags)), "{sep}{tag.lower()}{sep}")'
+    return " || ".join(f'contains(format("{sep}%s{sep}", @tags), "{sep}{f}{sep}")' for f in forms)
 
 
-def _tag_of(expression: str) -> str | None:
-    """The tag a scoped index's ``FILTER`` names (``None``: not one of ours)."""
-    found = _FILTER_TAG.match(expression)
-    return found["tag"] if found else None
+def _forms_of(expression: str) -> list[str] | None:
+    """The forms a scoped index's ``FILTER`` lists (``None``: not one of ours)."""
+    forms = _FORM.findall(expression)
+    if not forms or tag_filter(forms) != expression:
+        return None
+    return list(forms)
 
 
 @dataclass(frozen=True)
@@ -132,46 +150,57 @@ class ScopedIndexes:
         """The names of the namespace's scoped indexes begin with this."""
         return self.keys.scoped_index_prefix()
 
-    def name(self, vectors: AsyncSearchIndex, tag: str) -> str:
-        """The name of ``tag``'s index beside ``vectors``: a digest, never the tag.
+    def stem(self, vectors: AsyncSearchIndex, tag: str) -> str:
+        """The start of the names of ``tag``'s indexes beside ``vectors``.
 
-        The digest covers the vector index's schema too, so an index made for an earlier
-        embedder or datatype is never searched (maintenance drops it).
+        A digest, never the tag; it covers the vector index's schema too, so an index made
+        for an earlier embedder or datatype is never searched (maintenance drops it).
         """
         schema = fingerprint(vectors.schema.to_dict())
-        digest = hashlib.sha256(f"{schema}\x00{tag.lower()}".encode()).hexdigest()[:24]
-        return self.prefix() + digest
+        digest = hashlib.sha256(f"{schema}\x00{folded_tag(tag)}".encode()).hexdigest()[:20]
+        return f"{self.prefix()}{digest}-"
+
+    def name(self, vectors: AsyncSearchIndex, tag: str, forms: list[str]) -> str:
+        """The name of ``tag``'s index listing ``forms``.
+
+        Its :meth:`stem` and a digest of the forms, so that an index made again for new
+        forms has a name of its own.
+        """
+        digest = hashlib.sha256("\x00".join(forms).encode()).hexdigest()[:8]
+        return self.stem(vectors, tag) + digest
 
     async def ready(self, vectors: AsyncSearchIndex, tag: str) -> ScopedIndex | None:
-        """``tag``'s index when it exists and has scanned its hashes, else ``None``.
+        """``tag``'s index when one exists and has scanned its hashes, else ``None``.
 
         Both answers are kept :data:`READY_TTL_S`; a server that refuses the question
         (no search module) answers ``None``.
         """
         if not scopable(tag):
             return None
-        name = self.name(vectors, tag)
+        stem = self.stem(vectors, tag)
         now = self._clock()
         try:
             if self._listed is None or now - self._listed[1] > READY_TTL_S:
                 self._listed = (frozenset(await self.names()), now)
-            if name not in self._listed[0]:
-                return None
-            kept = self._ready.get(name)
-            if kept is None or now - kept[1] > (
-                READY_TTL_S if kept[0] is not None else READY_TTL_S / 10
-            ):
-                kept = (await self._scanned(name), now)
-                self._ready[name] = kept
+            for name in sorted(n for n in self._listed[0] if n.startswith(stem)):
+                kept = self._ready.get(name)
+                if kept is None or now - kept[1] > (
+                    READY_TTL_S if kept[0] is not None else READY_TTL_S / 10
+                ):
+                    kept = (await self._scanned(name), now)
+                    self._ready[name] = kept
+                if kept[0] is not None:
+                    return self._scoped(vectors, tag, name, kept[0])
         except ResponseError:
             return None
-        if kept[0] is None:
-            return None
+        return None
+
+    def _scoped(self, vectors: AsyncSearchIndex, tag: str, name: str, readings: int) -> ScopedIndex:
         index = AsyncSearchIndex.from_dict(
             {**vectors.schema.to_dict(), "index": {**_index_part(vectors), "name": name}},
             redis_client=self.client,
         )
-        return ScopedIndex(tag.lower(), index, kept[0])
+        return ScopedIndex(folded_tag(tag), index, readings)
 
     def forget(self) -> None:
         """Ask again at the next search (an index was found gone)."""
@@ -184,29 +213,36 @@ class ScopedIndexes:
         prefix = self.prefix()
         return sorted(n for n in (text(x) for x in listed) if n.startswith(prefix))
 
-    async def tags(self) -> dict[str, str]:
-        """Each scoped index's tag, by index name (read from its definition)."""
-        out: dict[str, str] = {}
+    async def forms(self) -> dict[str, list[str]]:
+        """The forms of the tag each scoped index lists, by index name (its definition)."""
+        out: dict[str, list[str]] = {}
         for name in await self.names():
             with contextlib.suppress(ResponseError):  # dropped meanwhile
-                tag = _tag_of(await self._filter(name))
-                if tag is not None:
-                    out[name] = tag
+                forms = _forms_of(await self._filter(name))
+                if forms is not None:
+                    out[name] = forms
         return out
 
-    async def create(self, vectors: AsyncSearchIndex, tag: str) -> str:
-        """Create ``tag``'s index beside ``vectors`` (it scans the hashes in the background).
+    async def tags(self) -> dict[str, str]:
+        """Each scoped index's tag (folded), by index name."""
+        return {name: folded_tag(forms[0]) for name, forms in (await self.forms()).items()}
+
+    async def create(self, vectors: AsyncSearchIndex, tag: str, seen: Iterable[str] = ()) -> str:
+        """Create ``tag``'s index beside ``vectors``; it scans the hashes in the background.
+
+        It lists the forms ``seen`` besides the folded one (:func:`tag_forms`).
 
         Returns:
             Its name.
 
         Raises:
-            ValueError: the tag is not :func:`scopable`.
+            ValueError: the tag, or a form, is not :func:`scopable`.
         """
-        name = self.name(vectors, tag)
+        forms = tag_forms(tag, seen)
+        name = self.name(vectors, tag, forms)
         definition = IndexDefinition(  # type: ignore[no-untyped-call]
             prefix=[_index_part(vectors)["prefix"]],
-            filter=tag_filter(tag),
+            filter=tag_filter(forms),
             index_type=IndexType.HASH,
         )
         fields = [arg for field in vectors.schema.redis_fields for arg in field.redis_args()]
@@ -236,58 +272,55 @@ class ScopedIndexes:
         """Give the largest tags past ``reach`` an index each, and drop the others.
 
         Wanted: the :func:`scopable` tags more than ``reach`` memories carry (counted by
-        ``memory:topics``, in any case), the largest first, at most ``limit``; not a tag
-        some memory carries with a space at either end (written before tags were trimmed,
-        which the tag filter matches and the expression would not). An index already
-        there is kept while its tag has at least half of ``reach`` and room is left; any
-        other scoped index (a smaller tag, an unclean one, an earlier schema's) is dropped.
+        ``memory:topics``, every form of a tag together), the largest first, at most
+        ``limit``; not a tag some memory carries with a space at either end (written
+        before tags were trimmed, which the tag filter matches and the expression would
+        not). An index already there is kept while its tag has at least half of ``reach``
+        and room is left, and made again when the tag's forms changed; any other scoped
+        index (a smaller tag, an earlier schema's) is dropped.
 
         Returns:
             The names of the indexes created, and of those dropped (with ``dry_run``, what
             would be); names, never tags, so a report kept in Redis holds no tag.
         """
         counts: dict[str, float] = {}
-        half = max(1, reach // 2)
-        rows = await command(
-            self.client, "ZRANGE", self.keys.memory_topics(), half, "+inf", "BYSCORE", "WITHSCORES"
-        )
-        for member, score in _pairs(rows):
-            tag = text(member).lower()
+        seen: dict[str, set[str]] = {}
+        unclean: set[str] = set()
+        async for member, score in self.client.zscan_iter(self.keys.memory_topics(), count=1000):
+            form = text(member)
+            tag = folded_tag(form.strip(" "))
             counts[tag] = counts.get(tag, 0.0) + _number(score)
-        unclean = await self._spaced()
-        existing = await self.tags()
-        have = set(existing.values())
-        eligible = (tag for tag in counts if scopable(tag) and tag not in unclean)
+            seen.setdefault(tag, set()).add(form)
+            if form != form.strip(" ") or not scopable(form):
+                unclean.add(tag)
+        existing = await self.forms()
+        have = {folded_tag(forms[0]) for forms in existing.values()}
+        half = max(1, reach // 2)
+        eligible = (t for t in counts if scopable(t) and t not in unclean and counts[t] >= half)
         ranked = sorted(eligible, key=lambda t: (-counts[t], t))
         keep = [t for t in ranked if counts[t] > reach or t in have][: max(0, limit)]
-        wanted = {self.name(vectors, tag): tag for tag in keep}
+        wanted = {self.name(vectors, t, tag_forms(t, seen[t])): t for t in keep}
         create = [name for name in wanted if name not in existing]
         drop = [name for name in existing if name not in wanted]
         if not dry_run:
             for name in create:
-                await self.create(vectors, wanted[name])
+                tag = wanted[name]
+                await self.create(vectors, tag, seen[tag])
             for name in drop:
                 await self.drop(name)
         return create, drop
 
-    async def _spaced(self) -> set[str]:
-        """Tags some memory carries with a space at either end (written before trimming)."""
-        spaced: set[str] = set()
-        for pattern in (" *", "* "):
-            async for member, _ in self.client.zscan_iter(
-                self.keys.memory_topics(), match=pattern, count=1000
-            ):
-                spaced.add(text(member).strip(" ").lower())
-        return spaced
-
     async def naming(self, needle: Needle) -> list[str]:
-        """The scoped indexes whose tag holds ``needle`` (their definitions keep it)."""
-        return [name for name, tag in (await self.tags()).items() if needle.in_text(tag)]
+        """The scoped indexes a form of whose tag holds ``needle`` (definitions keep them)."""
+        return [
+            name
+            for name, forms in (await self.forms()).items()
+            if any(needle.in_text(form) for form in forms)
+        ]
 
     async def drop_naming(self, needle: Needle) -> list[str]:
         """Drop the scoped indexes whose tag holds ``needle``; their names."""
-        dropped = [name for name in await self.naming(needle) if await self.drop(name)]
-        return dropped
+        return [name for name in await self.naming(needle) if await self.drop(name)]
 
     async def _scanned(self, name: str) -> int | None:
         """The readings ``name`` holds once it has scanned its hashes, else ``None``."""

@@ -33,6 +33,7 @@ from aether.memory.storage.index_schemas import (
     TAG_SEPARATOR,
     VECTOR_FIELD,
     VectorDatatype,
+    folded_tag,
 )
 from aether.memory.storage.index_schemas import vector_schema as schema
 from aether.memory.storage.readings import MAX_PASSAGES, READING_DISCOUNT
@@ -99,7 +100,7 @@ def _filter_values(doc: Mapping[str, object]) -> dict[str, Arg]:
     for name in TAG_FIELDS:
         value = doc.get(name)
         if name == "tags" and isinstance(value, list) and value:
-            values[name] = TAG_SEPARATOR.join(str(tag) for tag in value)
+            values[name] = TAG_SEPARATOR.join(folded_tag(str(tag)) for tag in value)
         elif isinstance(value, str) and value:
             values[name] = value
     timestamp = doc.get("timestamp")
