@@ -145,6 +145,8 @@ class ScopedIndexes:
         self._clock = clock
         self._listed: tuple[frozenset[str], float] | None = None
         self._ready: dict[str, tuple[int | None, float]] = {}
+        self._indexes: dict[str, AsyncSearchIndex] = {}
+        self._prints: dict[int, tuple[AsyncSearchIndex, str]] = {}
 
     def prefix(self) -> str:
         """The names of the namespace's scoped indexes begin with this."""
@@ -156,7 +158,10 @@ class ScopedIndexes:
         A digest, never the tag; it covers the vector index's schema too, so an index made
         for an earlier embedder or datatype is never searched (maintenance drops it).
         """
-        schema = fingerprint(vectors.schema.to_dict())
+        kept = self._prints.get(id(vectors))
+        if kept is None or kept[0] is not vectors:  # asked by every search filtered by a tag
+            kept = self._prints[id(vectors)] = (vectors, fingerprint(vectors.schema.to_dict()))
+        schema = kept[1]
         digest = hashlib.sha256(f"{schema}\x00{folded_tag(tag)}".encode()).hexdigest()[:20]
         return f"{self.prefix()}{digest}-"
 
@@ -196,10 +201,13 @@ class ScopedIndexes:
         return None
 
     def _scoped(self, vectors: AsyncSearchIndex, tag: str, name: str, readings: int) -> ScopedIndex:
-        index = AsyncSearchIndex.from_dict(
-            {**vectors.schema.to_dict(), "index": {**_index_part(vectors), "name": name}},
-            redis_client=self.client,
-        )
+        index = self._indexes.get(name)
+        if index is None:  # a schema built once per index: a search asks for it each time
+            index = AsyncSearchIndex.from_dict(
+                {**vectors.schema.to_dict(), "index": {**_index_part(vectors), "name": name}},
+                redis_client=self.client,
+            )
+            self._indexes[name] = index
         return ScopedIndex(folded_tag(tag), index, readings)
 
     def forget(self) -> None:
