@@ -105,6 +105,16 @@ async def _drop_all(client: Redis, layer: MemoryLayer) -> None:
         await scoped.drop(name)
 
 
+async def _filled(
+    settings: Settings, client: Redis
+) -> tuple[MemoryLayer, ScopedIndexes, MaintenanceEngine]:
+    """A namespace :func:`_fill` wrote, its scoped indexes, and its maintenance."""
+    layer = MemoryLayer.open(settings, client)
+    await MemorySearch(layer).ensure_index()
+    await _fill(layer)
+    return layer, ScopedIndexes(client, layer.keys), _maintenance(layer, client)
+
+
 def _plain(settings: Settings, client: Redis) -> MemorySearch:
     """A search that never uses a tag's own index."""
     memory = settings.memory.model_copy(update={"scoped_indexes": 0})
@@ -167,11 +177,7 @@ async def test_a_large_tag_gets_its_own_index_which_a_search_by_it_walks(
 async def test_maintenance_keeps_an_index_while_its_tag_has_half_the_reach_then_drops_it(
     settings: Settings, client: Redis, small_reach: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    layer = MemoryLayer.open(settings, client)
-    await MemorySearch(layer).ensure_index()
-    await _fill(layer)
-    scoped = ScopedIndexes(client, layer.keys)
-    engine = _maintenance(layer, client)
+    layer, scoped, engine = await _filled(settings, client)
     try:
         assert (await engine.scoped_indexes(dry_run=False)).changed == 1
         [first] = await scoped.names()
@@ -206,11 +212,7 @@ async def test_a_tag_some_memory_carries_with_spaces_around_it_gets_no_index(
     written before that, with ``" chores"``, would be passed by the tag filter and missed
     by an index's expression, so its tag gets none, and an index it had is dropped."""
     assert check_tags([" chores ", "chores", "a b"]) == ["chores", "a b"]
-    layer = MemoryLayer.open(settings, client)
-    await MemorySearch(layer).ensure_index()
-    await _fill(layer)
-    scoped = ScopedIndexes(client, layer.keys)
-    engine = _maintenance(layer, client)
+    layer, scoped, engine = await _filled(settings, client)
     try:
         assert (await engine.scoped_indexes(dry_run=False)).changed == 1
         old = build_entry(layer, "chore from before: the heron hide swept")
