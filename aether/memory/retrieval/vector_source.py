@@ -19,6 +19,7 @@ from aether.memory.retrieval.filter_size import FilterSizes
 from aether.memory.retrieval.search_filter import SearchFilter
 from aether.memory.storage.fulltext import search_command
 from aether.memory.storage.layer import MemoryLayer
+from aether.memory.storage.records import check_tags
 from aether.memory.storage.scoped_indexes import ScopedIndexes
 from aether.memory.storage.vectors import FilteredPolicy, knn_query, nearest_rows
 
@@ -97,12 +98,9 @@ class RedisVectors:
         flt = limits.expression()
         if flt is None:
             return Knn(index, None)
-        if (
-            limits.tags is not None
-            and len(limits.tags) == 1
-            and self.memory.settings.scoped_indexes
-        ):
-            scoped = await self.scoped.ready(index, limits.tags[0])
+        tags = check_tags(limits.tags)  # as the filter reads them: trimmed
+        if len(tags) == 1 and self.memory.settings.scoped_indexes:
+            scoped = await self.scoped.ready(index, tags[0])
             if scoped is not None:
                 rest = replace(limits, tags=None)
                 policy = await self.policy(rest, scoped.index, scoped.readings)

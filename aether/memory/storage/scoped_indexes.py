@@ -354,15 +354,6 @@ def _info_map(reply: object) -> dict[str, object]:
     return {}
 
 
-def _pairs(reply: object) -> list[tuple[object, object]]:
-    """``ZRANGE ... WITHSCORES`` as (member, score): RESP3 pairs or a RESP2 flat list."""
-    if not isinstance(reply, list):
-        return []
-    if reply and isinstance(reply[0], list):
-        return [(row[0], row[1]) for row in reply]
-    return list(zip(reply[::2], reply[1::2], strict=False))
-
-
 def _number(value: object) -> float:
     """A number ``FT.INFO`` gives as bytes, text or a number (0 when absent)."""
     if isinstance(value, bytes | str):
