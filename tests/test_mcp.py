@@ -93,6 +93,8 @@ TOOLS = {
     "journal_verify",
     "checkpoint_fork",
     "checkpoint_forks",
+    # a large tag's own index (issue 65): what the operator sees of the search indexes
+    "memory_indexes",
 }
 
 

@@ -53,6 +53,7 @@ READ_ONLY_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("ledger", "totals"),
     ("maintenance", "run", "--dry-run"),
     ("repo", "list"),
+    ("memory", "indexes"),
 )
 
 
@@ -91,6 +92,7 @@ READ_ONLY_TOOLS: dict[str, dict[str, object]] = {
     "tools_show": {"name": "no_such_tool"},  # not found: still a read
     "journal_verify": {},
     "checkpoint_forks": {},
+    "memory_indexes": {},
 }
 ANSWERS_NOT_FOUND = {"belief_show", "memory_get", "tools_show"}
 

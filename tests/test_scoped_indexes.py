@@ -336,6 +336,15 @@ async def test_the_maintenance_command_makes_the_index_a_search_command_then_use
         assert "past 1000 memories" in steps["scoped_indexes"]["detail"]
         await _ready(scoped, layer, "ops")
         assert list((await scoped.tags()).values()) == ["ops"]
+        listed = await asyncio.to_thread(run_cli, model_cli_env, "memory", "indexes", "--json")
+        assert listed.returncode == 0, listed.stderr
+        rows = {row["covers"]: row for row in json.loads(listed.stdout)}
+        assert rows["vectors tagged 'ops'"]["documents"] == 1_100
+        assert rows["vectors tagged 'ops'"]["scanned"] == 1.0
+        assert rows["memories' vectors"]["documents"] >= 1_150  # and maintenance's own notes
+        assert rows["memories' text"]["documents"] >= 1_150
+        table = await asyncio.to_thread(run_cli, model_cli_env, "memory", "indexes")
+        assert "vectors tagged 'ops'" in table.stdout and "1,100" in table.stdout
         args = ("memory", "search", "rotate the key", "--tag", "ops", "--limit", "5", "--json")
         found = await asyncio.to_thread(run_cli, model_cli_env, *args)
         assert found.returncode == 0, found.stderr

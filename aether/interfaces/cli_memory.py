@@ -456,6 +456,20 @@ def _reindexed(done: transfer_ops.Reindexed, out: Out[transfer_ops.Reindexed]) -
     out.emit(done, f"index {done.index} ready; memories counted: {summary}")
 
 
+@command(app, "indexes", transfer_ops.memory_indexes)
+def _indexes(found: transfer_ops.SearchIndexes, out: Out[transfer_ops.SearchIndexes]) -> None:
+    """List the search indexes (a large tag's own ones too), as Redis has them now."""
+    columns: list[Column[Mapping[str, object]]] = [
+        Column("covers", lambda i: i["covers"]),
+        Column("documents", lambda i: f"{i['documents']:,}", justify="right"),
+        Column("scanned", lambda i: f"{float(str(i['scanned'])):.0%}", justify="right"),
+        Column("MB", lambda i: f"{float(str(i['memory_mb'])):,.1f}", justify="right"),
+        Column("name", lambda i: i["name"]),
+    ]
+    rows = [index.model_dump() for index in found.indexes]
+    out.table(rows, columns, empty="no search index yet")
+
+
 @command(longterm_app, "list", ops.memory_notes, zone=True)
 def _notes(found: ops.Notes, out: Out[ops.Notes]) -> None:
     """List long-term memories (exit 2 when there are none)."""

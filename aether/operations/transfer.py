@@ -16,7 +16,16 @@ from aether.errors import InvalidOperationError
 from aether.operations.base import Caller, NoArgs, operation
 from aether.operations.parts import Parts
 
-__all__ = ["ExportArgs", "ImportArgs", "memory_export", "memory_import", "memory_reindex"]
+__all__ = [
+    "ExportArgs",
+    "ImportArgs",
+    "SearchIndex",
+    "SearchIndexes",
+    "memory_export",
+    "memory_import",
+    "memory_indexes",
+    "memory_reindex",
+]
 
 
 class Reindexed(BaseModel):
@@ -39,6 +48,46 @@ async def memory_reindex(parts: Parts, caller: Caller, args: NoArgs) -> Reindexe
     )
     counts = await MemoryIndex(parts.memory).rebuild(caller.counter(stage="recounting memories"))
     return Reindexed(index=parts.keys.memory_index(), counts=counts)
+
+
+class SearchIndex(BaseModel):
+    """One of the namespace's search indexes."""
+
+    name: str
+    covers: str = Field(description="What it indexes: memories' text, their vectors, a tag's.")
+    documents: int = Field(description="Hashes or documents it holds.")
+    scanned: float = Field(description="Share of the existing ones scanned so far (0-1).")
+    memory_mb: float = Field(description="Redis memory its structures take (MB).")
+
+
+class SearchIndexes(BaseModel):
+    """The namespace's search indexes."""
+
+    indexes: list[SearchIndex]
+
+
+@operation(read_only=True, agent=False)
+async def memory_indexes(parts: Parts, caller: Caller, args: NoArgs) -> SearchIndexes:
+    """The namespace's search indexes, a large tag's own ones included, as Redis has them.
+
+    Asks Redis for each index (``FT.INFO``: a fraction of a second for the vector index at
+    a million memories); an index not made yet is left out.
+    """
+    from aether.memory.storage.scoped_indexes import ScopedIndexes, index_state
+
+    memory = parts.memory
+    scoped = ScopedIndexes(memory.client, memory.keys)
+    covers = {memory.keys.memory_index(): "memories' text"}
+    vectors = memory.vector_index()
+    if vectors is not None:
+        covers[vectors.name] = "memories' vectors"
+    covers |= {name: f"vectors tagged {tag!r}" for name, tag in (await scoped.tags()).items()}
+    found = []
+    for name, what in covers.items():
+        state = await index_state(memory.client, name)
+        if state is not None:
+            found.append(SearchIndex(name=name, covers=what, **state))
+    return SearchIndexes(indexes=found)
 
 
 class ExportArgs(BaseModel):

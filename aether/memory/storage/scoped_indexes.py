@@ -42,6 +42,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from redis.asyncio import Redis
 from redis.commands.search.index_definition import IndexDefinition, IndexType
@@ -55,8 +56,10 @@ from aether.store.redaction import Needle
 
 __all__ = [
     "READY_TTL_S",
+    "IndexState",
     "ScopedIndex",
     "ScopedIndexes",
+    "index_state",
     "scopable",
     "tag_filter",
     "tag_forms",
@@ -343,6 +346,40 @@ class ScopedIndexes:
             "index_definition", []
         )
         return text(_info_map(definition).get("filter", b""))
+
+
+class IndexState(TypedDict):
+    """What :func:`index_state` reads of an index."""
+
+    documents: int
+    scanned: float
+    memory_mb: float
+
+
+async def index_state(client: Redis, name: str) -> IndexState | None:
+    """What ``FT.INFO`` says of an index: ``documents``, ``scanned`` (0-1), ``memory_mb``.
+
+    ``None`` when there is no such index.
+    """
+    try:
+        fields = _info_map(await command(client, "FT.INFO", name))
+    except ResponseError:
+        return None
+    scanned = 1.0 if not _number(fields.get("indexing")) else _number(fields.get("percent_indexed"))
+    memory = sum(
+        _number(fields.get(f))
+        for f in (
+            "inverted_sz_mb",
+            "vector_index_sz_mb",
+            "offset_vectors_sz_mb",
+            "doc_table_size_mb",
+        )
+    )
+    return {
+        "documents": int(_number(fields.get("num_docs"))),
+        "scanned": round(scanned, 3),
+        "memory_mb": round(memory, 1),
+    }
 
 
 def _info_map(reply: object) -> dict[str, object]:
