@@ -117,9 +117,7 @@ class RedisVectors:
         configured = self.memory.settings.knn_filtered_policy
         if configured != "adaptive":
             return configured
-        if limits.expression() is None:
-            return "auto"
-        memory = self.memory
+        memory = self.memory  # FilterSizes answers "auto" for an unfiltered ``limits``
         return await self.sizes.policy(memory.client, index, memory.text_index(), limits, readings)
 
     def command(self, vector: list[float], plan: Knn, pool: int) -> Any:

@@ -42,12 +42,13 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
 from redis.asyncio import Redis
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import ResponseError
 from redisvl.index import AsyncSearchIndex
+from redisvl.redis.utils import convert_bytes
 
 from aether.codec import command, text
 from aether.keys import Keyspace
@@ -335,17 +336,14 @@ class ScopedIndexes:
 
     async def _scanned(self, name: str) -> int | None:
         """The readings ``name`` holds once it has scanned its hashes, else ``None``."""
-        info = await command(self.client, "FT.INFO", name)
-        fields = _info_map(info)
-        if _number(fields.get("indexing")):
+        info = await _info(self.client, name)
+        if _number(info.get("indexing")):
             return None
-        return int(_number(fields.get("num_docs")))
+        return int(_number(info.get("num_docs")))
 
     async def _filter(self, name: str) -> str:
-        definition = _info_map(await command(self.client, "FT.INFO", name)).get(
-            "index_definition", []
-        )
-        return text(_info_map(definition).get("filter", b""))
+        definition = (await _info(self.client, name)).get("index_definition") or {}
+        return str(definition.get("filter", "")) if isinstance(definition, dict) else ""
 
 
 class IndexState(TypedDict):
@@ -362,7 +360,7 @@ async def index_state(client: Redis, name: str) -> IndexState | None:
     ``None`` when there is no such index.
     """
     try:
-        fields = _info_map(await command(client, "FT.INFO", name))
+        fields = await _info(client, name)
     except ResponseError:
         return None
     scanned = 1.0 if not _number(fields.get("indexing")) else _number(fields.get("percent_indexed"))
@@ -382,13 +380,14 @@ async def index_state(client: Redis, name: str) -> IndexState | None:
     }
 
 
-def _info_map(reply: object) -> dict[str, object]:
-    """``FT.INFO``'s reply (a RESP3 map, or a RESP2 flat list) as a dict by name."""
-    if isinstance(reply, dict):
-        return {text(k): v for k, v in reply.items()}
-    if isinstance(reply, list):
-        return {text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
-    return {}
+async def _info(client: Redis, name: str) -> dict[str, Any]:
+    """``FT.INFO`` as redis-py reads it, its bytes decoded as redisvl's ``info`` does them.
+
+    Raises:
+        ResponseError: no such index.
+    """
+    info = await client.ft(name).info()  # type: ignore[no-untyped-call]
+    return cast(dict[str, Any], convert_bytes(info))
 
 
 def _number(value: object) -> float:
