@@ -12,12 +12,15 @@ Two parts, one JSON object:
    for a tool call that waits for the operator (the others, and a heartbeat, must be served
    meanwhile),
    the operator approves it by an id prefix, the heartbeat and maintenance run at the
-   day's time, the operator takes a checkpoint, writes, rolls back and undoes, and every
+   day's time, the day's notes' tag gets its own vector index (maintenance drops it every
+   other day, at the real reach; a scoped index, decision 0011), the operator takes a
+   checkpoint, writes, rolls back and undoes, and every
    week erases a text, and the name of a session named after a person, while the daemon
    runs. Faults: every third day the daemon dies
    mid-day (its task cancelled without a clean stop, a message in hand); every seventh
    day the Redis server is SIGKILLed and started again. After each day: every message
-   answered exactly once, every acknowledged memory present, nothing holding writes, the
+   answered exactly once, every acknowledged memory present and found by a search filtered
+   by its tag (through the tag's own index while it stands), nothing holding writes, the
    erased texts nowhere, the journal's hash chain and the live state verified.
 
 Prints ``{"steps", "simulated_days", "violations", "failures": [{"seed", "error"}], ...}``;
@@ -53,6 +56,7 @@ from aether.codec import text
 from aether.config import Settings
 from aether.errors import REDIS_OUTAGE
 from aether.identity.bootstrap import default_identity_dir
+from aether.memory.retrieval.vector_source import RedisVectors
 from aether.operations import REGISTRY, Caller, Parts
 from aether.runtime.daemon import Daemon
 from aether.runtime.inbox import Inbox
@@ -63,6 +67,7 @@ from aether.testing.model import ScriptedOpenAI, echo, structured
 from bench.whole_product import WholeProduct
 
 SESSIONS = ("alpha", "beta", "tools")
+NOTES_TAG = "field-notes"
 START = datetime(2026, 3, 2, 8, tzinfo=UTC)
 
 
@@ -119,7 +124,14 @@ class Life:
             home=home,
             namespace="life",
             workspace=home / "ws",
-            embedding={"provider": "none"},  # type: ignore[arg-type]
+            # the scripted model's embeddings: the memories have vectors, so a tag can
+            # have its own vector index (below)
+            embedding={
+                "provider": "openai",
+                "model": "bow",
+                "base_url": model.base_url,
+                "dims": 64,
+            },  # type: ignore[arg-type]
             daemon={"heartbeat_interval_s": 10**6, "maintenance_interval_s": 10**6},  # type: ignore[arg-type]
             tools={"approval_timeout_s": 120},  # type: ignore[arg-type]
         )
@@ -127,6 +139,7 @@ class Life:
         self.model = model
         self.sent: dict[str, str] = {}  # inbox id -> session
         self.memories: dict[str, str] = {}  # daily entry id -> text
+        self.tagged: set[str] = set()  # the entries tagged NOTES_TAG
         self.erased: list[str] = []
         self.violations: list[str] = []
         self.exits: list[str] = []  # why the daemon's task ended on its own, if it did
@@ -139,6 +152,9 @@ class Life:
             "redis_kills": 0,
             "heartbeats": 0,
             "maintenance": 0,
+            "scoped_indexes_made": 0,
+            "tag_searches": 0,
+            "tag_searches_scoped": 0,
         }
 
     def clock(self) -> float:
@@ -244,11 +260,15 @@ class Life:
         # memories, the heartbeat and maintenance at the day's time
         for i in range(3):
             self.now += timedelta(hours=1)
-            entry = await self.op("memory_log", content=f"day {n} note {i} token lifez{n}q{i}")
+            entry = await self.op(
+                "memory_log", content=f"day {n} note {i} token lifez{n}q{i}", tags=[NOTES_TAG]
+            )
             self.memories[entry["id"]] = f"lifez{n}q{i}"
-        if n % 2 == 0:
+            self.tagged.add(entry["id"])
+        if n % 2 == 0:  # at the real reach it drops the tag's index (too few memories)
             await self.daemon.maintenance()
             self.counts["maintenance"] += 1
+        await self.scope_the_notes()
         # the operator's rollback and undo while it runs
         cp = await self.op("checkpoint_create", label=f"day {n}")
         extra = await self.op("memory_log", content=f"a mistake on day {n}")
@@ -274,6 +294,25 @@ class Life:
             for other in self.erased[:-1]:
                 again = await self.op("erase_verify", text=other)
                 self.check(again["clean"], f"an earlier erased text came back: {again['found']}")
+
+    async def scope_the_notes(self) -> None:
+        """The notes' tag given its own vector index, as maintenance gives a tag past the
+        reach (here the reach is 2), and this process's searches told: the tag-filtered
+        searches of the audit walk it, across rollbacks, erasures, the daemon's crashes and
+        Redis's restarts, until the daemon's next maintenance drops it."""
+        vectors = self.parts.search.candidates.vectors
+        index = vectors.index()
+        if not isinstance(vectors, RedisVectors) or index is None:
+            self.check(False, "the life's search has no Redis vector index")
+            return
+        made, _ = await vectors.scoped.sync(index, 2, 8)
+        self.counts["scoped_indexes_made"] += len(made)
+        for _ in range(200):
+            vectors.scoped.forget()
+            if await vectors.scoped.ready(index, NOTES_TAG) is not None:
+                return
+            await asyncio.sleep(0.05)
+        self.check(False, "the notes' own index never finished scanning")
 
     async def erase_person(self, person: str) -> None:
         """Erase a session's name while the daemon serves it: its keys and messages go (the
@@ -301,6 +340,21 @@ class Life:
             )
         for entry, token in self.memories.items():
             self.check(bool(await self.client.exists(keys.daily_entry(entry))), f"lost {token}")
+        vectors = self.parts.search.candidates.vectors
+        index = vectors.index()
+        for entry in sorted(self.tagged & set(self.memories)):
+            token = self.memories[entry]
+            scoped = isinstance(vectors, RedisVectors) and index is not None
+            if scoped and await vectors.scoped.ready(index, NOTES_TAG) is not None:
+                self.counts["tag_searches_scoped"] += 1
+            self.counts["tag_searches"] += 1
+            found = await self.op("memory_search", query=token, limit=5, tags=[NOTES_TAG])
+            hits = found["results"]
+            self.check(entry in [h["id"] for h in hits], f"the {NOTES_TAG} search missed {token}")
+            self.check(
+                all(NOTES_TAG in (h.get("tags") or []) for h in hits),
+                f"the {NOTES_TAG} search found other tags: {hits}",
+            )
         self.check(not await self.client.exists(keys.write_hold()), "a write hold was left")
         self.check(not await self.client.exists(keys.admin_lock()), "an admin lock was left")
         chain = await self.parts.journal.verify()  # the daemon's, the operator's, the crashes'

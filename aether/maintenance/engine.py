@@ -39,6 +39,7 @@ from aether.memory.knowledge.beliefs import REMEMBER_TAG, Beliefs
 from aether.memory.knowledge.learner import ConversationLearner
 from aether.memory.retrieval.filter_size import brute_force_max
 from aether.memory.retrieval.search import MemorySearch
+from aether.memory.retrieval.vector_source import RedisVectors
 from aether.memory.storage.layer import MemoryLayer
 from aether.memory.storage.records import MemoryDoc
 from aether.memory.storage.scoped_indexes import ScopedIndexes
@@ -424,7 +425,12 @@ class MaintenanceEngine:
         info = await self.memory.text_index().info()
         reach = brute_force_max(int(info.get("num_docs", 0) or 0))
         limit = self.memory.settings.scoped_indexes
-        scoped = ScopedIndexes(self.client, self.keys)
+        vectors_source = self.search.candidates.vectors
+        scoped = (  # the searches' own: they see what it makes and drops at once
+            vectors_source.scoped
+            if isinstance(vectors_source, RedisVectors)
+            else ScopedIndexes(self.client, self.keys)
+        )
         created, dropped = await scoped.sync(vectors, reach, limit, dry_run=dry_run)
         step.changed = len(created) + len(dropped)
         step.items = [f"+{name}" for name in created] + [f"-{name}" for name in dropped]

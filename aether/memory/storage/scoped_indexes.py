@@ -104,9 +104,15 @@ def tag_forms(tag: str, seen: Iterable[str] = ()) -> list[str]:
 
 
 def tag_filter(forms: list[str]) -> str:
-    """The ``FILTER`` of an index of one tag: any of its ``forms`` (:func:`tag_forms`)."""
+    """The ``FILTER`` of an index of one tag: any of its ``forms`` (:func:`tag_forms`).
+
+    ``exists(@tags)`` first: RediSearch leaves out a hash without the field when the index
+    scans the hashes there before it, but lets one written afterwards in (an untagged
+    memory's vector was found by a tag's search in the whole-product simulation).
+    """
     sep = TAG_SEPARATOR
-    return " || ".join(f'contains(format("{sep}%s{sep}", @tags), "{sep}{f}{sep}")' for f in forms)
+    found = (f'contains(format("{sep}%s{sep}", @tags), "{sep}{f}{sep}")' for f in forms)
+    return f"exists(@tags) && ({' || '.join(found)})"
 
 
 def _forms_of(expression: str) -> list[str] | None:
