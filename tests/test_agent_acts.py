@@ -35,6 +35,7 @@ from tests.conftest import run_cli
 from tests.test_daemon import _env as llm_env
 from tests.test_daemon_faults import _stop as stop_daemon
 from tests.test_daemon_faults import _up as start_daemon
+from tests.test_daemon_faults import _wait_up as wait_up
 
 CALC_SERVER = Path(__file__).parent / "servers" / "calc_mcp.py"
 
@@ -293,6 +294,52 @@ def test_the_agent_acts_through_the_daemon(daemon_env: dict[str, str], tmp_path:
     assert any(not e["success"] and "denied" in e["output"] for e in episodes)
     registry = {t["name"] for t in _json(env, "tools", "list")}
     assert {"calc__add", "read_file", "bash", "memory_search"} <= registry
+
+
+def test_a_turn_parked_on_an_approval_asks_once_across_a_daemon_crash(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGKILL the daemon while a turn waits for the operator: the restarted daemon runs
+    the turn again and waits on the same request (no orphan beside a second one), and the
+    operator's one approval lets the edit run once and the message be answered once."""
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("def main():\n    return 'hello'\n")
+    with ScriptedOpenAI(responder=agent_model) as server:
+        env = {**llm_env(cli_env, server), "AETHER_ARCHETYPE": "coding"}
+        env |= {"AETHER_WORKSPACE": str(ws), "AETHER_TOOLS__APPROVAL_TIMEOUT_S": "300"}
+        first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+        daemon = start_daemon(env, first_log)
+        try:
+            wait_up(env, daemon, first_log)
+            asked_before = len(server.chat_requests())
+            sending = subprocess.Popen(
+                [sys.executable, "-m", "aether", "send", "EDIT the greeting", "--timeout", "120"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
+            [request] = _until(lambda: _pending(env))
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait(10)
+            daemon = start_daemon(env, second_log)
+            wait_up(env, daemon, second_log)
+            # the turn ran again (the model asked again) and waits on the same request
+            _until(lambda: request["id"] in second_log.read_text())
+            assert len(server.chat_requests()) > asked_before + 1
+            assert [r["id"] for r in _pending(env)] == [request["id"]]
+            assert "'hello'" in (ws / "src" / "app.py").read_text()  # not run unapproved
+            approved = run_cli(env, "approvals", "approve", request["id"][:10])
+            assert approved.returncode == 0, approved.stderr
+            out, err = sending.communicate(timeout=120)
+            assert sending.returncode == 0, err
+            assert "replaced 1" in out and "'bye'" in (ws / "src" / "app.py").read_text()
+            requests = _json(env, "approvals", "list", "--status", "approved")
+            assert [r["id"] for r in requests] == [request["id"]] and not _pending(env)
+        finally:
+            stop_daemon(daemon)
 
 
 # ---------------------------------------------------------------- in-process, over days

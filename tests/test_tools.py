@@ -287,6 +287,41 @@ async def test_an_unanswered_request_is_denied_at_its_deadline(
         await approvals.decide(request.id, approve=True, by="late operator")
 
 
+async def test_a_turn_run_again_gets_the_request_it_asked_before(
+    client: Redis, keys: Keyspace
+) -> None:
+    approvals = Approvals(client, keys)
+
+    async def ask(turn: str | None, session: str = "s", **arguments: object) -> str:
+        asked = await approvals.request(
+            "bash", arguments, session=session, reason="r", timeout_s=60, turn=turn
+        )
+        return asked.id
+
+    first = await ask("msg-1\x001", command="ls")
+    # the same turn and call, asked again (the daemon crashed and ran the turn again)
+    assert await ask("msg-1\x001", command="ls") == first
+    assert [r.id for r in await approvals.pending()] == [first]
+    # another call, another occurrence of the same call, session or turn: a request each
+    others = {
+        await ask("msg-1\x001", command="rm"),
+        await ask("msg-1\x002", command="ls"),
+        await ask("msg-1\x001", "t", command="ls"),
+        await ask("msg-2\x001", command="ls"),
+        await ask(None, command="ls"),
+        await ask(None, command="ls"),
+    }
+    assert len(others) == 6 and first not in others
+    # decided while the turn was away: the turn acts on that decision, unasked
+    await approvals.decide(first, approve=True, by="cli")
+    again = await approvals.request(
+        "bash", {"command": "ls"}, session="s", reason="r", timeout_s=60, turn="msg-1\x001"
+    )
+    assert again.id == first and again.status == "approved"
+    # no text of the call in what names it
+    assert "ls" not in again.turn and "msg-1" not in again.turn and len(again.turn) == 32
+
+
 async def test_the_caller_asks_denies_and_runs(client: Redis, keys: Keyspace) -> None:
     box = Toolbox()
     ran: list[str] = []

@@ -7,12 +7,20 @@ past its deadline it is denied by ``timeout``. The first decision wins: two oper
 answering at once, or an operator and the deadline, never both land (a WATCH'ed
 transaction on the one key). Approvals are outside the rolled-back state: a rollback
 of memory does not un-ask a question about the world.
+
+A turn asks once: a request names the turn and call that asked (a digest of the session,
+the inbox message, the call's place among the turn's same calls, the tool and its
+arguments), and a turn run again after the daemon crashed gets the request it asked
+before, pending or decided, instead of a second one the operator would have to tell
+apart from an orphan.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -31,6 +39,8 @@ __all__ = ["KEEP_S", "ApprovalRequest", "ApprovalStatus", "Approvals"]
 
 KEEP_S = 30 * 86_400
 PAGE = 200
+RECENT = 1000
+"""How many of the newest requests a turn run again looks through for its own."""
 ApprovalStatus = Literal["pending", "approved", "denied"]
 
 
@@ -48,6 +58,7 @@ class ApprovalRequest(BaseModel):
     decided_by: str = Field(default="", description="who decided (an operator, or timeout)")
     decided_at: float | None = None
     note: str = Field(default="", description="the operator's reason for a denial")
+    turn: str = Field(default="", description="a digest of the turn and call that asked")
 
     def expired(self, now: float) -> bool:
         """Pending and past its deadline (its waiter is gone or about to deny it)."""
@@ -78,8 +89,26 @@ class Approvals:
         session: str,
         reason: str,
         timeout_s: float,
+        turn: str | None = None,
     ) -> ApprovalRequest:
-        """Ask: a new pending request, answerable until ``timeout_s`` from now."""
+        """Ask: a new pending request, answerable until ``timeout_s`` from now.
+
+        Args:
+            tool: the tool the agent wants to call.
+            arguments: its arguments.
+            session: the chat session of the call.
+            reason: the policy rule that matched.
+            timeout_s: how long the operator has to answer.
+            turn: the turn and call asking (the inbox message's id and the call's place
+                among the turn's same calls), when the turn can run again: a request it
+                asked before for the same tool and arguments is returned as it stands
+                (pending, approved or denied) instead of asking again.
+        """
+        digest = "" if turn is None else _turn_digest(session, turn, tool, arguments)
+        if digest:
+            earlier = await self._asked(digest)
+            if earlier is not None:
+                return earlier
         now = self.clock()
         request = ApprovalRequest(
             id=new_id(),
@@ -89,6 +118,7 @@ class Approvals:
             reason=reason,
             requested_at=now,
             expires_at=now + timeout_s,
+            turn=digest,
         )
         key = self.keys.approval(request.id)
         async with self.client.pipeline(transaction=False) as pipe:
@@ -98,6 +128,19 @@ class Approvals:
             pipe.zremrangebyscore(self.keys.approvals(), "-inf", now - KEEP_S)
             await pipe.execute()
         return request
+
+    async def _asked(self, digest: str) -> ApprovalRequest | None:
+        """The newest request of the turn and call ``digest`` names, if one is recent."""
+        ids = texts(await self.client.zrevrange(self.keys.approvals(), 0, RECENT - 1))
+        async with self.client.pipeline(transaction=False) as pipe:
+            for approval_id in ids:
+                pipe.hget(self.keys.approval(approval_id), "turn")
+            turns = await pipe.execute()
+        for approval_id, asked in zip(ids, turns, strict=True):
+            if asked is not None and text(asked) == digest:
+                with contextlib.suppress(NotFoundError):  # expired meanwhile: ask anew
+                    return await self.get(approval_id)
+        return None
 
     async def resolve(self, given: str) -> str:
         """The full id of the request ``given`` names (its id, or a prefix of 4+ characters).
@@ -256,6 +299,12 @@ class Approvals:
                 except ConflictError:
                     continue  # an operator answered first: read their decision
             await asyncio.sleep(min(poll_s, max(0.01, request.expires_at - self.clock())))
+
+
+def _turn_digest(session: str, turn: str, tool: str, arguments: dict[str, Any]) -> str:
+    """What names one call of one turn (:meth:`Approvals.request`); no text of it."""
+    call = json.dumps(arguments, sort_keys=True, default=str)
+    return hashlib.sha256("\x00".join((session, turn, tool, call)).encode()).hexdigest()[:32]
 
 
 def _fields(request: ApprovalRequest) -> dict[str, str]:

@@ -303,7 +303,7 @@ class AgentRuntime(OnParts):
             await self._ledger_llm(llm.model, completion, (time.perf_counter() - started) * 1000)
             if completion.tool_calls and not last:
                 runs = [
-                    await self.tool_caller.run(call, policy, guard)
+                    await self.tool_caller.run(call, policy, guard, turn=ref)
                     for call in completion.tool_calls
                 ]
                 await self._record_tools(completion.content, completion.tool_calls, runs)

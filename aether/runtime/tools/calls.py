@@ -58,7 +58,7 @@ class TurnGuard:
         if self.calls >= self.max_calls:
             self.stop = f"this turn's budget of {self.max_calls} tool calls is spent"
             return f"stopped: {self.stop}; answer with what you have"
-        key = f"{call.name}\x00{_canonical(call.arguments)}"
+        key = self.key(call)
         self.seen[key] += 1
         if self.seen[key] >= self.repeat_limit:
             return (
@@ -66,6 +66,11 @@ class TurnGuard:
                 "arguments; it is not run again: use the result you have or change the arguments"
             )
         return None
+
+    @staticmethod
+    def key(call: ToolCall) -> str:
+        """What makes two calls the same call: the tool and its arguments, canonical."""
+        return f"{call.name}\x00{_canonical(call.arguments)}"
 
     def record(self, run: ToolRun) -> None:
         """Count a call that ran (or was denied)."""
@@ -100,13 +105,26 @@ class ToolCaller:
         self.session = session
         self.on_request = on_request
 
-    async def run(self, call: ToolCall, policy: Policy, guard: TurnGuard) -> ToolRun:
-        """One call, through the guard, the policy and (if asked) the operator."""
-        run = await self._run(call, policy, guard)
+    async def run(
+        self, call: ToolCall, policy: Policy, guard: TurnGuard, turn: str | None = None
+    ) -> ToolRun:
+        """One call, through the guard, the policy and (if asked) the operator.
+
+        Args:
+            call: the model's call.
+            policy: the operator's policy.
+            guard: the turn's budgets.
+            turn: what the turn answers (an inbox message's id), when it can be run again:
+                a turn run again after a crash then waits on the request it asked before
+                (or acts on the decision given meanwhile) instead of asking anew.
+        """
+        run = await self._run(call, policy, guard, turn)
         run.call = call.call
         return run
 
-    async def _run(self, call: ToolCall, policy: Policy, guard: TurnGuard) -> ToolRun:
+    async def _run(
+        self, call: ToolCall, policy: Policy, guard: TurnGuard, turn: str | None
+    ) -> ToolRun:
         refused = guard.refuse(call)
         if refused is not None:
             return _not_run(call, refused, "stopped", None)
@@ -140,6 +158,7 @@ class ToolCaller:
                     session=self.session,
                     reason=verdict.rule,
                     timeout_s=self.settings.approval_timeout_s,
+                    turn=None if turn is None else f"{turn}\x00{guard.seen[guard.key(call)]}",
                 )
                 log.warning(
                     "a tool call waits for the operator's approval",
