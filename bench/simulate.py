@@ -16,9 +16,13 @@ Two parts, one JSON object:
    other day, at the real reach; a scoped index, decision 0011), the operator takes a
    checkpoint, writes, rolls back and undoes, and every
    week erases a text, and the name of a session named after a person, while the daemon
-   runs. Faults: every third day the daemon dies
-   mid-day (its task cancelled without a clean stop, a message in hand); every seventh
-   day the Redis server is SIGKILLed and started again. After each day: every message
+   runs. Faults, placed by the seed (``--seed``; the first week has each kind once): on
+   about one day in three the daemon dies (its task cancelled without a clean stop)
+   while a turn waits for the operator (the next daemon must run it again and wait on
+   the request it asked before, the only one pending), in the middle of its maintenance
+   (the next run must finish it, nothing lost), or at the day's end with a message in
+   hand; on about one day in seven the Redis server is SIGKILLed and
+   started again, likewise while a turn waits or at the day's end. After each day: every message
    answered exactly once, every acknowledged memory present and found by a search filtered
    by its tag (through the tag's own index while it stands), nothing holding writes, the
    erased texts nowhere, the journal's hash chain and the live state verified.
@@ -38,6 +42,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import signal
 import sys
 import tempfile
@@ -54,7 +59,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from aether.codec import text
 from aether.config import Settings
-from aether.errors import REDIS_OUTAGE
+from aether.errors import REDIS_OUTAGE, CheckpointError
 from aether.identity.bootstrap import default_identity_dir
 from aether.memory.retrieval.vector_source import RedisVectors
 from aether.operations import REGISTRY, Caller, Parts
@@ -67,6 +72,8 @@ from aether.testing.model import ScriptedOpenAI, echo, structured
 from bench.whole_product import WholeProduct
 
 SESSIONS = ("alpha", "beta", "tools")
+CRASHES = ("crash while parked", "crash with a message in hand", "crash during maintenance")
+OUTAGES = ("outage while parked", "outage at the day's end")
 NOTES_TAG = "field-notes"
 START = datetime(2026, 3, 2, 8, tzinfo=UTC)
 
@@ -113,11 +120,28 @@ def run_operations(home: Path, steps: int, first_seed: int, per_example: int) ->
 
 
 # -- part 2: the daemon's life ---------------------------------------------------------------
+def _fault_plan(rng: random.Random, days: int = 366) -> list[set[str]]:
+    """Each day's faults, by the seed: the daemon dies on about one day in three, Redis on
+    one in seven, each at a moment the seed picks (while a turn waits for the operator, or
+    at the day's end); the first week has one of each moment, whatever the seed."""
+    plan: list[set[str]] = [set() for _ in range(days)]
+    for n, fault in zip(rng.sample(range(7), 5), [*CRASHES, *OUTAGES], strict=True):
+        plan[n].add(fault)
+    for n in range(7, days):
+        if rng.random() < 1 / 3:
+            plan[n].add(rng.choice(CRASHES))
+        if rng.random() < 1 / 7:
+            plan[n].add(rng.choice(OUTAGES))
+    return plan
+
+
 class Life:
     """One agent's weeks: the daemon, its operator, its sessions, and the faults."""
 
-    def __init__(self, home: Path, model: ScriptedOpenAI) -> None:
+    def __init__(self, home: Path, model: ScriptedOpenAI, seed: int) -> None:
         self.home = home
+        self.rng = random.Random(seed)
+        self.faults = _fault_plan(self.rng)
         self.server = EmbeddedRedis(Settings(home=home, redis_appendfsync="always"))
         self.now = START
         self.settings = Settings(
@@ -138,6 +162,7 @@ class Life:
         (home / "ws").mkdir(parents=True, exist_ok=True)
         self.model = model
         self.sent: dict[str, str] = {}  # inbox id -> session
+        self.asked_text: dict[str, str] = {}  # inbox id -> content
         self.memories: dict[str, str] = {}  # daily entry id -> text
         self.tagged: set[str] = set()  # the entries tagged NOTES_TAG
         self.erased: list[str] = []
@@ -150,6 +175,8 @@ class Life:
             "erasures": 0,
             "daemon_kills": 0,
             "redis_kills": 0,
+            "faults_while_parked": 0,
+            "maintenance_interrupted": 0,
             "heartbeats": 0,
             "maintenance": 0,
             "scoped_indexes_made": 0,
@@ -226,6 +253,7 @@ class Life:
     async def send(self, content: str, session: str) -> str:
         message = await self.inbox.send(content, session=session)
         self.sent[message] = session
+        self.asked_text[message] = content
         self.counts["messages"] += 1
         return message
 
@@ -242,6 +270,8 @@ class Life:
             request = pending[0] if pending else None
             await asyncio.sleep(0.05)
         self.check(request is not None, "the tool call never asked for approval")
+        if request is not None and self.faults[n] & {CRASHES[0], OUTAGES[0]}:
+            await self.fault_while_parked(n, asked, request.id)
         others = [await self.send(f"how is the day {n} going, {s}?", s) for s in SESSIONS[:2]]
         # a session named after the person it is with, erased at the week's end by that name
         person = f"kestrup{n // 7}"
@@ -265,7 +295,10 @@ class Life:
             )
             self.memories[entry["id"]] = f"lifez{n}q{i}"
             self.tagged.add(entry["id"])
-        if n % 2 == 0:  # at the real reach it drops the tag's index (too few memories)
+        if CRASHES[2] in self.faults[n]:  # the daemon dies in the middle of maintenance
+            await self.interrupted_maintenance()
+        if n % 2 == 0 or CRASHES[2] in self.faults[n]:
+            # at the real reach it drops the tag's index (too few memories)
             await self.daemon.maintenance()
             self.counts["maintenance"] += 1
         await self.scope_the_notes()
@@ -277,7 +310,13 @@ class Life:
             not await self.client.exists(self.parts.keys.daily_entry(extra["id"])),
             "the rollback left the mistake",
         )
-        await self.op("checkpoint_undo")
+        try:
+            await self.op("checkpoint_undo")
+        except CheckpointError as e:  # who wrote between the rollback and the undo
+            entries = await self.client.xrevrange(self.parts.keys.journal(), count=6)
+            writers = [(text(f.get(b"a", b"")), text(f.get(b"r", b""))) for _, f in entries]
+            self.check(False, f"undo refused ({e}); the journal's last writers: {writers}")
+            return
         self.memories[extra["id"]] = f"a mistake on day {n}"
         self.counts["rollbacks"] += 1
         # an erasure while the daemon runs, once a week
@@ -294,6 +333,67 @@ class Life:
             for other in self.erased[:-1]:
                 again = await self.op("erase_verify", text=other)
                 self.check(again["clean"], f"an earlier erased text came back: {again['found']}")
+
+    async def fault_while_parked(self, n: int, asked: str, request: str) -> None:
+        """The daemon dies, or Redis, while a turn waits for the operator: the turn (run
+        again by the next daemon, or riding Redis's restart out) waits on the request it
+        asked before, the only one pending."""
+        before = self.model_asked(asked)
+        if CRASHES[0] in self.faults[n]:
+            await self.stop_daemon(crash=True)
+            await self.start_daemon()
+        if OUTAGES[0] in self.faults[n]:
+            await self.outage()
+            if self.task.done():
+                await self.restart_after_exit()
+        self.counts["faults_while_parked"] += 1
+        if CRASHES[0] in self.faults[n]:  # the turn died with the daemon: it runs again
+            deadline = time.monotonic() + 30
+            while self.model_asked(asked) <= before and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            self.check(self.model_asked(asked) > before, "the parked turn was not run again")
+        await asyncio.sleep(0.5)  # the run again asks (or finds) its request
+        pending = [r.id for r in await self.parts.approvals.pending("tools")]
+        self.check(pending == [request], f"after the fault, pending {pending}, not {request}")
+
+    async def interrupted_maintenance(self) -> None:
+        """A maintenance run cut short at a moment the seed picks, with the daemon: the
+        next daemon's run must find the state whole (the audit) and finish the work."""
+        run = asyncio.create_task(self.daemon.maintenance())
+        await asyncio.sleep(self.rng.uniform(0, 0.3))
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        await self.stop_daemon(crash=True)
+        await self.start_daemon()
+        self.counts["maintenance_interrupted"] += 1
+
+    def model_asked(self, inbox_id: str) -> int:
+        """How often the model was asked to answer the message ``inbox_id`` carried."""
+        content = self.asked_text.get(inbox_id)
+        return sum(
+            1
+            for body in self.model.chat_requests()
+            if content
+            and any(
+                content in str(m.get("content")) for m in body["messages"] if m["role"] == "user"
+            )
+        )
+
+    async def outage(self) -> None:
+        """Redis SIGKILLed and started again; back once it answers."""
+        pid = self.server.status().pid
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            self.counts["redis_kills"] += 1
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(self.server.start)
+        for _ in range(100):  # the daemon's supervisor rides the outage out
+            try:
+                await self.client.ping()
+                break
+            except REDIS_OUTAGE:
+                await asyncio.sleep(0.2)
 
     async def scope_the_notes(self) -> None:
         """The notes' tag given its own vector index, as maintenance gives a tag past the
@@ -361,33 +461,22 @@ class Life:
         self.check(chain.ok, f"the journal chain is broken: {chain.breaks[:3]}")
 
 
-async def live(home: Path, days: int) -> dict[str, Any]:
+async def live(home: Path, days: int, seed: int) -> dict[str, Any]:
     started = time.monotonic()
     with ScriptedOpenAI(responder=echo, extractor=structured) as model:
-        life = Life(home, model)
+        life = Life(home, model, seed)
         await asyncio.to_thread(life.server.start)
         await life.open()
         await life.start_daemon()
         for n in range(days):
             await life.day(n)
-            if n % 3 == 2:  # the daemon dies with a message in hand
+            if CRASHES[1] in life.faults[n]:  # the daemon dies with a message in hand
                 await life.send("a message the crash interrupts", "alpha")
                 await asyncio.sleep(0.05)
                 await life.stop_daemon(crash=True)
                 await life.start_daemon()
-            if n % 7 == 5:  # Redis is killed and started again
-                pid = life.server.status().pid
-                if pid is not None:
-                    os.kill(pid, signal.SIGKILL)
-                    life.counts["redis_kills"] += 1
-                await asyncio.sleep(0.5)
-                await asyncio.to_thread(life.server.start)
-                for _ in range(100):  # the daemon's supervisor rides the outage out
-                    try:
-                        await life.client.ping()
-                        break
-                    except REDIS_OUTAGE:
-                        await asyncio.sleep(0.2)
+            if OUTAGES[1] in life.faults[n]:  # Redis is killed and started again
+                await life.outage()
             if life.task.done():  # it exited (Redis died while it started): restart it,
                 await life.restart_after_exit()  # as the process manager restarts aether up
             await life.wait_replies(list(life.sent), 60)
@@ -422,7 +511,7 @@ def main() -> None:
         finally:
             server.stop()
         life = (
-            asyncio.run(live(home / "life", args.days))
+            asyncio.run(live(home / "life", args.days, args.seed))
             if args.days
             else {"simulated_days": 0, "violations": [], "seconds": 0.0}
         )
