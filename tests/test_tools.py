@@ -320,6 +320,48 @@ async def test_a_turn_run_again_gets_the_request_it_asked_before(
     assert again.id == first and again.status == "approved"
     # no text of the call in what names it
     assert "ls" not in again.turn and "msg-1" not in again.turn and len(again.turn) == 32
+    # an approval lets its call start once; a request gone (erased) lets nothing start
+    assert await approvals.use(first) and not await approvals.use(first)
+    assert (await approvals.get(first)).used_at is not None
+    await client.delete(keys.approval(first))
+    assert not await approvals.use(first) and not await client.exists(keys.approval(first))
+
+
+async def test_a_turn_run_again_never_runs_an_approved_call_twice(
+    client: Redis, keys: Keyspace
+) -> None:
+    box = Toolbox()
+    ran: list[str] = []
+
+    async def act(arguments: dict[str, object]) -> str:
+        ran.append(str(arguments["what"]))
+        return "done"
+
+    params = {"type": "object", "properties": {"what": {"type": "string"}}}
+    box.register(Tool("fs__act", "Act on the world.", params, act, server="fs"))
+    approvals = Approvals(client, keys)
+    asked: list[str] = []
+    caller = ToolCaller(
+        box, approvals, ToolSettings(approval_timeout_s=5), "main", lambda i, t: asked.append(i)
+    )
+    policy = Policy(ToolSettings(), "supervised", set())
+    call = ToolCall("1", "fs__act", '{"what": "pay"}')
+
+    async def operator() -> None:
+        while not asked:
+            await asyncio.sleep(0.02)
+        await approvals.decide(asked[0], approve=True, by="cli")
+
+    first, _ = await asyncio.gather(
+        caller.run(call, policy, TurnGuard.of(ToolSettings()), turn="msg-9"), operator()
+    )
+    assert first.success and ran == ["pay"]
+    # the daemon crashed after the call started; the next one runs the turn again
+    again = await caller.run(call, policy, TurnGuard.of(ToolSettings()), turn="msg-9")
+    assert not again.success and again.outcome == "stopped" and ran == ["pay"]
+    assert "not run again" in again.output and asked[0] in again.output
+    assert len(asked) == 2 and asked[1] == asked[0]  # the same request, never a second one
+    assert [r.id for r in await approvals.list(limit=10)] == [asked[0]]
 
 
 async def test_the_caller_asks_denies_and_runs(client: Redis, keys: Keyspace) -> None:

@@ -12,7 +12,8 @@ A turn asks once: a request names the turn and call that asked (a digest of the 
 the inbox message, the call's place among the turn's same calls, the tool and its
 arguments), and a turn run again after the daemon crashed gets the request it asked
 before, pending or decided, instead of a second one the operator would have to tell
-apart from an orphan.
+apart from an orphan. An approval lets its call start once (:meth:`Approvals.use`): a
+call that had started before the crash is not run again unasked.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class ApprovalRequest(BaseModel):
     decided_at: float | None = None
     note: str = Field(default="", description="the operator's reason for a denial")
     turn: str = Field(default="", description="a digest of the turn and call that asked")
+    used_at: float | None = Field(
+        default=None, description="when the approved call was started (once, at most)"
+    )
 
     def expired(self, now: float) -> bool:
         """Pending and past its deadline (its waiter is gone or about to deny it)."""
@@ -281,6 +285,27 @@ class Approvals:
                 except WatchError:
                     continue
 
+    async def use(self, approval_id: str) -> bool:
+        """Record that an approved call starts; ``False`` when it was started before.
+
+        An approval lets its call run once: a turn run again after a crash finds the
+        request it asked before (:meth:`request`) and, if the call had started then,
+        must not run it a second time unasked.
+        """
+        key = self.keys.approval(approval_id)
+        async with self.client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    if await pipe.hget(key, "used_at") or not await pipe.exists(key):
+                        return False  # started before, or the request is gone (erased)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.hset(key, "used_at", str(self.clock()))
+                    await pipe.execute()
+                    return True
+                except WatchError:
+                    continue
+
     async def wait(self, approval_id: str, poll_s: float = 0.2) -> ApprovalRequest:
         """The decision on a request, waiting for it until its deadline.
 
@@ -319,4 +344,5 @@ def _parse(raw: dict[bytes, bytes]) -> ApprovalRequest:
     data: dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
     data["arguments"] = json.loads(data.get("arguments") or "{}")
     data["decided_at"] = data.get("decided_at") or None
+    data["used_at"] = data.get("used_at") or None
     return ApprovalRequest.model_validate(data)

@@ -181,6 +181,18 @@ class ToolCaller:
                     )
                     guard.record(run)
                     return run
+                if not await self.approvals.use(request.id):  # it started before a crash
+                    run = _not_run(
+                        call,
+                        f"not run again: approval {request.id} let this call start once, and"
+                        " it started before the agent restarted (or the request is gone);"
+                        " check what it did, and call it again if it must run once more",
+                        "stopped",
+                        approval,
+                        tool.server,
+                    )
+                    guard.record(run)
+                    return run
         run = await self.toolbox.run(call)
         if approval is None:
             approval = {"decision": "allowed", "by": "policy", "rule": verdict.rule}
