@@ -327,9 +327,11 @@ async def test_a_turn_run_again_gets_the_request_it_asked_before(
     assert not await approvals.use(first) and not await client.exists(keys.approval(first))
 
 
-async def test_a_turn_run_again_never_runs_an_approved_call_twice(
+def _acting_caller(
     client: Redis, keys: Keyspace
-) -> None:
+) -> tuple[ToolCaller, Approvals, list[str], list[str]]:
+    """A caller of one tool that acts on the world (``fs__act``), for session ``main``:
+    with the approvals, what the tool did, and the requests the caller asked."""
     box = Toolbox()
     ran: list[str] = []
 
@@ -344,6 +346,13 @@ async def test_a_turn_run_again_never_runs_an_approved_call_twice(
     caller = ToolCaller(
         box, approvals, ToolSettings(approval_timeout_s=5), "main", lambda i, t: asked.append(i)
     )
+    return caller, approvals, ran, asked
+
+
+async def test_a_turn_run_again_never_runs_an_approved_call_twice(
+    client: Redis, keys: Keyspace
+) -> None:
+    caller, approvals, ran, asked = _acting_caller(client, keys)
     policy = Policy(ToolSettings(), "supervised", set())
     call = ToolCall("1", "fs__act", '{"what": "pay"}')
 
@@ -365,20 +374,7 @@ async def test_a_turn_run_again_never_runs_an_approved_call_twice(
 
 
 async def test_the_caller_asks_denies_and_runs(client: Redis, keys: Keyspace) -> None:
-    box = Toolbox()
-    ran: list[str] = []
-
-    async def act(arguments: dict[str, object]) -> str:
-        ran.append(str(arguments["what"]))
-        return "done"
-
-    params = {"type": "object", "properties": {"what": {"type": "string"}}}
-    box.register(Tool("fs__act", "Act on the world.", params, act, server="fs"))
-    approvals = Approvals(client, keys)
-    asked: list[str] = []
-    caller = ToolCaller(
-        box, approvals, ToolSettings(approval_timeout_s=5), "main", lambda i, t: asked.append(i)
-    )
+    caller, approvals, ran, asked = _acting_caller(client, keys)
     policy = Policy(ToolSettings(), "supervised", set())
 
     async def operator(approve: bool) -> None:
