@@ -177,6 +177,7 @@ class Life:
             "redis_kills": 0,
             "faults_while_parked": 0,
             "maintenance_interrupted": 0,
+            "undo_refused_after_daemon_writes": 0,
             "heartbeats": 0,
             "maintenance": 0,
             "scoped_indexes_made": 0,
@@ -312,11 +313,8 @@ class Life:
         )
         try:
             await self.op("checkpoint_undo")
-        except CheckpointError as e:  # who wrote between the rollback and the undo
-            entries = await self.client.xrevrange(self.parts.keys.journal(), count=6)
-            writers = [(text(f.get(b"a", b"")), text(f.get(b"r", b""))) for _, f in entries]
-            self.check(False, f"undo refused ({e}); the journal's last writers: {writers}")
-            return
+        except CheckpointError as e:  # something wrote between the rollback and the undo
+            await self.undo_after_daemon_writes(e)
         self.memories[extra["id"]] = f"a mistake on day {n}"
         self.counts["rollbacks"] += 1
         # an erasure while the daemon runs, once a week
@@ -333,6 +331,22 @@ class Life:
             for other in self.erased[:-1]:
                 again = await self.op("erase_verify", text=other)
                 self.check(again["clean"], f"an earlier erased text came back: {again['found']}")
+
+    async def undo_after_daemon_writes(self, refused: CheckpointError) -> None:
+        """The undo was refused: state changed since the rollback. Only the daemon may have
+        written meanwhile (its learner reads the sessions just answered, off the reply's
+        path); the operator then returns to the rollback's pre-checkpoint, as the refusal
+        says, which discards those writes."""
+        last = json.loads(text(await self.client.lindex(self.parts.keys.rollbacks(), 0)))
+        since = await self.client.xrange(
+            self.parts.keys.journal(), min=f"({last['journal_entry']}", max="+"
+        )
+        writers = sorted({(text(f.get(b"a", b"")), text(f.get(b"r", b""))) for _, f in since})
+        if not writers or any(actor != "daemon" for actor, _ in writers):
+            self.check(False, f"undo refused ({refused}); written since the rollback: {writers}")
+            return
+        await self.op("checkpoint_rollback", id=last["pre_checkpoint"])
+        self.counts["undo_refused_after_daemon_writes"] += 1
 
     async def fault_while_parked(self, n: int, asked: str, request: str) -> None:
         """The daemon dies, or Redis, while a turn waits for the operator: the turn (run
