@@ -4,7 +4,8 @@ Issue 65's recall bars are missed for want of candidates (decision 0008): at BEA
 cosine list and the BM25 list miss a third of the evidence before any ranking. This probe
 asks whether a question's vector, moved by a 384 x 384 linear map learned from the dev
 splits' questions and their evidence, finds more of a conversation it was not trained on.
-Nothing in the product reads it yet.
+It does, over the messages' opening windows; through the product (its readings, fusion,
+the ranker) it did not, and nothing in the product reads it (decision 0008).
 
 1. Every message of the three dev splits (LoCoMo dev, BEAM 100K dev, BEAM 500K dev, read
    as their benches read them: ``speaker: text`` and ``role: text``) is embedded by its
