@@ -19,7 +19,13 @@ the ranker) it did not, and nothing in the product reads it (decision 0008).
    question's evidence in the first 10 and 40), for the plain question vector and the
    adapted one.
 
-Usage: python bench/query_adapter.py [--cache FILE] [--tau 0.1] [--steps 150] [--l2 0.01]
+``--maps FILE`` keeps each conversation's held-out map (the map of the fold that left it
+out) in an ``.npz`` keyed by conversation (``beam100k__3``, ``locomo__conv-26``), for
+``bench/ranker_data.py --adapter FILE``: the features captured with adapted queries, to
+retrain and cross-validate the ranker on.
+
+Usage: python bench/query_adapter.py [--cache FILE] [--maps FILE] [--tau 0.1] [--steps 150]
+[--l2 0.01]
 """
 
 from __future__ import annotations
@@ -143,16 +149,19 @@ def main() -> None:
     parser.add_argument("--tau", type=float, default=0.1, help="the softmax's temperature")
     parser.add_argument("--steps", type=int, default=150, help="Adam steps per fold")
     parser.add_argument("--l2", type=float, default=0.01, help="pull towards the identity")
+    parser.add_argument("--maps", type=Path, help="keep each conversation's held-out map here")
     args = parser.parse_args()
     started = time.monotonic()
     torch.set_num_threads(2)
     data = asyncio.run(embedded(args.cache))
     names = list(data)
     scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    maps: dict[str, np.ndarray] = {}
     for fold in range(FOLDS):
         held = names[fold::FOLDS]
         w = train(data, [n for n in names if n not in held], args.tau, args.steps, args.l2)
         for name in held:
+            maps[name.replace("/", "__")] = w
             split = name.split("/")[0]
             for label, adapter in (("cosine", None), ("adapted", w)):
                 for k in (10, 40):
@@ -169,6 +178,9 @@ def main() -> None:
         },
         "seconds": round(time.monotonic() - started, 1),
     }
+    if args.maps is not None:
+        np.savez(args.maps, **maps)
+        result["maps"] = str(args.maps)
     print(json.dumps(result, indent=2))
 
 

@@ -8,9 +8,13 @@ evidence count, and per candidate (fusion's order) its feature row
 ``MemorySearch.feature_observer``, so training reads the rows the ranker will read) and
 whether it is evidence. ``bench/train_ranker.py`` trains on these files.
 
+``--adapter MAPS`` (a probe, decision 0008): each conversation's questions are embedded,
+then moved by the linear map ``bench/query_adapter.py --maps`` kept for it (trained without
+that conversation), before the search reads them; nothing in the product reads a map.
+
 Usage:
-    python bench/ranker_data.py locomo OUT.jsonl [PATH]
-    python bench/ranker_data.py beam OUT.jsonl [DIR] [--chats 1,2,...]
+    python bench/ranker_data.py locomo OUT.jsonl [PATH] [--adapter MAPS]
+    python bench/ranker_data.py beam OUT.jsonl [DIR] [--chats 1,2,...] [--adapter MAPS]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from aether.server.embedded import EmbeddedRedis
 from aether.store.client import connect
 
 LIMIT = 10
+Maps = dict[str, np.ndarray]
 
 
 class Capture:
@@ -59,7 +64,8 @@ async def _ask(
     to_id: dict[str, Any],
     evidence: set[Any],
 ) -> dict[str, Any]:
-    capture.keys = []
+    # a search that ranks nothing observes nothing: no row may stay from the last question
+    capture.keys, capture.rows = [], np.zeros((0, 0))
     await search.search(text, limit=LIMIT, now=asked_at)
     return {
         "evidence": len(evidence),
@@ -79,13 +85,31 @@ async def _observed(settings: Settings, client: Redis) -> tuple[MemoryLayer, Mem
     return layer, search, capture
 
 
-async def _locomo(path: Path, out: Any, settings: Settings) -> int:
+def _adapt(layer: MemoryLayer, maps: Maps | None, conversation: str) -> None:
+    """Move every query vector ``layer`` makes from now on by ``conversation``'s map."""
+    if maps is None:
+        return
+    w = maps[conversation]
+    plain = layer.embed
+
+    async def adapted(text: str) -> list[float] | None:
+        vector = await plain(text)
+        if vector is None:
+            return None
+        moved = w @ np.asarray(vector, dtype=np.float32)
+        return [float(v) for v in moved / np.linalg.norm(moved)]
+
+    layer.embed = adapted  # type: ignore[method-assign]
+
+
+async def _locomo(path: Path, out: Any, settings: Settings, maps: Maps | None) -> int:
     client = await connect(settings)
     written = 0
     try:
         for n, sample in enumerate(json.loads(path.read_text())):
             layer, search, capture = await _observed(settings, client)
             to_id = await locomo.load(layer, sample)
+            _adapt(layer, maps, f"locomo__{sample['sample_id']}")
             asked_at = max(ts for _, _, ts in locomo.turns(sample)) + 60
             settle_heap()
             for text, evidence, category in locomo.questions(sample):
@@ -98,7 +122,9 @@ async def _locomo(path: Path, out: Any, settings: Settings) -> int:
     return written
 
 
-async def _beam(root: Path, chats: list[str], out: Any, settings: Settings) -> int:
+async def _beam(
+    root: Path, chats: list[str], out: Any, settings: Settings, maps: Maps | None
+) -> int:
     client = await connect(settings)
     written = 0
     try:
@@ -106,6 +132,7 @@ async def _beam(root: Path, chats: list[str], out: Any, settings: Settings) -> i
             msgs = beam.messages(root / chat)
             layer, search, capture = await _observed(settings, client)
             to_id = await beam.load(layer, msgs)
+            _adapt(layer, maps, f"{'beam500k' if '500' in root.name else 'beam100k'}__{chat}")
             asked_at = max(m.timestamp for m in msgs) + 60
             settle_heap()
             for q in beam.questions(root / chat):
@@ -134,6 +161,10 @@ def main() -> None:
     if "--chats" in args:
         chats = args.pop(args.index("--chats") + 1).split(",")
         args.remove("--chats")
+    maps: Maps | None = None
+    if "--adapter" in args:
+        maps = dict(np.load(args.pop(args.index("--adapter") + 1)))
+        args.remove("--adapter")
     which, target = args[0], Path(args[1])
     home = Path(tempfile.mkdtemp(prefix="aether-ranker-data-"))
     settings = Settings(home=home)
@@ -141,11 +172,11 @@ def main() -> None:
         with target.open("w") as out:
             if which == "locomo":
                 n = asyncio.run(
-                    _locomo(Path(args[2]) if len(args) > 2 else locomo.DEFAULT, out, settings)
+                    _locomo(Path(args[2]) if len(args) > 2 else locomo.DEFAULT, out, settings, maps)
                 )
             else:
                 root = Path(args[2]) if len(args) > 2 else beam.DEFAULT
-                n = asyncio.run(_beam(root, chats, out, settings))
+                n = asyncio.run(_beam(root, chats, out, settings, maps))
     finally:
         EmbeddedRedis(settings).stop()
     print(json.dumps({"questions": n, "file": str(target)}))

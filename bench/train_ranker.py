@@ -52,14 +52,8 @@ KS = (5, 10)
 
 
 def read(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every question with at least one candidate, from every file."""
-    out = []
-    for path in paths:
-        for line in path.read_text().splitlines():
-            q = json.loads(line)
-            if q["rows"]:
-                out.append(q)
-    return out
+    """Every question of every file (one with no candidates is missed by every order)."""
+    return [json.loads(line) for path in paths for line in path.read_text().splitlines()]
 
 
 def matrix(questions: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -88,7 +82,7 @@ def balanced(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def train(questions: list[dict[str, Any]]) -> lightgbm.Booster:
     """A model over ``questions`` (:func:`balanced`), with :data:`PARAMS`."""
-    x, y, groups = matrix(balanced(questions))
+    x, y, groups = matrix(balanced([q for q in questions if q["rows"]]))
     data = lightgbm.Dataset(x, y, group=groups, feature_name=list(FEATURES), free_raw_data=False)
     return lightgbm.train(PARAMS, data, num_boost_round=ROUNDS)
 
@@ -101,6 +95,8 @@ def recall(q: dict[str, Any], order: list[int], k: int) -> float:
 
 def learned_order(model: lightgbm.Booster, q: dict[str, Any]) -> list[int]:
     """The question's candidates by the model's score, fusion's order breaking ties."""
+    if not q["rows"]:
+        return []
     x, _, _ = matrix([q])
     scores = model.predict(x, num_threads=1)
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
