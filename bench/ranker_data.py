@@ -11,10 +11,11 @@ whether it is evidence. ``bench/train_ranker.py`` trains on these files.
 ``--adapter MAPS`` (a probe, decision 0008): each conversation's questions are embedded,
 then moved by the linear map ``bench/query_adapter.py --maps`` kept for it (trained without
 that conversation), before the search reads them; nothing in the product reads a map.
+``--move F`` applies only that share of each map's move (``I + F (W - I)``; default 1).
 
 Usage:
-    python bench/ranker_data.py locomo OUT.jsonl [PATH] [--adapter MAPS]
-    python bench/ranker_data.py beam OUT.jsonl [DIR] [--chats 1,2,...] [--adapter MAPS]
+    python bench/ranker_data.py locomo OUT.jsonl [PATH] [--adapter MAPS [--move F]]
+    python bench/ranker_data.py beam OUT.jsonl [DIR] [--chats 1,2,...] [--adapter MAPS [--move F]]
 """
 
 from __future__ import annotations
@@ -161,10 +162,16 @@ def main() -> None:
     if "--chats" in args:
         chats = args.pop(args.index("--chats") + 1).split(",")
         args.remove("--chats")
+    move = 1.0
+    if "--move" in args:
+        move = float(args.pop(args.index("--move") + 1))
+        args.remove("--move")
     maps: Maps | None = None
     if "--adapter" in args:
-        maps = dict(np.load(args.pop(args.index("--adapter") + 1)))
+        kept = np.load(args.pop(args.index("--adapter") + 1))
         args.remove("--adapter")
+        eye = np.eye(kept[kept.files[0]].shape[0], dtype=np.float32)
+        maps = {name: eye + move * (kept[name] - eye) for name in kept.files}
     which, target = args[0], Path(args[1])
     home = Path(tempfile.mkdtemp(prefix="aether-ranker-data-"))
     settings = Settings(home=home)
