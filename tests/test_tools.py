@@ -320,7 +320,8 @@ async def test_a_turn_run_again_gets_the_request_it_asked_before(
     assert again.id == first and again.status == "approved"
     # what names the turn is a digest: the inbox id is not kept in the request
     stored = await client.hgetall(keys.approval(first))
-    assert len(again.turn) == 32 and not any(b"msg-1" in value for value in stored.values())
+    assert stored[b"turn"] == again.turn.encode() and len(again.turn) == 32  # the request read
+    assert not any(b"msg-1" in value for value in stored.values())
     # an approval lets its call start once; a request gone (erased) lets nothing start
     assert await approvals.use(first) and not await approvals.use(first)
     assert (await approvals.get(first)).used_at is not None
