@@ -52,12 +52,19 @@ from aether.memory.storage.readings import WINDOW_CHARS
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FOLDS = 5
 Split = dict[str, tuple[np.ndarray, np.ndarray, list[list[int]]]]
+BEAM_SPLITS = {"beam-dev": "beam100k", "beam500-dev": "beam500k"}  # data folder -> split
+
+
+def map_key(split: str, conversation: str) -> str:
+    """The name a conversation's map is kept under in ``--maps`` (``beam100k__3``)."""
+    return f"{split}__{conversation}"
 
 
 def conversations() -> dict[str, tuple[list[str], list[tuple[str, list[int]]]]]:
     """Each dev conversation's texts and its questions (text, evidence positions)."""
     out: dict[str, tuple[list[str], list[tuple[str, list[int]]]]] = {}
-    for split, root in (("beam100k", DATA / "beam-dev"), ("beam500k", DATA / "beam500-dev")):
+    for folder, split in BEAM_SPLITS.items():
+        root = DATA / folder
         for chat in sorted(root.iterdir(), key=lambda p: int(p.name)):
             msgs = messages(chat)
             at = {m.id: i for i, m in enumerate(msgs)}
@@ -161,8 +168,8 @@ def main() -> None:
         held = names[fold::FOLDS]
         w = train(data, [n for n in names if n not in held], args.tau, args.steps, args.l2)
         for name in held:
-            maps[name.replace("/", "__")] = w
-            split = name.split("/")[0]
+            split, conversation = name.split("/")
+            maps[map_key(split, conversation)] = w
             for label, adapter in (("cosine", None), ("adapted", w)):
                 for k in (10, 40):
                     scores[split][f"{label}@{k}"] += recall(data, name, adapter, k)

@@ -31,6 +31,7 @@ from typing import Any
 import beam
 import locomo
 import numpy as np
+from query_adapter import BEAM_SPLITS, map_key
 from redis.asyncio import Redis
 
 from aether.config import Settings
@@ -110,7 +111,7 @@ async def _locomo(path: Path, out: Any, settings: Settings, maps: Maps | None) -
         for n, sample in enumerate(json.loads(path.read_text())):
             layer, search, capture = await _observed(settings, client)
             to_id = await locomo.load(layer, sample)
-            _adapt(layer, maps, f"locomo__{sample['sample_id']}")
+            _adapt(layer, maps, map_key("locomo", sample["sample_id"]))
             asked_at = max(ts for _, _, ts in locomo.turns(sample)) + 60
             settle_heap()
             for text, evidence, category in locomo.questions(sample):
@@ -133,7 +134,7 @@ async def _beam(
             msgs = beam.messages(root / chat)
             layer, search, capture = await _observed(settings, client)
             to_id = await beam.load(layer, msgs)
-            _adapt(layer, maps, f"{'beam500k' if '500' in root.name else 'beam100k'}__{chat}")
+            _adapt(layer, maps, map_key(BEAM_SPLITS.get(root.name, root.name), chat))
             asked_at = max(m.timestamp for m in msgs) + 60
             settle_heap()
             for q in beam.questions(root / chat):
